@@ -1,0 +1,123 @@
+"""Boundary checks shared by all packages. Messages name the argument and the fix."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfair._errors import InvalidDataError, InvalidParameterError, MissingPublicBoundError
+
+__all__ = [
+    "check_finite_1d",
+    "check_in_open_interval",
+    "check_interval_bounds",
+    "check_positive",
+    "check_positive_int",
+]
+
+
+def _as_real(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise InvalidParameterError(f"{name}={value!r}: expected a real number, got a bool.")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name}={value!r}: expected a real number.") from None
+    if math.isnan(out):
+        raise InvalidParameterError(f"{name}=nan: expected a real number.")
+    return out
+
+
+def check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float, raising unless it is > 0 (and finite unless allowed)."""
+    out = _as_real(name, value)
+    if not out > 0:
+        raise InvalidParameterError(f"{name}={value!r}: must be > 0.")
+    if math.isinf(out) and not allow_inf:
+        raise InvalidParameterError(f"{name}={value!r}: must be finite.")
+    return out
+
+
+def check_positive_int(name: str, value: Any) -> int:
+    """Return ``value`` as an int, raising unless it is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidParameterError(f"{name}={value!r}: expected a positive integer.")
+    if value < 1:
+        raise InvalidParameterError(f"{name}={value!r}: must be a positive integer (>= 1).")
+    return int(value)
+
+
+def check_in_open_interval(name: str, value: Any, low: float, high: float) -> float:
+    """Return ``value`` as a float, raising unless ``low < value < high``."""
+    out = _as_real(name, value)
+    if not low < out < high:
+        raise InvalidParameterError(
+            f"{name}={value!r}: must lie strictly between {low:g} and {high:g}."
+        )
+    return out
+
+
+def check_interval_bounds(
+    name: str, bounds: Sequence[float] | None, *, example: str = "(0.0, 100.0)"
+) -> tuple[float, float]:
+    """Validate a public ``(lo, hi)`` pair with finite ``lo < hi``.
+
+    Bounds are public inputs: they are never read off the data, because the minimum and
+    maximum of private data are themselves a release.
+    """
+    if bounds is None:
+        raise MissingPublicBoundError(
+            f"{name}=None: a public range is required, e.g. {name}={example}. It cannot be "
+            "taken from the data, because the min/max of private data is itself a release."
+        )
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"{name}={bounds!r}: expected a pair (lo, hi) of real numbers, e.g. {example}."
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise InvalidParameterError(f"{name}={bounds!r}: both ends must be finite.")
+    if not lo < hi:
+        raise InvalidParameterError(
+            f"{name}={bounds!r}: lo must be strictly smaller than hi; swap them or widen "
+            "the range."
+        )
+    return lo, hi
+
+
+def check_finite_1d(name: str, x: Any, *, min_size: int = 1) -> NDArray[np.float64]:
+    """Return ``x`` as a 1-D float64 array, raising on NaN/inf, wrong shape or too few rows.
+
+    The input is copied, so later in-place work (sorting, clipping) never touches the
+    caller's array.
+    """
+    try:
+        arr = np.array(x, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"{name}: expected a 1-D array of real numbers.") from None
+    if arr.ndim == 0:
+        raise InvalidDataError(f"{name}: expected a 1-D array, got a scalar.")
+    if arr.ndim != 1:
+        arr = np.squeeze(arr)
+        if arr.ndim != 1:
+            raise InvalidDataError(f"{name}: expected a 1-D array, got shape {np.shape(x)}.")
+    if arr.size < min_size:
+        raise InvalidDataError(
+            f"{name} has {arr.size} values: at least {min_size} required."
+            if arr.size
+            else f"{name} is empty: at least {min_size} value(s) required."
+        )
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        raise InvalidDataError(
+            f"{name} contains {idx.size} non-finite value(s) (NaN or inf), first at index "
+            f"{idx[0]}: remove or impute them before calling; dpfair never drops rows "
+            "silently."
+        )
+    return arr

@@ -1,0 +1,16 @@
+"""Shared privacy mechanisms: Gaussian, exponential (piecewise-constant, exact law), noisy tree."""
+
+from dpfair.mechanisms.exponential import ExponentialMechanism, PiecewiseConstantLaw
+from dpfair.mechanisms.gaussian import (
+    GaussianMechanism,
+    analytic_gaussian_delta,
+    analytic_gaussian_sigma,
+)
+
+__all__ = [
+    "ExponentialMechanism",
+    "GaussianMechanism",
+    "PiecewiseConstantLaw",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_sigma",
+]

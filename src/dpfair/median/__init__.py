@@ -1,0 +1,1 @@
+"""Median confidence intervals under zCDP (paper 004)."""
