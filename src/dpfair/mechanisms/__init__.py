@@ -1,6 +1,10 @@
 """Shared privacy mechanisms: Gaussian, exponential (piecewise-constant, exact law), noisy tree."""
 
-from dpfair.mechanisms.exponential import ExponentialMechanism, PiecewiseConstantLaw
+from dpfair.mechanisms.exponential import (
+    ExponentialMechanism,
+    PiecewiseConstantLaw,
+    sample_piece_windowed,
+)
 from dpfair.mechanisms.gaussian import (
     GaussianMechanism,
     analytic_gaussian_delta,
@@ -13,4 +17,5 @@ __all__ = [
     "PiecewiseConstantLaw",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
+    "sample_piece_windowed",
 ]

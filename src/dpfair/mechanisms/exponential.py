@@ -9,6 +9,7 @@ log-weights, in log-space so that 10^7 pieces or ε = 50 neither overflow nor un
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,7 +21,7 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_positive
 from dpfair.privacy import Budget, exponential_mechanism_zcdp
 
-__all__ = ["ExponentialMechanism", "PiecewiseConstantLaw"]
+__all__ = ["ExponentialMechanism", "PiecewiseConstantLaw", "sample_piece_windowed"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -260,3 +261,54 @@ class ExponentialMechanism:
         out = self.law(edges, scores).sample(rng=rng)
         assert isinstance(out, float)
         return out
+
+
+def sample_piece_windowed(
+    log_mass_window: NDArray[np.float64],
+    offset: int,
+    log_outside_bound: float,
+    full_log_mass: Callable[[], NDArray[np.float64]],
+    rng: RandomLike = None,
+) -> int:
+    """Exact draw of a piece index j with P(j) ∝ exp(log_mass[j]), looking mostly at a window.
+
+    When the masses decay fast away from a mode (the exponential mechanism), the pieces
+    outside a window around it carry a total mass that can be *bounded* without being
+    computed. Draw u uniformly on [0, W_in + U_out), where W_in is the window's exact mass
+    and U_out ≥ the true outside mass W_out. If u < W_in, return the window piece it lands
+    in; otherwise compute all masses (``full_log_mass()``, O(K)) and return the outside
+    piece u − W_in lands in, or start again if u − W_in ≥ W_out. Conditionally on
+    stopping, u is uniform on [0, W_in + W_out): the draw is exact, and the O(K) branch
+    runs with probability ≤ U_out/(W_in + U_out).
+
+    Parameters
+    ----------
+    log_mass_window : array
+        Log-masses of the pieces ``offset, offset + 1, …`` inside the window.
+    offset : int
+        Index of the first window piece.
+    log_outside_bound : float
+        log of an upper bound on the total mass of the pieces outside the window.
+    full_log_mass : callable
+        Returns the log-masses of all pieces (called only in the rare branch).
+    rng : generator-like
+    """
+    gen = as_generator(rng)
+    shift = float(np.max(log_mass_window))
+    if not math.isfinite(shift):
+        shift = log_outside_bound
+    w_in = np.exp(log_mass_window - shift)
+    cum_in = np.cumsum(w_in)
+    total_in = float(cum_in[-1])
+    bound_out = math.exp(min(log_outside_bound - shift, 700.0))
+    width = log_mass_window.size
+    while True:
+        u = gen.random() * (total_in + bound_out)
+        if u < total_in:
+            return offset + int(np.searchsorted(cum_in, u, side="right"))
+        full = np.exp(np.asarray(full_log_mass(), dtype=np.float64) - shift)
+        full[offset : offset + width] = 0.0
+        cum_out = np.cumsum(full)
+        v = u - total_in
+        if v < cum_out[-1]:
+            return int(np.searchsorted(cum_out, v, side="right"))

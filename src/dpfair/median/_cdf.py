@@ -1,0 +1,159 @@
+r"""CDFPostProcess: a DP CDF from a noisy binary tree, then one exact test per grid point.
+
+Construction (paper 004, §3 and Appendix D). Grid g_j = a + j·|R|/2^D, j = 0..2^D, with
+D the smallest depth giving bins of width ≤ θ. Leaf j counts the records in
+(g_j, g_{j+1}] (leaf 0 also holds the points at a), so the prefix P_j = Σ_{i<j} leaf_i equals
+c(g_j) = #{x ≤ g_j} for j ≥ 1. Levels 1..D of the dyadic tree get N(0, σ²) noise per node;
+the root n is public. Replacing one record moves two nodes per level by ±1, so the L2
+sensitivity of the released vector is sqrt(2D) and σ² = D/ρ gives exactly ρ-zCDP
+(2D/(2σ²) = ρ). Honaker's least-squares post-processing makes the tree consistent; each
+estimated prefix C̃_j is then *exactly* N(c(g_j), σ_j²) with σ_j known
+(:mod:`dpfair.mechanisms.tree`).
+
+Upper end. If g_j < med(P) then c(g_j) ~ Bin(n, F(g_j)) with F(g_j) ≤ 1/2, stochastically
+dominated by B ~ Bin(n, 1/2); so C̃_j is dominated by B + N(0, σ_j²). Reject "g_j < med"
+when S_j(C̃_j) ≤ α/2, S_j(c) = P(B + N(0, σ_j²) > c) — this is the test C̃_j > a_j with a_j
+the (1 − α/2) quantile of the mixture, evaluated as a survival function so that no
+threshold needs to be searched for. Under g_j < med the rejection probability is ≤ α/2.
+U = g_{j*+1} where j* is the largest index in 1..2^D − 1 that is *not* rejected (0 if
+none). Validity needs one test only: for x* = the largest grid point below med, the test
+at x* is not rejected with probability ≥ 1 − α/2, and then U ≥ the next grid point ≥ med.
+No multiple-testing correction is needed.
+
+Lower end mirrors it with T_j = n − C̃_j (records above g_j), which for g_j > med is
+dominated by B + N(0, σ_j²): L = g_{j_*−1} for the smallest non-rejected j_*.
+
+The mixture survival function is computed exactly: Σ_k P(B = k)·Φ̄((c − k)/σ) over the
+binomial's support, restricted to the ±(a lot of) standard deviations where P(B = k) is
+above 1e-17 of the total; the discarded mass (< 1e-16) is *added*, so the test can only
+become more conservative.
+
+Data-dependent range (used by BinSearch+CDF). If the range R₂ was itself chosen from
+the data, the grid point x* below the median depends on R₂, hence on the sample, and the
+per-point level argument breaks. With ``envelope=True`` all tests use one threshold a and
+the worst case over the possible noise levels: q(b) = Φ̄((a − b)/σ_max) for b ≤ a and
+Φ̄((a − b)/σ_min) for b > a dominates the rejection probability at every grid point of every
+possible range, and a solves E_B[q(B)] = α/2, so the bound holds whatever R₂ is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special, stats
+
+from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts
+from dpfair.median._result import DPCdf
+from dpfair.privacy import Accountant, Budget
+
+__all__ = ["cdf_interval", "mixture_sf"]
+
+_BLOCK = 64
+_TAIL = 1e-17
+
+
+def _binomial_support(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    k_lo = int(stats.binom.ppf(_TAIL, n, 0.5))
+    k_hi = int(stats.binom.isf(_TAIL, n, 0.5))
+    k = np.arange(max(0, k_lo - 1), min(n, k_hi + 1) + 1, dtype=np.float64)
+    pmf = np.asarray(stats.binom.pmf(k, n, 0.5), dtype=np.float64)
+    dropped = max(0.0, 1.0 - float(pmf.sum()))
+    return k, pmf, dropped
+
+
+def mixture_sf(
+    c: NDArray[np.float64],
+    sigma: NDArray[np.float64] | float,
+    n: int,
+    *,
+    sigma_above: NDArray[np.float64] | float | None = None,
+) -> NDArray[np.float64]:
+    """P(B + N(0, σ²) > c) for B ~ Bin(n, 1/2), vectorised over c (and σ).
+
+    With ``sigma_above`` the noise level used for binomial values k > c is
+    ``sigma_above`` instead of ``sigma`` (the envelope of :mod:`dpfair.median._cdf`).
+    The binomial mass left out of the support window is added (an upper bound).
+    """
+    c_arr = np.atleast_1d(np.asarray(c, dtype=np.float64))
+    sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), c_arr.shape)
+    sig_up = sig if sigma_above is None else np.broadcast_to(
+        np.asarray(sigma_above, dtype=np.float64), c_arr.shape)
+    k, pmf, dropped = _binomial_support(n)
+    out = np.empty_like(c_arr)
+    for start in range(0, c_arr.size, _BLOCK):
+        sl = slice(start, start + _BLOCK)
+        diff = k[None, :] - c_arr[sl, None]  # k − c
+        scale = np.where(diff > 0, sig_up[sl, None], sig[sl, None])
+        out[sl] = special.ndtr(diff / scale) @ pmf
+    return np.minimum(out + dropped, 1.0)
+
+
+def _envelope_threshold(n: int, sigma_min: float, sigma_max: float, level: float) -> float:
+    """The a with E_B[q_env(B, a)] = level (bisection; the map is decreasing in a)."""
+    lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        val = float(mixture_sf(np.array([mid]), sigma_max, n, sigma_above=sigma_min)[0])
+        if val > level:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-9:
+            break
+    return hi  # rejecting at ≥ hi keeps the level
+
+
+def cdf_interval(
+    x: NDArray[np.float64],
+    rho: float,
+    bounds: tuple[float, float],
+    alpha: float,
+    depth: int,
+    rng: np.random.Generator,
+    *,
+    envelope: bool = False,
+) -> tuple[float, float, Budget, dict[str, Any], DPCdf]:
+    """Run CDFPostProcess on clipped data; returns (low, high, spent, diagnostics, cdf)."""
+    n = x.size
+    a, b = bounds
+    grid = np.linspace(a, b, 2**depth + 1)
+    tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
+    acct = Accountant(Budget.zcdp(rho))
+    acct.charge(tree.privacy, label="cdf/tree")
+    released = tree.release(leaf_counts(x, bounds, depth), rng=rng)
+    consistent = released.consistent()
+    prefix = np.asarray(consistent.prefix, dtype=np.float64)
+    std = np.asarray(consistent.prefix_std, dtype=np.float64)
+
+    inner = np.arange(1, 2**depth)
+    below = prefix[inner]  # C̃_j: records ≤ g_j
+    above = n - below  # records > g_j
+    sig = std[inner]
+    if envelope:
+        s_min, s_max = float(sig.min()), float(sig.max())
+        thresh = _envelope_threshold(n, s_min, s_max, alpha / 2.0)
+        reject_upper = below >= thresh
+        reject_lower = above >= thresh
+    else:
+        reject_upper = mixture_sf(below, sig, n) <= alpha / 2.0
+        reject_lower = mixture_sf(above, sig, n) <= alpha / 2.0
+
+    keep_u = inner[~reject_upper]
+    j_star = int(keep_u.max()) if keep_u.size else 0
+    keep_l = inner[~reject_lower]
+    j_low = int(keep_l.min()) if keep_l.size else 2**depth
+    low, high = float(grid[j_low - 1]), float(grid[j_star + 1])
+    diagnostics: dict[str, Any] = {
+        "depth": depth,
+        "bins": 2**depth,
+        "sigma_node": tree.sigma,
+        "prefix_std_range": (float(sig.min()), float(sig.max())),
+        "upper_index": j_star + 1,
+        "lower_index": j_low - 1,
+        "envelope": envelope,
+        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+    }
+    cdf = DPCdf(grid=grid, values=prefix / n, std=std / n)
+    return low, high, acct.spent, diagnostics, cdf

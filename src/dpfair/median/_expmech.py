@@ -1,0 +1,188 @@
+r"""ExpMech: two exponential-mechanism order statistics (paper 004, §3 and supplement B).
+
+Mechanism for a target rank k on the public range R = [a, b] with granularity θ
+-----------------------------------------------------------------------------------
+Data are clipped into R (a copy; a median inside R keeps its rank) and sorted. With
+c(t) = #{i : x_i ≤ t}, the score of an output r ∈ R is
+
+.. math:: s_k(r) = -\max\{0,\; k - c(r + θ),\; c(r - θ) - k\}.
+
+Each c(·) changes by at most 1 when one record is replaced, so s_k has sensitivity 1.
+Equivalently: move the k smallest points down by θ and the others up by θ (clipping to R),
+call the results y_1 ≤ … ≤ y_n and set y_0 = a, y_{n+1} = b; then s_k = −|j − k| on the
+piece [y_j, y_{j+1}). The density ∝ exp(ε·s_k/2) is piecewise constant over ≤ n + 1 pieces,
+so its law is exact (:class:`~dpfair.mechanisms.PiecewiseConstantLaw`) and sampling costs
+O(n) after the sort.
+
+Tail bound (data-free). The score-0 band is [x_(k) − θ, x_(k+1) + θ) ∩ R. Away from the
+ends of R it is at least 2θ wide; when x_(k) and x_(k+1) both sit on an end of R it shrinks
+to θ, so the true minimum width is w = θ. The set {s_k ≤ −t} has Lebesgue measure at most
+|R| − w and density ratio e^{−εt/2} to the band, hence
+
+.. math:: \mathrm{tail}(t) = P(s_k(A) ≤ -t) ≤ \min\{1, C e^{-εt/2}\},\qquad C = (|R| - θ)/θ.
+
+Coverage (conditioning on B = rank of med(P) ~ Bin(n, 1/2)). Given B = m, med(P) lies
+strictly between x_(m) and x_(m+1) (a.s. for continuous P).
+
+* Lower end L = A_L − θ fails iff A_L − θ > med > x_(m), which forces c(A_L − θ) ≥ m and so
+  s_{kL}(A_L) ≤ −(m − kL). For m ≤ kL we bound the failure probability by 1 (for m = kL
+  the band itself reaches above the median); for m > kL by tail(m − kL).
+* Upper end U = A_U + θ fails iff A_U + θ < med < x_(m+1), which forces c(A_U + θ) ≤ m and
+  so s_{kU}(A_U) ≤ −(kU − m): bounded by 1 for m ≥ kU and by tail(kU − m) otherwise.
+
+Hence P(L > med) ≤ F(kL) = P(B ≤ kL) + Σ_{m>kL} P(B=m)·tail(m − kL) and, by B ↔ n − B,
+P(U < med) ≤ F(n − kU). We take kL the largest rank with F(kL) ≤ α/2 and kU = n − kL
+(:func:`dpfair.median._ranks.expmech_lower_failure` computes F for all ranks in O(n)).
+Off-by-one check: with no privacy noise and θ → 0, F(k) = P(B ≤ k), so kL is one below
+the classical rank (the mechanism for rank k returns a point of [x_(k), x_(k+1))).
+
+Privacy. Each draw is the exponential mechanism with ε = 2·sqrt(ρ) on a sensitivity-1
+score: pure ε-DP and, by the bounded-range property, ε²/8 = ρ/2-zCDP (Cesar & Rogers
+2021). Two draws compose to ρ-zCDP. The range and θ are public; the final interval is
+clipped to R (post-processing: the median is promised to lie in R).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfair._errors import InsufficientDataError
+from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw, sample_piece_windowed
+from dpfair.median._ranks import expmech_lower_target
+from dpfair.privacy import Accountant, Budget
+
+__all__ = [
+    "expmech_interval",
+    "expmech_target_ranks",
+    "order_statistic_law",
+    "sample_order_statistic",
+]
+
+
+def order_statistic_law(
+    x_sorted: NDArray[np.float64],
+    k: int,
+    epsilon: float,
+    bounds: tuple[float, float],
+    granularity: float,
+) -> PiecewiseConstantLaw:
+    """Exact output law of the granular exponential mechanism for the rank-``k`` statistic.
+
+    ``x_sorted`` must already be clipped into ``bounds`` and sorted (callers in this
+    package guarantee it); ``k`` ranges over 0..n.
+    """
+    a, b = bounds
+    n = x_sorted.size
+    shifted = np.empty(n + 2, dtype=np.float64)
+    shifted[0] = a
+    shifted[n + 1] = b
+    shifted[1 : k + 1] = x_sorted[:k] - granularity
+    shifted[k + 1 : n + 1] = x_sorted[k:] + granularity
+    np.clip(shifted, a, b, out=shifted)
+    scores = -np.abs(np.arange(n + 1, dtype=np.float64) - k)
+    return ExponentialMechanism(epsilon).law(shifted, scores)
+
+
+def sample_order_statistic(
+    x_sorted: NDArray[np.float64],
+    k: int,
+    epsilon: float,
+    bounds: tuple[float, float],
+    granularity: float,
+    rng: np.random.Generator,
+) -> float:
+    """One exact draw from :func:`order_statistic_law` in O(T) instead of O(n).
+
+    Piece j has mass len_j·e^{−ε|j−k|/2}. The pieces with |j − k| > T have total mass at
+    most |R|·e^{−ε(T+1)/2}; with T chosen so that this is < 1e-12 of the score-0 band's
+    mass (≥ θ), :func:`~dpfair.mechanisms.sample_piece_windowed` draws exactly while
+    touching only 2T + 1 pieces, except with probability < 1e-12 (then it computes all).
+    """
+    a, b = bounds
+    n = x_sorted.size
+    band = min(granularity, b - a)
+    log_ratio = math.log((b - a) / band) + 12.0 * math.log(10.0)
+    half = int(math.ceil(2.0 * log_ratio / epsilon))
+    j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
+    # Breakpoints y_j for j = j_lo..j_hi+1 (y_0 = a, y_{n+1} = b).
+    j = np.arange(j_lo, j_hi + 2)
+    idx = np.clip(j - 1, 0, n - 1)
+    y = np.where(j <= k, x_sorted[idx] - granularity, x_sorted[idx] + granularity)
+    y = np.where(j == 0, a, np.where(j == n + 1, b, y))
+    np.clip(y, a, b, out=y)
+    lengths = np.diff(y)
+    pieces = np.arange(j_lo, j_hi + 1)
+    with np.errstate(divide="ignore"):
+        log_mass = np.log(lengths) - epsilon * np.abs(pieces - k) / 2.0
+    outside = math.log(b - a) - epsilon * (half + 1) / 2.0
+
+    def full() -> NDArray[np.float64]:
+        law = order_statistic_law(x_sorted, k, epsilon, bounds, granularity)
+        return law.log_mass
+
+    piece = sample_piece_windowed(log_mass, j_lo, outside, full, rng)
+    if j_lo <= piece <= j_hi:
+        lo, hi = y[piece - j_lo], y[piece - j_lo + 1]
+    else:
+        edges = order_statistic_law(x_sorted, k, epsilon, bounds, granularity).edges
+        lo, hi = edges[piece], edges[piece + 1]
+    return float(min(lo + rng.random() * (hi - lo), hi))
+
+
+def expmech_target_ranks(
+    n: int, epsilon: float, alpha: float, range_width: float, granularity: float
+) -> tuple[int, int, float]:
+    """Target ranks (kL, kU) and the tail constant C for ExpMech; see the module docstring.
+
+    Raises
+    ------
+    InsufficientDataError
+        If no rank gives lower-tail failure ≤ α/2.
+    """
+    band = min(granularity, range_width)
+    ratio = max(range_width - band, 0.0) / band
+
+    k_low = expmech_lower_target(n, epsilon, ratio, alpha / 2.0)
+    if k_low < 0:
+        raise InsufficientDataError(
+            f"n={n} is too small for a valid ExpMech interval at alpha={alpha:g} with "
+            f"epsilon={epsilon:.4g} per draw and range/granularity ratio {ratio:.4g}: even the "
+            "lowest rank misses the median too often. Increase n, rho or alpha, or use a "
+            "narrower public range."
+        )
+    return k_low, n - k_low, ratio
+
+
+def expmech_interval(
+    x_sorted: NDArray[np.float64],
+    rho: float,
+    bounds: tuple[float, float],
+    alpha: float,
+    granularity: float,
+    rng: np.random.Generator,
+) -> tuple[float, float, Budget, dict[str, Any]]:
+    """Run ExpMech on clipped, sorted data; returns (low, high, spent, diagnostics)."""
+    n = x_sorted.size
+    a, b = bounds
+    mech = ExponentialMechanism.for_zcdp(rho / 2.0)  # ε²/8 = ρ/2 per draw: ε = 2·sqrt(ρ)
+    k_low, k_high, ratio = expmech_target_ranks(n, mech.epsilon, alpha, b - a, granularity)
+    acct = Accountant(Budget.zcdp(rho))
+    acct.charge(mech.privacy_zcdp, label="expmech/lower")
+    draw_low = sample_order_statistic(x_sorted, k_low, mech.epsilon, bounds, granularity, rng)
+    acct.charge(mech.privacy_zcdp, label="expmech/upper")
+    draw_high = sample_order_statistic(x_sorted, k_high, mech.epsilon, bounds, granularity,
+                                       rng)
+    low = max(a, draw_low - granularity)
+    high = min(b, draw_high + granularity)
+    diagnostics: dict[str, Any] = {
+        "target_ranks": (k_low, k_high),
+        "epsilon_per_draw": mech.epsilon,
+        "zcdp_conversion": "bounded range: eps^2/8 per draw",
+        "tail_constant": ratio,
+        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+    }
+    return low, high, acct.spent, diagnostics
