@@ -24,8 +24,8 @@ Lower end mirrors it with T_j = n − C̃_j (records above g_j), which for g_j >
 dominated by B + N(0, σ_j²): L = g_{j_*−1} for the smallest non-rejected j_*.
 
 The mixture survival function is computed exactly: Σ_k P(B = k)·Φ̄((c − k)/σ) over the
-binomial's support, restricted to the ±(a lot of) standard deviations where P(B = k) is
-above 1e-17 of the total; the discarded mass (< 1e-16) is *added*, so the test can only
+binomial's support, restricted to n/2 ± 5·sqrt(n) where the binomial has all but
+< 4e-22 of its mass (Hoeffding); that discarded mass is *added*, so the test can only
 become more conservative.
 
 Data-dependent range (used by BinSearch+CDF). If the range R₂ was itself chosen from
@@ -38,28 +38,37 @@ possible range, and a solves E_B[q(B)] = α/2, so the bound holds whatever R₂ 
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import optimize, special, stats
 
-from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts
+from dpfair.mechanisms import NoisyBinaryTree, leaf_counts, leaf_edges
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 
 __all__ = ["cdf_interval", "mixture_sf"]
 
 _BLOCK = 64
-_TAIL = 1e-17
 
 
+@functools.lru_cache(maxsize=16)
 def _binomial_support(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-    k_lo = int(stats.binom.ppf(_TAIL, n, 0.5))
-    k_hi = int(stats.binom.isf(_TAIL, n, 0.5))
-    k = np.arange(max(0, k_lo - 1), min(n, k_hi + 1) + 1, dtype=np.float64)
+    """Support window n/2 ± 5·sqrt(n) (+2) of Bin(n, 1/2), its pmf, and a bound on the rest.
+
+    Hoeffding: P(|B − n/2| ≥ t) ≤ 2·exp(−2t²/n) = 2e^{−50} < 4e-22 for t = 5·sqrt(n).
+    """
+    half = 5.0 * math.sqrt(n) + 2.0
+    k_lo = max(0, int(math.floor(n / 2.0 - half)))
+    k_hi = min(n, int(math.ceil(n / 2.0 + half)))
+    k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
     pmf = np.asarray(stats.binom.pmf(k, n, 0.5), dtype=np.float64)
-    dropped = max(0.0, 1.0 - float(pmf.sum()))
+    dropped = 0.0 if (k_lo == 0 and k_hi == n) else 2.0 * math.exp(-50.0)
+    k.setflags(write=False)
+    pmf.setflags(write=False)
     return k, pmf, dropped
 
 
@@ -74,7 +83,9 @@ def mixture_sf(
 
     With ``sigma_above`` the noise level used for binomial values k > c is
     ``sigma_above`` instead of ``sigma`` (the envelope of :mod:`dpfair.median._cdf`).
-    The binomial mass left out of the support window is added (an upper bound).
+    The binomial mass left out of the support window is added (an upper bound). Points
+    c more than 40 noise standard deviations outside the window are answered in closed
+    form (the Gaussian tail there is below 1e-300).
     """
     c_arr = np.atleast_1d(np.asarray(c, dtype=np.float64))
     sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), c_arr.shape)
@@ -82,8 +93,14 @@ def mixture_sf(
         np.asarray(sigma_above, dtype=np.float64), c_arr.shape)
     k, pmf, dropped = _binomial_support(n)
     out = np.empty_like(c_arr)
-    for start in range(0, c_arr.size, _BLOCK):
-        sl = slice(start, start + _BLOCK)
+    reach = 40.0 * np.maximum(sig, sig_up)
+    far_below = c_arr < k[0] - reach
+    far_above = c_arr > k[-1] + reach
+    out[far_below] = 1.0
+    out[far_above] = 0.0
+    todo = np.flatnonzero(~(far_below | far_above))
+    for start in range(0, todo.size, _BLOCK):
+        sl = todo[start : start + _BLOCK]
         diff = k[None, :] - c_arr[sl, None]  # k − c
         scale = np.where(diff > 0, sig_up[sl, None], sig[sl, None])
         out[sl] = special.ndtr(diff / scale) @ pmf
@@ -91,18 +108,18 @@ def mixture_sf(
 
 
 def _envelope_threshold(n: int, sigma_min: float, sigma_max: float, level: float) -> float:
-    """The a with E_B[q_env(B, a)] = level (bisection; the map is decreasing in a)."""
+    """The a with E_B[q_env(B, a)] = level (the map is continuous and decreasing in a).
+
+    Returned slightly above the root (by 1e-9), so rejecting at ≥ a keeps the level.
+    """
+
+    def gap(a: float) -> float:
+        sf = mixture_sf(np.array([a]), sigma_max, n, sigma_above=sigma_min)
+        return float(sf[0]) - level
+
     lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        val = float(mixture_sf(np.array([mid]), sigma_max, n, sigma_above=sigma_min)[0])
-        if val > level:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-9:
-            break
-    return hi  # rejecting at ≥ hi keeps the level
+    root = optimize.brentq(gap, lo, hi, xtol=1e-10, rtol=1e-14, maxiter=500)
+    return float(root) + 1e-9
 
 
 def cdf_interval(
@@ -118,7 +135,7 @@ def cdf_interval(
     """Run CDFPostProcess on clipped data; returns (low, high, spent, diagnostics, cdf)."""
     n = x.size
     a, b = bounds
-    grid = np.linspace(a, b, 2**depth + 1)
+    grid = leaf_edges((a, b), depth)
     tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
     acct = Accountant(Budget.zcdp(rho))
     acct.charge(tree.privacy, label="cdf/tree")
