@@ -7,7 +7,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfair._errors import InvalidParameterError
+from dpfair._errors import InsufficientDataError, InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import (
     check_finite_1d,
@@ -209,8 +209,15 @@ def _binsearch_then_cdf(
     """
     lo, hi = bounds
     data.sort()
-    l1, u1, spent1, diag1 = binsearch_interval(data, rho / 4.0, bounds, alpha / 4.0, theta,
-                                               gen)
+    try:
+        l1, u1, spent1, diag1 = binsearch_interval(data, rho / 4.0, bounds, alpha / 4.0,
+                                                   theta, gen)
+    except InsufficientDataError as err:
+        raise InsufficientDataError(
+            f"method='binsearch_cdf': its localisation stage (rho/4={rho / 4:g}, "
+            f"alpha/4={alpha / 4:g}) has no valid target rank for n={data.size}. Increase n, "
+            "rho or alpha, or use method='cdf'."
+        ) from err
     r_lo, r_hi = min(l1, u1), max(l1, u1)
     if r_hi - r_lo < theta:  # degenerate localisation: widen (a superset stays valid)
         r_lo, r_hi = max(lo, r_lo - theta), min(hi, r_hi + theta)

@@ -26,6 +26,7 @@ any query past ρ). The noisy counts themselves may be released (diagnostics).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -49,6 +50,7 @@ def grid_depth(range_width: float, granularity: float) -> int:
     return max(1, math.ceil(math.log2(range_width / granularity) - 1e-12))
 
 
+@functools.lru_cache(maxsize=256)
 def binsearch_target_ranks(n: int, sigma: float, depth: int, alpha: float) -> tuple[int, int]:
     """(kL, kU) for NoisyBinSearch with per-query noise σ and D queries per end."""
     tail = gaussian_union_tail(sigma, depth)
@@ -77,12 +79,16 @@ def _search(
     rng: np.random.Generator,
 ) -> tuple[int, list[tuple[float, float]]]:
     lo, hi = 0, grid.size - 1
+    depth = int(round(np.log2(grid.size - 1)))
+    # The D noises are independent of the data and of each other, so drawing them up
+    # front is the same as drawing each one fresh at its query.
+    noise = rng.normal(0.0, mech.sigma, size=depth)
     queries: list[tuple[float, float]] = []
-    while hi - lo > 1:
+    for step in range(depth):
         mid = (lo + hi) // 2
         acct.charge(mech.privacy, label=f"binsearch/{side}")
         count = float(np.searchsorted(x_sorted, grid[mid], side="right"))
-        noisy = float(mech.release(count, rng=rng))
+        noisy = count + float(noise[step])
         queries.append((float(grid[mid]), noisy))
         if side == "lower":
             if noisy <= target:

@@ -44,6 +44,7 @@ clipped to R (post-processing: the median is promised to lie in R).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -133,6 +134,7 @@ def sample_order_statistic(
     return float(min(lo + rng.random() * (hi - lo), hi))
 
 
+@functools.lru_cache(maxsize=256)
 def expmech_target_ranks(
     n: int, epsilon: float, alpha: float, range_width: float, granularity: float
 ) -> tuple[int, int, float]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -53,9 +54,9 @@ def nonprivate_ranks(n: int, alpha: float) -> tuple[int, int]:
     # P(B ≤ k − 1) ≤ α/2  ⇔  k − 1 ≤ ppf-like bound; search the exact cdf.
     k = int(stats.binom.ppf(half, n, 0.5))  # smallest j with cdf(j) ≥ half
     # Largest j with cdf(j) ≤ half, then kL = j + 1.
-    while k >= 0 and stats.binom.cdf(k, n, 0.5) > half:
+    while k >= 0 and _binom_cdf(k, n) > half:
         k -= 1
-    while k + 1 <= n and stats.binom.cdf(k + 1, n, 0.5) <= half:
+    while k + 1 <= n and _binom_cdf(k + 1, n) <= half:
         k += 1
     k_low = k + 1
     if k_low < 1:
@@ -66,6 +67,20 @@ def nonprivate_ranks(n: int, alpha: float) -> tuple[int, int]:
             f"Use at least n={needed} records or a larger alpha."
         )
     return k_low, n + 1 - k_low
+
+
+def _binom_cdf(k: ArrayLike, n: int) -> Any:
+    """P(B ≤ k) for B ~ Bin(n, 1/2), any integer k (0 below the support, 1 above)."""
+    kk = np.asarray(k, dtype=np.float64)
+    out = special.bdtr(np.clip(kk, 0, n), n, 0.5)
+    return np.where(kk < 0, 0.0, np.where(kk >= n, 1.0, out))
+
+
+def _binom_sf(k: ArrayLike, n: int) -> Any:
+    """P(B > k) for B ~ Bin(n, 1/2), any integer k."""
+    kk = np.asarray(k, dtype=np.float64)
+    out = special.bdtrc(np.clip(kk, 0, n), n, 0.5)
+    return np.where(kk < 0, 1.0, np.where(kk >= n, 0.0, out))
 
 
 def _log_pmf(m: NDArray[np.float64], n: int) -> NDArray[np.float64]:
@@ -100,7 +115,7 @@ def expmech_lower_failure(
     m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
     log_terms = _log_pmf(m, n) - epsilon * (m - centre) / 2.0
     log_suffix = np.logaddexp.accumulate(log_terms[::-1])[::-1]  # S(m_lo..m_hi)
-    outside = float(stats.binom.cdf(m_lo - 1, n, 0.5) + stats.binom.sf(m_hi, n, 0.5))
+    outside = float(_binom_cdf(m_lo - 1, n) + _binom_sf(m_hi, n))
 
     start = k_arr + t0 + 1  # first m with tail < 1
     idx = np.clip(start - m_lo, 0, log_suffix.size)
@@ -110,7 +125,7 @@ def expmech_lower_failure(
         geometric = band_ratio * np.exp(np.minimum(epsilon * (k_arr - centre) / 2.0 + log_s, 700.0))
     # P(B ≤ j) from the window's running sum (absolute error ~1e-16), exact binomial cdf
     # for the rare j outside the window.
-    window_cdf = float(stats.binom.cdf(m_lo - 1, n, 0.5)) + np.cumsum(
+    window_cdf = float(_binom_cdf(m_lo - 1, n)) + np.cumsum(
         np.exp(log_terms + epsilon * (m - centre) / 2.0)
     )
     j = k_arr + t0
@@ -118,7 +133,7 @@ def expmech_lower_failure(
     cdf_part = np.empty(j.shape, dtype=np.float64)
     cdf_part[inside] = window_cdf[j[inside] - m_lo]
     if not inside.all():
-        cdf_part[~inside] = stats.binom.cdf(j[~inside], n, 0.5)
+        cdf_part[~inside] = _binom_cdf(j[~inside], n)
     # Terms with m outside the window have tail < 1, so together they add at most the
     # binomial mass outside the window: add it as a (negligible) upper bound.
     out = cdf_part + geometric + outside
@@ -171,10 +186,10 @@ def generic_lower_failure(n: int, tail: TailBound, k: int, *, t_max: int) -> flo
     m = k + t
     pmf = np.exp(_log_pmf(m, n))
     tails = np.minimum(tail(t), 1.0)
-    remainder = float(stats.binom.sf(k + t_max, n, 0.5)) * float(
+    remainder = float(_binom_sf(k + t_max, n)) * float(
         min(1.0, tail(np.array([t_max + 1.0]))[0])
     )
-    return float(stats.binom.cdf(k, n, 0.5) + np.dot(pmf, tails) + remainder)
+    return float(_binom_cdf(k, n) + np.dot(pmf, tails) + remainder)
 
 
 def lower_target_rank(failure: Callable[[int], float], n: int, alpha_half: float) -> int:
