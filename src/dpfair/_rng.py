@@ -10,7 +10,7 @@ from dpfair._errors import InvalidParameterError
 
 __all__ = ["RandomLike", "as_generator"]
 
-RandomLike: TypeAlias = None | int | np.random.SeedSequence | np.random.Generator
+RandomLike: TypeAlias = int | np.random.SeedSequence | np.random.Generator | None
 
 
 def as_generator(rng: RandomLike, *, name: str = "rng") -> np.random.Generator:

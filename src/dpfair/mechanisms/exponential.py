@@ -136,12 +136,10 @@ class PiecewiseConstantLaw:
         idx = self._piece_index(arr)
         hi = self.edges[idx + 1]
         dens = np.exp(self.log_levels[idx] - self.log_norm)
-        right = 1.0 - self.cum_mass  # mass strictly right of each edge
         tail_after = np.exp(self._log_suffix_mass()[idx + 1])
         out = tail_after + np.clip(hi - arr, 0.0, None) * dens
         out = np.where(arr < self.edges[0], 1.0, out)
         out = np.where(arr >= self.edges[-1], 0.0, out)
-        del right
         return np.clip(out, 0.0, 1.0)
 
     def _log_suffix_mass(self) -> NDArray[np.float64]:

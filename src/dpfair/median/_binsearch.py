@@ -36,8 +36,8 @@ from numpy.typing import NDArray
 from dpfair._errors import InsufficientDataError
 from dpfair.mechanisms import GaussianMechanism
 from dpfair.median._ranks import (
-    generic_lower_failure,
     gaussian_union_tail,
+    generic_lower_failure,
     lower_target_rank,
 )
 from dpfair.privacy import Accountant, Budget
@@ -55,7 +55,7 @@ def binsearch_target_ranks(n: int, sigma: float, depth: int, alpha: float) -> tu
     """(kL, kU) for NoisyBinSearch with per-query noise σ and D queries per end."""
     tail = gaussian_union_tail(sigma, depth)
     # Beyond t_max the Gaussian union bound is < 1e-300: negligible, and still bounded.
-    t_max = int(math.ceil(sigma * 40.0)) + 1
+    t_max = math.ceil(sigma * 40.0) + 1
 
     def failure(k: int) -> float:
         return generic_lower_failure(n, tail, k, t_max=t_max)
@@ -79,7 +79,7 @@ def _search(
     rng: np.random.Generator,
 ) -> tuple[int, list[tuple[float, float]]]:
     lo, hi = 0, grid.size - 1
-    depth = int(round(np.log2(grid.size - 1)))
+    depth = round(np.log2(grid.size - 1))
     # The D noises are independent of the data and of each other, so drawing them up
     # front is the same as drawing each one fresh at its query.
     noise = rng.normal(0.0, mech.sigma, size=depth)

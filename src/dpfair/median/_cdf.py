@@ -62,8 +62,8 @@ def _binomial_support(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64],
     Hoeffding: P(|B − n/2| ≥ t) ≤ 2·exp(−2t²/n) = 2e^{−50} < 4e-22 for t = 5·sqrt(n).
     """
     half = 5.0 * math.sqrt(n) + 2.0
-    k_lo = max(0, int(math.floor(n / 2.0 - half)))
-    k_hi = min(n, int(math.ceil(n / 2.0 + half)))
+    k_lo = max(0, math.floor(n / 2.0 - half))
+    k_hi = min(n, math.ceil(n / 2.0 + half))
     k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
     pmf = np.asarray(stats.binom.pmf(k, n, 0.5), dtype=np.float64)
     dropped = 0.0 if (k_lo == 0 and k_hi == n) else 2.0 * math.exp(-50.0)

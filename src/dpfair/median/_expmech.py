@@ -107,7 +107,7 @@ def sample_order_statistic(
     n = x_sorted.size
     band = min(granularity, b - a)
     log_ratio = math.log((b - a) / band) + 12.0 * math.log(10.0)
-    half = int(math.ceil(2.0 * log_ratio / epsilon))
+    half = math.ceil(2.0 * log_ratio / epsilon)
     j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
     # Breakpoints y_j for j = j_lo..j_hi+1 (y_0 = a, y_{n+1} = b).
     j = np.arange(j_lo, j_hi + 2)

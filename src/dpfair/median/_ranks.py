@@ -107,11 +107,11 @@ def expmech_lower_failure(
     if band_ratio <= 1.0:
         t0 = 0
     else:
-        t0 = int(math.floor(2.0 * math.log(band_ratio) / epsilon))
-    half_width = int(math.ceil(20.0 * math.sqrt(n) / 2.0)) + 2
+        t0 = math.floor(2.0 * math.log(band_ratio) / epsilon)
+    half_width = math.ceil(20.0 * math.sqrt(n) / 2.0) + 2
     centre = n / 2.0
-    m_lo = max(0, int(math.floor(centre)) - half_width)
-    m_hi = min(n, int(math.ceil(centre)) + half_width)
+    m_lo = max(0, math.floor(centre) - half_width)
+    m_hi = min(n, math.ceil(centre) + half_width)
     m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
     log_terms = _log_pmf(m, n) - epsilon * (m - centre) / 2.0
     log_suffix = np.logaddexp.accumulate(log_terms[::-1])[::-1]  # S(m_lo..m_hi)
@@ -148,14 +148,14 @@ def expmech_lower_target(n: int, epsilon: float, band_ratio: float, alpha_half: 
     < 1e-170 remainder that is added, which has a closed-form solution in k.
     """
     limit = alpha_half * (1.0 - _ROUNDING_MARGIN)
-    t0 = 0 if band_ratio <= 1.0 else int(math.floor(2.0 * math.log(band_ratio) / epsilon))
-    half_width = int(math.ceil(20.0 * math.sqrt(n) / 2.0)) + 2
-    k_first = max(0, int(math.floor(n / 2.0)) - half_width - t0 - 1)
+    t0 = 0 if band_ratio <= 1.0 else math.floor(2.0 * math.log(band_ratio) / epsilon)
+    half_width = math.ceil(20.0 * math.sqrt(n) / 2.0) + 2
+    k_first = max(0, math.floor(n / 2.0) - half_width - t0 - 1)
     ks = np.arange(
         k_first,
         n + 1
         if n - k_first < 4 * half_width + 8
-        else min(n, int(math.ceil(n / 2.0)) + half_width) + 1,
+        else min(n, math.ceil(n / 2.0) + half_width) + 1,
     )
     values = expmech_lower_failure(n, epsilon, band_ratio, ks)
     ok = np.flatnonzero(values <= limit)

@@ -40,7 +40,9 @@ class DPCdf:
         Grid points over the public range.
     values : ndarray of shape (2^D + 1,)
         Estimated fraction of records ≤ each grid point (Honaker-consistent, not clipped
-        to [0, 1] or made monotone: those would be further post-processing).
+        to [0, 1] or made monotone: those would be further post-processing). ``values[0]``
+        is 0 by construction: records sitting exactly on the lower bound are counted in the
+        first bin, i.e. from ``grid[1]`` on.
     std : ndarray of shape (2^D + 1,)
         Exact standard deviation of each value (the estimate is unbiased and Gaussian).
     """
