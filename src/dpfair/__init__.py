@@ -2,10 +2,10 @@
 
 Subpackages: :mod:`dpfair.privacy` (budgets, accountant), :mod:`dpfair.mechanisms`
 (Gaussian, exponential, noisy tree), :mod:`dpfair.median` (paper 004: confidence intervals
-for the median under zCDP).
+for the median under zCDP), :mod:`dpfair.data` (readers, synthetic designs, bundled data).
 """
 
-from dpfair import mechanisms, median, privacy
+from dpfair import data, mechanisms, median, privacy
 from dpfair._errors import (
     BudgetExceededError,
     DPFairError,
@@ -27,6 +27,7 @@ __all__ = [
     "MissingPublicBoundError",
     "NotFittedError",
     "__version__",
+    "data",
     "mechanisms",
     "median",
     "privacy",

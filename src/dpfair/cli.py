@@ -1,0 +1,307 @@
+"""The ``dpfair`` command line: parse flags, call one public function, print.
+
+No statistics live here. Each command maps its flags onto the public API and hands the
+result to one shared printer (a table on a terminal, JSON with ``--json``). User errors
+(:class:`dpfair.DPFairError` and file errors) become a one-line message on stderr and exit
+code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+import dpfair
+import dpfair.data
+from dpfair._errors import DPFairError
+
+__all__ = ["app", "main"]
+
+EXIT_USER_ERROR = 2
+_REPORT_DELTA = 1e-6  # δ at which the table also shows the (ε, δ)-DP equivalent of ρ-zCDP
+
+app = typer.Typer(
+    name="dpfair",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # locals could hold private data
+    rich_markup_mode="markdown",
+)
+
+
+# --------------------------------------------------------------------------- helpers
+def _fail(message: str) -> NoReturn:
+    """Print ``dpfair: error: message`` on one line to stderr and exit with code 2."""
+    one_line = " ".join(str(message).split())
+    typer.echo(f"dpfair: error: {one_line}", err=True)
+    raise typer.Exit(EXIT_USER_ERROR)
+
+
+def _describe_os_error(exc: OSError) -> str:
+    where = f"'{exc.filename}'" if exc.filename else "file"
+    return f"{where}: {exc.strerror or exc}"
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn dpfair errors and file errors raised inside a command into exit code 2."""
+    try:
+        yield
+    except DPFairError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(_describe_os_error(exc))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def emit(
+    payload: Mapping[str, Any],
+    *,
+    as_json: bool,
+    title: str,
+    rows: Sequence[tuple[str, str]] | None = None,
+) -> None:
+    """Print a command's result: JSON with ``--json``, else a two-column table.
+
+    Parameters
+    ----------
+    payload : mapping
+        The machine-readable result (printed as JSON, keys in insertion order).
+    as_json : bool
+        Print JSON instead of a table.
+    title : str
+        Table title.
+    rows : sequence of (label, text), optional
+        Human-readable rows; by default the top-level scalar entries of ``payload``.
+    """
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2, default=_json_default, allow_nan=False))
+        return
+    if rows is None:
+        rows = [(k, _fmt(v)) for k, v in payload.items() if not isinstance(v, (dict, list))]
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for label, text in rows:
+        table.add_row(Text(label), Text(text))  # Text: no markup parsing of values
+    Console(soft_wrap=False).print(table)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"dpfair {dpfair.__version__}")
+        raise typer.Exit()
+
+
+# --------------------------------------------------------------------------- commands
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the dpfair version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Differentially private statistics you can account for.
+
+    Every command that touches data states the privacy it spent (ρ-zCDP under
+    replace-one neighbours) and prints only differentially private output.
+    """
+
+
+@app.command("median-ci")
+def median_ci(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DATA", help="CSV (optionally .gz) or Parquet file.", show_default=False
+        ),
+    ],
+    column: Annotated[str, typer.Option("--column", "-c", help="Numeric column to use.")],
+    rho: Annotated[float, typer.Option("--rho", help="zCDP budget ρ > 0 to spend.")],
+    bounds: Annotated[
+        tuple[float, float],
+        typer.Option(
+            "--bounds",
+            metavar="LO HI",
+            help=(
+                "Public range [LO, HI] promised to contain the median. It must come from "
+                "outside knowledge, never from the data's min/max (that is itself a release)."
+            ),
+        ),
+    ],
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Miscoverage α in (0, 1): coverage ≥ 1 − α.")
+    ] = 0.05,
+    method: Annotated[
+        str,
+        typer.Option("--method", "-m", help="expmech, cdf, binsearch or binsearch_cdf."),
+    ] = "expmech",
+    granularity: Annotated[
+        float | None,
+        typer.Option(
+            "--granularity",
+            help="Granularity θ > 0 (default: the method's default, a fraction of |HI − LO|).",
+            show_default=False,
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            min=0,
+            help="Seed for reproducible output (default: OS entropy; use that in deployments).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = (
+        False
+    ),
+) -> None:
+    """Private confidence interval for the median of one column.
+
+    Spends exactly RHO (ρ-zCDP, replace-one neighbours) and prints only the private
+    interval, its midpoint and the privacy spent; the non-private interval is never
+    printed, because it would be a release of the raw order statistics.
+    """
+    with _user_errors():
+        x = dpfair.data.read_column(data, column)
+        result = dpfair.median.confidence_interval(
+            x,
+            rho=rho,
+            bounds=bounds,
+            alpha=alpha,
+            method=method,
+            granularity=granularity,
+            rng=seed,
+        )
+        payload: dict[str, Any] = result.to_dict()
+        payload["input"] = {"path": str(data), "column": column}
+        payload["seed"] = seed
+        privacy = result.privacy
+        spent = str(privacy)
+        if privacy.kind == "zcdp" and privacy.rho:
+            eps = privacy.to_approx(_REPORT_DELTA).epsilon
+            spent += f"  (implies ({eps:.3g}, {_REPORT_DELTA:g})-DP)"
+        rows = [
+            ("data", f"{data} [{column}]"),
+            ("n", str(result.n)),
+            ("method", result.method),
+            (f"{1 - result.alpha:.3g} CI", f"[{_fmt(result.low)}, {_fmt(result.high)}]"),
+            ("estimate", _fmt(result.estimate)),
+            ("public bounds", f"[{_fmt(result.bounds[0])}, {_fmt(result.bounds[1])}]"),
+            ("granularity", _fmt(result.granularity)),
+            ("privacy spent", spent),
+            ("seed", _fmt(seed) if seed is not None else "none (OS entropy)"),
+        ]
+    emit(payload, as_json=as_json, title="Private median confidence interval", rows=rows)
+
+
+@app.command("report")
+def report(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output directory (created if missing).")
+    ] = Path("out/report"),
+    quick: Annotated[
+        bool,
+        typer.Option("--quick", help="Small repetition counts: well under a minute on 2 cores."),
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of every simulation.")] = 0,
+) -> None:
+    """Build the HTML report (median CIs on synthetic and bundled data, with figures).
+
+    Writes a self-contained index.html (figures embedded) and results.json into OUT and
+    prints the path of the HTML file.
+    """
+    from dpfair.report import build_report  # matplotlib is only imported when needed
+
+    with _user_errors():
+        path = _run_with_progress(
+            lambda progress: build_report(out, quick=quick, seed=seed, progress=progress)
+        )
+    typer.echo(str(path))
+
+
+def _run_with_progress(work: Callable[[Callable[[int, int, str], None] | None], Path]) -> Path:
+    """Run ``work(progress)`` with a rich progress bar on a terminal, quietly otherwise."""
+    if not sys.stderr.isatty():
+        return work(None)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("report", total=None)
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label)
+
+        return work(progress)
+
+
+# --------------------------------------------------------------------------- entry point
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point (``dpfair``).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name; default ``sys.argv[1:]``.
+
+    Notes
+    -----
+    Exits with 0 on success, 2 on a user error (bad flag, bad data, missing file: one line
+    on stderr, no traceback) and 1 on an unexpected internal error.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        app(args=args, prog_name="dpfair")
+    except DPFairError as exc:  # raised outside a command body (e.g. while parsing)
+        typer.echo(f"dpfair: error: {' '.join(str(exc).split())}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except OSError as exc:
+        typer.echo(f"dpfair: error: {_describe_os_error(exc)}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,244 @@
+"""Read one numeric column from a CSV or Parquet file through DuckDB.
+
+DuckDB streams the file, so only the requested column is materialised in memory (as one
+float64 array). Nothing is ever dropped silently: missing values, NaN and infinities are
+counted and reported as an error, because deciding how to treat them is the analyst's
+call, and a silent drop would change n, which the privacy analysis treats as public.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Literal
+
+import duckdb
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfair._errors import InvalidDataError, InvalidParameterError
+
+__all__ = ["FileFormat", "detect_format", "list_columns", "read_column"]
+
+FileFormat = Literal["csv", "parquet"]
+
+_PARQUET_MAGIC = b"PAR1"
+_NUMERIC_TYPES = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+        "FLOAT",
+        "REAL",
+        "DOUBLE",
+    }
+)
+
+
+def _check_path(path: str | os.PathLike[str]) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameterError(f"path={path!r}: expected a file path (str or Path).")
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise InvalidParameterError(f"path='{p}': no such file. Check the path and try again.")
+    if not p.is_file():
+        raise InvalidParameterError(f"path='{p}': not a regular file (a directory?).")
+    return p
+
+
+def detect_format(path: str | os.PathLike[str]) -> FileFormat:
+    """Tell Parquet from CSV by the file's magic bytes (not its name).
+
+    Parameters
+    ----------
+    path : str or path-like
+        An existing file.
+
+    Returns
+    -------
+    {"csv", "parquet"}
+        ``"parquet"`` if the file starts with the Parquet magic ``PAR1``, else ``"csv"``
+        (DuckDB's CSV reader also handles ``.gz`` and ``.zst`` compression, by file
+        extension, and sniffs the delimiter and the header).
+    """
+    p = _check_path(path)
+    with p.open("rb") as fh:
+        head = fh.read(4)
+    return "parquet" if head == _PARQUET_MAGIC else "csv"
+
+
+def _source(fmt: FileFormat) -> str:
+    return "read_parquet(?)" if fmt == "parquet" else "read_csv(?)"
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _resolve_format(p: Path, fmt: str | None) -> FileFormat:
+    if fmt is None:
+        return detect_format(p)
+    if fmt not in ("csv", "parquet"):
+        raise InvalidParameterError(f"format={fmt!r}: expected 'csv', 'parquet' or None (detect).")
+    return "csv" if fmt == "csv" else "parquet"
+
+
+def _describe(con: duckdb.DuckDBPyConnection, p: Path, fmt: FileFormat) -> list[tuple[str, str]]:
+    if p.stat().st_size == 0:
+        raise InvalidDataError(f"path='{p}': the file is empty.")
+    try:
+        rows = con.execute(f"DESCRIBE SELECT * FROM {_source(fmt)}", [str(p)]).fetchall()
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidDataError(
+            f"path='{p}': could not be read as {fmt.upper()} ({first})."
+        ) from None
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
+def list_columns(
+    path: str | os.PathLike[str], *, format: FileFormat | None = None
+) -> dict[str, str]:
+    """Column names of a CSV or Parquet file with their DuckDB types.
+
+    Parameters
+    ----------
+    path : str or path-like
+        CSV (optionally compressed) or Parquet file.
+    format : {"csv", "parquet"} or None, default=None
+        ``None`` detects the format from the file's first bytes.
+
+    Returns
+    -------
+    dict of str to str
+        ``{column name: DuckDB type}`` in file order.
+    """
+    p = _check_path(path)
+    fmt = _resolve_format(p, format)
+    with duckdb.connect(":memory:") as con:
+        return dict(_describe(con, p, fmt))
+
+
+def _is_numeric(duck_type: str) -> bool:
+    t = duck_type.upper()
+    return t in _NUMERIC_TYPES or t.startswith("DECIMAL")
+
+
+def read_column(
+    path: str | os.PathLike[str], column: str, *, format: FileFormat | None = None
+) -> NDArray[np.float64]:
+    """Read one numeric column of a CSV or Parquet file as a float64 array.
+
+    Parameters
+    ----------
+    path : str or path-like
+        CSV file (delimiter and header sniffed by DuckDB; ``.gz``/``.zst`` compression
+        recognised by extension) or Parquet file.
+    column : str
+        Exact column name (case-sensitive).
+    format : {"csv", "parquet"} or None, default=None
+        ``None`` detects Parquet by its magic bytes and treats anything else as CSV.
+
+    Returns
+    -------
+    ndarray of shape (n,), dtype float64
+        The column in file order, every value finite.
+
+    Raises
+    ------
+    InvalidParameterError
+        The file does not exist, or ``column`` is not one of its columns (the message
+        lists the available columns), or ``format`` is unknown.
+    InvalidDataError
+        The file cannot be parsed, the column is not numeric, it has no rows, or it holds
+        missing values (NULL / empty cells), NaN or infinities. The message gives how
+        many: rows are never dropped silently, because n is a public quantity in the
+        privacy analysis and imputing or dropping is a choice the analyst must make.
+
+    Examples
+    --------
+    >>> from dpfair.data import bundled_path, read_column
+    >>> age = read_column(bundled_path("adult_age"), "age")
+    >>> age.dtype, age.shape
+    (dtype('float64'), (48842,))
+    """
+    p = _check_path(path)
+    if not isinstance(column, str) or not column:
+        raise InvalidParameterError(f"column={column!r}: expected a non-empty column name.")
+    fmt = _resolve_format(p, format)
+    with duckdb.connect(":memory:") as con:
+        schema = dict(_describe(con, p, fmt))
+        if column not in schema:
+            hint = ""
+            close = difflib.get_close_matches(column, list(schema), n=1, cutoff=0.6)
+            folded = [c for c in schema if c.lower() == column.lower()]
+            if folded or close:
+                hint = f" Did you mean '{(folded or close)[0]}'?"
+            available = ", ".join(f"'{c}'" for c in schema)
+            raise InvalidParameterError(
+                f"column='{column}': not found in '{p.name}'. Available columns: {available}.{hint}"
+            )
+        duck_type = schema[column]
+        q = _quote(column)
+        if not _is_numeric(duck_type):
+            n_rows, n_values = con.execute(
+                f"SELECT count(*), count({q}) FROM {_source(fmt)}", [str(p)]
+            ).fetchone() or (0, 0)
+            if n_rows == 0:
+                raise InvalidDataError(f"column='{column}': '{p.name}' has no rows.")
+            if n_values == 0:
+                raise InvalidDataError(
+                    f"column='{column}': all {n_rows} rows are missing (NULL or empty)."
+                )
+            detail = ""
+            if duck_type.upper() == "VARCHAR":
+                examples = con.execute(
+                    f"SELECT DISTINCT {q} FROM {_source(fmt)} WHERE {q} IS NOT NULL AND "
+                    f"TRY_CAST({q} AS DOUBLE) IS NULL LIMIT 3",
+                    [str(p)],
+                ).fetchall()
+                if examples:
+                    shown = ", ".join(repr(e[0]) for e in examples)
+                    detail = (
+                        f" Non-numeric entries include {shown}; if they mark missing values, "
+                        "clean or impute them first."
+                    )
+            raise InvalidDataError(
+                f"column='{column}': has type {duck_type}, expected a numeric column.{detail}"
+            )
+        try:
+            fetched = con.execute(
+                f"SELECT CAST({q} AS DOUBLE) AS v FROM {_source(fmt)}", [str(p)]
+            ).fetchnumpy()["v"]
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise InvalidDataError(
+                f"column='{column}': could not be read as numbers from '{p.name}' ({first})."
+            ) from None
+    n_missing = int(np.ma.count_masked(fetched)) if np.ma.isMaskedArray(fetched) else 0
+    values = np.ma.getdata(fetched).astype(np.float64, copy=False)
+    if values.size == 0:
+        raise InvalidDataError(f"column='{column}': '{p.name}' has no rows.")
+    if n_missing:
+        raise InvalidDataError(
+            f"column='{column}': {n_missing} of {values.size} rows are missing (NULL or "
+            "empty). dpfair never drops rows silently: remove or impute them first."
+        )
+    bad = ~np.isfinite(values)
+    if bad.any():
+        n_nan = int(np.isnan(values).sum())
+        n_inf = int(bad.sum()) - n_nan
+        raise InvalidDataError(
+            f"column='{column}': {n_nan} NaN and {n_inf} infinite value(s) among "
+            f"{values.size} rows. dpfair never drops rows silently: remove or impute them "
+            "first."
+        )
+    return np.ascontiguousarray(values)

@@ -1,0 +1,71 @@
+"""Shared fixtures.
+
+``seed``
+    One seed (0) by default. ``DPFAIR_TEST_SEEDS`` widens it, like scikit-learn's
+    ``global_random_seed``: ``"0-9"`` (a range, both ends included), ``"1,5,7"`` (a list),
+    ``"3"`` (one seed), or a mix such as ``"0-4,42"``.
+``shared_data``
+    Path of the project's ``../shared/data`` folder (UCI Adult and law-school CSVs), or a
+    skip with the reason when it is absent, as on a user's machine. ``DPFAIR_SHARED_DATA``
+    points elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _parse_seeds(spec: str | None) -> list[int]:
+    """Parse ``DPFAIR_TEST_SEEDS``; an empty or missing value means ``[0]``."""
+    if spec is None or not spec.strip():
+        return [0]
+    seeds: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo_text, hi_text = part.split("-", 1)
+                lo, hi = int(lo_text), int(hi_text)
+                if lo > hi or lo < 0:
+                    raise ValueError
+                seeds.extend(range(lo, hi + 1))
+            else:
+                value = int(part)
+                if value < 0:
+                    raise ValueError
+                seeds.append(value)
+        except ValueError:
+            raise pytest.UsageError(
+                f"DPFAIR_TEST_SEEDS={spec!r}: expected non-negative seeds such as '0', "
+                "'0-9' or '0-4,42'."
+            ) from None
+    return sorted(set(seeds)) or [0]
+
+
+_SEEDS = _parse_seeds(os.environ.get("DPFAIR_TEST_SEEDS"))
+
+
+@pytest.fixture(params=_SEEDS, ids=[f"seed={s}" for s in _SEEDS])
+def seed(request: pytest.FixtureRequest) -> int:
+    """A test seed: 0 by default, each of ``DPFAIR_TEST_SEEDS`` when set."""
+    return int(request.param)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared data folder, or skip when it is not there."""
+    override = os.environ.get("DPFAIR_SHARED_DATA")
+    path = Path(override) if override else REPO_ROOT.parent / "shared" / "data"
+    if not path.is_dir():
+        pytest.skip(
+            f"shared data folder not found at {path} (set DPFAIR_SHARED_DATA to use "
+            "another location); tests that need the UCI/LSAC files are skipped"
+        )
+    return path
