@@ -28,6 +28,7 @@ DESIGNS = {
     "normal": stats.norm(loc=3.0, scale=2.0),
     "uniform": stats.uniform(loc=0.0, scale=10.0),
     "pareto-heavy": stats.pareto(b=1.1),  # skewed, infinite variance
+    "poisson-ties": stats.poisson(3.5),  # atoms: many ties, median 3 (see _api docstring)
 }
 
 # (n, rho) pairs where every method has a valid target rank at alpha = 0.05

@@ -128,6 +128,13 @@ def confidence_interval(
     module docstring for the derivation of its noise scale. The interval's end-points are
     computed from public quantities and DP releases only.
 
+    Coverage is derived for continuous populations, where B = #{x_i ≤ med} ~ Bin(n, 1/2).
+    It also holds with atoms (ties, integer data): for any median m, #{x_i ≤ m} is
+    stochastically *larger* and #{x_i < m} stochastically *smaller* than Bin(n, 1/2), and
+    each end's conditional failure bound is monotone in the right direction (non-increasing
+    in the first count for the lower end, non-decreasing in the second for the upper end),
+    so the same target ranks and thresholds stay valid, only more conservative.
+
     Examples
     --------
     >>> import numpy as np, dpfair
