@@ -29,6 +29,7 @@ from dpfair._errors import DPFairError
 __all__ = ["app", "main"]
 
 EXIT_USER_ERROR = 2
+_AGGREGATE_BYTES = 256 * 2**20  # files above this size are aggregated by default
 _REPORT_DELTA = 1e-6  # δ at which the table also shows the (ε, δ)-DP equivalent of ρ-zCDP
 
 app = typer.Typer(
@@ -191,6 +192,19 @@ def median_ci(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = (
         False
     ),
+    aggregate: Annotated[
+        str,
+        typer.Option(
+            "--aggregate",
+            help=(
+                "auto | always | never. Aggregate the column to bin counts with DuckDB "
+                "(out of core, O(bins) memory) instead of loading it; 'auto' does so for "
+                f"files over {_AGGREGATE_BYTES // 2**20} MiB. Identical results for the tree "
+                "methods; ExpMech then runs on bin-rounded records (see "
+                "dpfair.median.confidence_interval_from_counts)."
+            ),
+        ),
+    ] = "auto",
 ) -> None:
     """Private confidence interval for the median of one column.
 
@@ -199,16 +213,38 @@ def median_ci(
     printed, because it would be a release of the raw order statistics.
     """
     with _user_errors():
-        x = dpfair.data.read_column(data, column)
-        result = dpfair.median.confidence_interval(
-            x,
-            rho=rho,
-            bounds=bounds,
-            alpha=alpha,
-            method=method,
-            granularity=granularity,
-            rng=seed,
-        )
+        if aggregate not in ("auto", "always", "never"):
+            raise dpfair.InvalidParameterError(
+                f"aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
+            )
+        big = data.is_file() and data.stat().st_size > _AGGREGATE_BYTES
+        if aggregate == "always" or (aggregate == "auto" and big):
+            depth = dpfair.median.aggregation_depth(method, bounds, granularity)
+
+            def refine(sub: tuple[float, float], d: int) -> Any:
+                return dpfair.data.histogram_counts(data, column, sub, d)
+
+            result = dpfair.median.confidence_interval_from_counts(
+                dpfair.data.histogram_counts(data, column, bounds, depth),
+                rho=rho,
+                bounds=bounds,
+                alpha=alpha,
+                method=method,
+                granularity=granularity,
+                rng=seed,
+                refine=refine,
+            )
+        else:
+            x = dpfair.data.read_column(data, column)
+            result = dpfair.median.confidence_interval(
+                x,
+                rho=rho,
+                bounds=bounds,
+                alpha=alpha,
+                method=method,
+                granularity=granularity,
+                rng=seed,
+            )
         payload: dict[str, Any] = result.to_dict()
         payload["input"] = {"path": str(data), "column": column}
         payload["seed"] = seed

@@ -132,6 +132,52 @@ def _is_numeric(duck_type: str) -> bool:
     return t in _NUMERIC_TYPES or t.startswith("DECIMAL")
 
 
+def _checked_column(
+    con: duckdb.DuckDBPyConnection, p: Path, fmt: FileFormat, column: str
+) -> str:
+    """Raise unless ``column`` exists and is numeric; return its quoted identifier."""
+    schema = dict(_describe(con, p, fmt))
+    if column not in schema:
+        hint = ""
+        close = difflib.get_close_matches(column, list(schema), n=1, cutoff=0.6)
+        folded = [c for c in schema if c.lower() == column.lower()]
+        if folded or close:
+            hint = f" Did you mean '{(folded or close)[0]}'?"
+        available = ", ".join(f"'{c}'" for c in schema)
+        raise InvalidParameterError(
+            f"column='{column}': not found in '{p.name}'. Available columns: {available}.{hint}"
+        )
+    duck_type = schema[column]
+    q = _quote(column)
+    if not _is_numeric(duck_type):
+        n_rows, n_values = con.execute(
+            f"SELECT count(*), count({q}) FROM {_source(fmt)}", [str(p)]
+        ).fetchone() or (0, 0)
+        if n_rows == 0:
+            raise InvalidDataError(f"column='{column}': '{p.name}' has no rows.")
+        if n_values == 0:
+            raise InvalidDataError(
+                f"column='{column}': all {n_rows} rows are missing (NULL or empty)."
+            )
+        detail = ""
+        if duck_type.upper() == "VARCHAR":
+            examples = con.execute(
+                f"SELECT DISTINCT {q} FROM {_source(fmt)} WHERE {q} IS NOT NULL AND "
+                f"TRY_CAST({q} AS DOUBLE) IS NULL LIMIT 3",
+                [str(p)],
+            ).fetchall()
+            if examples:
+                shown = ", ".join(repr(e[0]) for e in examples)
+                detail = (
+                    f" Non-numeric entries include {shown}; if they mark missing values, "
+                    "clean or impute them first."
+                )
+        raise InvalidDataError(
+            f"column='{column}': has type {duck_type}, expected a numeric column.{detail}"
+        )
+    return q
+
+
 def read_column(
     path: str | os.PathLike[str], column: str, *, format: FileFormat | None = None
 ) -> NDArray[np.float64]:
@@ -175,45 +221,7 @@ def read_column(
         raise InvalidParameterError(f"column={column!r}: expected a non-empty column name.")
     fmt = _resolve_format(p, format)
     with duckdb.connect(":memory:") as con:
-        schema = dict(_describe(con, p, fmt))
-        if column not in schema:
-            hint = ""
-            close = difflib.get_close_matches(column, list(schema), n=1, cutoff=0.6)
-            folded = [c for c in schema if c.lower() == column.lower()]
-            if folded or close:
-                hint = f" Did you mean '{(folded or close)[0]}'?"
-            available = ", ".join(f"'{c}'" for c in schema)
-            raise InvalidParameterError(
-                f"column='{column}': not found in '{p.name}'. Available columns: {available}.{hint}"
-            )
-        duck_type = schema[column]
-        q = _quote(column)
-        if not _is_numeric(duck_type):
-            n_rows, n_values = con.execute(
-                f"SELECT count(*), count({q}) FROM {_source(fmt)}", [str(p)]
-            ).fetchone() or (0, 0)
-            if n_rows == 0:
-                raise InvalidDataError(f"column='{column}': '{p.name}' has no rows.")
-            if n_values == 0:
-                raise InvalidDataError(
-                    f"column='{column}': all {n_rows} rows are missing (NULL or empty)."
-                )
-            detail = ""
-            if duck_type.upper() == "VARCHAR":
-                examples = con.execute(
-                    f"SELECT DISTINCT {q} FROM {_source(fmt)} WHERE {q} IS NOT NULL AND "
-                    f"TRY_CAST({q} AS DOUBLE) IS NULL LIMIT 3",
-                    [str(p)],
-                ).fetchall()
-                if examples:
-                    shown = ", ".join(repr(e[0]) for e in examples)
-                    detail = (
-                        f" Non-numeric entries include {shown}; if they mark missing values, "
-                        "clean or impute them first."
-                    )
-            raise InvalidDataError(
-                f"column='{column}': has type {duck_type}, expected a numeric column.{detail}"
-            )
+        q = _checked_column(con, p, fmt, column)
         try:
             fetched = con.execute(
                 f"SELECT CAST({q} AS DOUBLE) AS v FROM {_source(fmt)}", [str(p)]

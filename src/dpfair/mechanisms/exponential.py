@@ -265,7 +265,7 @@ def sample_piece_windowed(
     log_mass_window: NDArray[np.float64],
     offset: int,
     log_outside_bound: float,
-    full_log_mass: Callable[[], NDArray[np.float64]],
+    full_log_mass: Callable[[], NDArray[np.float64] | tuple[NDArray[np.intp], NDArray[np.float64]]],
     rng: RandomLike = None,
 ) -> int:
     """Exact draw of a piece index j with P(j) ∝ exp(log_mass[j]), looking mostly at a window.
@@ -288,7 +288,9 @@ def sample_piece_windowed(
     log_outside_bound : float
         log of an upper bound on the total mass of the pieces outside the window.
     full_log_mass : callable
-        Returns the log-masses of all pieces (called only in the rare branch).
+        Returns the log-masses of all pieces (called only in the rare branch), either as
+        a dense array indexed by piece, or sparsely as ``(piece_indices, log_masses)``
+        (increasing indices; pieces not listed have mass 0).
     rng : generator-like
     """
     gen = as_generator(rng)
@@ -304,9 +306,15 @@ def sample_piece_windowed(
         u = gen.random() * (total_in + bound_out)
         if u < total_in:
             return offset + int(np.searchsorted(cum_in, u, side="right"))
-        full = np.exp(np.asarray(full_log_mass(), dtype=np.float64) - shift)
-        full[offset : offset + width] = 0.0
-        cum_out = np.cumsum(full)
+        full = full_log_mass()
+        if isinstance(full, tuple):
+            index = np.asarray(full[0], dtype=np.intp)
+            weight = np.exp(np.asarray(full[1], dtype=np.float64) - shift)
+        else:
+            weight = np.exp(np.asarray(full, dtype=np.float64) - shift)
+            index = np.arange(weight.size)
+        weight = np.where((index >= offset) & (index < offset + width), 0.0, weight)
+        cum_out = np.cumsum(weight)
         v = u - total_in
-        if v < cum_out[-1]:
-            return int(np.searchsorted(cum_out, v, side="right"))
+        if cum_out.size and v < cum_out[-1]:
+            return int(index[np.searchsorted(cum_out, v, side="right")])

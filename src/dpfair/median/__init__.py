@@ -10,7 +10,9 @@
 from dpfair.median._api import (
     DEFAULT_GRANULARITY_FRACTION,
     METHODS,
+    aggregation_depth,
     confidence_interval,
+    confidence_interval_from_counts,
     nonprivate_interval,
 )
 from dpfair.median._expmech import expmech_target_ranks, order_statistic_law
@@ -23,7 +25,9 @@ __all__ = [
     "DPCdf",
     "MedianInterval",
     "NonPrivateInterval",
+    "aggregation_depth",
     "confidence_interval",
+    "confidence_interval_from_counts",
     "expmech_target_ranks",
     "nonprivate_interval",
     "nonprivate_ranks",

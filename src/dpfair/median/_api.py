@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from dpfair._errors import InsufficientDataError, InvalidParameterError
+from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import (
     check_finite_1d,
@@ -15,15 +17,22 @@ from dpfair._validation import (
     check_interval_bounds,
     check_positive,
 )
+from dpfair.mechanisms import leaf_counts, leaf_edges
 from dpfair.median._binsearch import binsearch_interval, grid_depth
 from dpfair.median._cdf import cdf_interval
-from dpfair.median._expmech import expmech_interval
+from dpfair.median._expmech import SortedCounts, expmech_interval
 from dpfair.median._ranks import nonprivate_ranks
 from dpfair.median._result import DPCdf, MedianInterval, NonPrivateInterval
 from dpfair.privacy import Budget
 
-__all__ = ["DEFAULT_GRANULARITY_FRACTION", "METHODS", "confidence_interval",
-           "nonprivate_interval"]
+__all__ = [
+    "DEFAULT_GRANULARITY_FRACTION",
+    "METHODS",
+    "aggregation_depth",
+    "confidence_interval",
+    "confidence_interval_from_counts",
+    "nonprivate_interval",
+]
 
 Method = Literal["expmech", "cdf", "binsearch", "binsearch_cdf"]
 METHODS: Final[tuple[str, ...]] = ("expmech", "cdf", "binsearch", "binsearch_cdf")
@@ -166,41 +175,108 @@ def confidence_interval(
             f"{(lo, hi)}; use a coarser granularity."
         )
     data = check_finite_1d("x", x)
-    n = data.size
-    nonprivate_ranks(n, a)  # raises if no interval at all can have this coverage
+    nonprivate_ranks(data.size, a)  # raises if no interval at all can have this coverage
     np.clip(data, lo, hi, out=data)  # our own copy: the caller's array is untouched
-    gen = as_generator(rng)
+    data.sort()
+    return _run(_ArraySource(data), r, (lo, hi), a, str(method), theta, as_generator(rng))
 
+
+class _ArraySource:
+    """In-memory data (clipped into R and sorted)."""
+
+    def __init__(self, x_sorted: NDArray[np.float64]) -> None:
+        self.x = x_sorted
+        self.n = int(x_sorted.size)
+
+    def sorted_sample(self) -> NDArray[np.float64] | SortedCounts:
+        return self.x
+
+    def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        return leaf_counts(np.clip(self.x, *bounds), bounds, depth)
+
+    def prefix(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        grid = leaf_edges(bounds, depth)
+        out = np.searchsorted(self.x, grid, side="right").astype(np.int64)
+        out[-1] = self.n
+        return out
+
+
+class _CountsSource:
+    """Aggregated data: leaf counts over 2^D bins of R, plus an optional refinement query."""
+
+    def __init__(self, counts: NDArray[np.int64], bounds: tuple[float, float],
+                 refine: CountsProvider | None) -> None:
+        self.counts = counts
+        self.bounds = bounds
+        self.depth = round(math.log2(counts.size))
+        self.refine = refine
+        self.n = int(counts.sum())
+
+    def sorted_sample(self) -> NDArray[np.float64] | SortedCounts:
+        # Every record is represented by the upper edge of its bin (see Notes).
+        return SortedCounts(leaf_edges(self.bounds, self.depth)[1:], self.counts)
+
+    def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        if bounds == self.bounds and depth == self.depth:
+            return self.counts
+        if self.refine is None:
+            raise InvalidParameterError(
+                "counts: method='binsearch_cdf' needs a second aggregation over the "
+                "sub-range found by its first stage; pass refine=callable(bounds, depth) "
+                "returning leaf counts (the file path does this through DuckDB)."
+            )
+        return _check_counts("refine(...)", self.refine(bounds, depth), depth)
+
+    def prefix(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        leaves = self.leaves(bounds, depth)
+        return np.concatenate(([0], np.cumsum(leaves))).astype(np.int64)
+
+
+def _check_counts(name: str, counts: ArrayLike, depth: int | None = None) -> NDArray[np.int64]:
+    arr = np.asarray(counts)
+    if arr.ndim != 1 or arr.size < 2 or (arr.size & (arr.size - 1)) != 0:
+        raise InvalidDataError(
+            f"{name}: expected a 1-D array of leaf counts whose length is a power of two "
+            f"(2^D bins over the range), got shape {arr.shape}."
+        )
+    if depth is not None and arr.size != 2**depth:
+        raise InvalidDataError(f"{name}: expected {2**depth} bins, got {arr.size}.")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.round(arr)):
+        raise InvalidDataError(f"{name}: counts must be finite non-negative integers.")
+    return arr.astype(np.int64)
+
+
+def _run(source: _ArraySource | _CountsSource, rho: float, bounds: tuple[float, float],
+         alpha: float, method: str, theta: float, gen: np.random.Generator,
+         extra: dict[str, Any] | None = None) -> MedianInterval:
+    lo, hi = bounds
     cdf: DPCdf | None = None
     diagnostics: dict[str, Any]
     if method == "expmech":
-        data.sort()
-        low, high, spent, diagnostics = expmech_interval(data, r, (lo, hi), a, theta, gen)
+        low, high, spent, diagnostics = expmech_interval(source.sorted_sample(), rho, bounds,
+                                                         alpha, theta, gen)
+        if isinstance(source, _CountsSource):  # records sit at upper bin edges: widen
+            low = max(lo, low - (hi - lo) / 2**source.depth)
     elif method == "binsearch":
-        data.sort()
-        low, high, spent, diagnostics = binsearch_interval(data, r, (lo, hi), a, theta, gen)
+        depth = grid_depth(hi - lo, theta)
+        low, high, spent, diagnostics = binsearch_interval(source.prefix(bounds, depth), rho,
+                                                           bounds, alpha, gen)
     elif method == "cdf":
-        depth = grid_depth(width, theta)
-        low, high, spent, diagnostics, cdf = cdf_interval(data, r, (lo, hi), a, depth, gen)
+        depth = grid_depth(hi - lo, theta)
+        low, high, spent, diagnostics, cdf = cdf_interval(source.leaves(bounds, depth), rho,
+                                                          bounds, alpha, depth, gen)
     else:
-        low, high, spent, diagnostics = _binsearch_then_cdf(data, r, (lo, hi), a, theta, gen)
-    return MedianInterval(
-        low=low,
-        high=high,
-        estimate=0.5 * (low + high),
-        method=str(method),
-        alpha=a,
-        n=n,
-        bounds=(lo, hi),
-        granularity=theta,
-        privacy=spent,
-        diagnostics=diagnostics,
-        cdf=cdf,
-    )
+        low, high, spent, diagnostics = _binsearch_then_cdf(source, rho, bounds, alpha, theta,
+                                                            gen)
+    if extra:
+        diagnostics = {**diagnostics, **extra}
+    return MedianInterval(low=low, high=high, estimate=0.5 * (low + high), method=method,
+                          alpha=alpha, n=source.n, bounds=bounds, granularity=theta,
+                          privacy=spent, diagnostics=diagnostics, cdf=cdf)
 
 
 def _binsearch_then_cdf(
-    data: np.ndarray,
+    source: _ArraySource | _CountsSource,
     rho: float,
     bounds: tuple[float, float],
     alpha: float,
@@ -215,22 +291,128 @@ def _binsearch_then_cdf(
     of the full-range grid (public), so its bins are finer than θ.
     """
     lo, hi = bounds
-    data.sort()
+    depth = grid_depth(hi - lo, theta)
     try:
-        l1, u1, spent1, diag1 = binsearch_interval(data, rho / 4.0, bounds, alpha / 4.0,
-                                                   theta, gen)
+        l1, u1, spent1, diag1 = binsearch_interval(source.prefix(bounds, depth), rho / 4.0,
+                                                   bounds, alpha / 4.0, gen)
     except InsufficientDataError as err:
         raise InsufficientDataError(
             f"method='binsearch_cdf': its localisation stage (rho/4={rho / 4:g}, "
-            f"alpha/4={alpha / 4:g}) has no valid target rank for n={data.size}. Increase n, "
+            f"alpha/4={alpha / 4:g}) has no valid target rank for n={source.n}. Increase n, "
             "rho or alpha, or use method='cdf'."
         ) from err
     r_lo, r_hi = min(l1, u1), max(l1, u1)
     if r_hi - r_lo < theta:  # degenerate localisation: widen (a superset stays valid)
         r_lo, r_hi = max(lo, r_lo - theta), min(hi, r_hi + theta)
-    depth = grid_depth(hi - lo, theta)
-    clipped = np.clip(data, r_lo, r_hi)
-    low, high, spent2, diag2, _ = cdf_interval(clipped, 3.0 * rho / 4.0, (r_lo, r_hi),
+    low, high, spent2, diag2, _ = cdf_interval(source.leaves((r_lo, r_hi), depth),
+                                               3.0 * rho / 4.0, (r_lo, r_hi),
                                                3.0 * alpha / 4.0, depth, gen, envelope=True)
     diagnostics = {"stage1_interval": (l1, u1), "stage1": diag1, "stage2": diag2}
     return low, high, spent1 + spent2, diagnostics
+
+
+CountsProvider = Callable[[tuple[float, float], int], ArrayLike]
+
+
+def aggregation_depth(
+    method: str, bounds: tuple[float, float], granularity: float | None = None
+) -> int:
+    """Tree depth D of the 2^D-bin histogram that :func:`confidence_interval_from_counts`
+    needs for ``method`` at this granularity (the method's default if None)."""
+    lo, hi = check_interval_bounds("bounds", bounds)
+    if method not in METHODS:
+        raise InvalidParameterError(
+            f"method={method!r}: unknown method; choose one of {', '.join(METHODS)}."
+        )
+    theta = (
+        (hi - lo) * DEFAULT_GRANULARITY_FRACTION[method]
+        if granularity is None
+        else check_positive("granularity", granularity)
+    )
+    depth = grid_depth(hi - lo, theta)
+    if depth > _MAX_DEPTH:
+        raise InvalidParameterError(
+            f"granularity={theta:g}: needs more than 2^{_MAX_DEPTH} bins; use a coarser one."
+        )
+    return depth
+
+
+def confidence_interval_from_counts(
+    counts: ArrayLike,
+    rho: float,
+    bounds: tuple[float, float] | None,
+    alpha: float = 0.05,
+    method: Method | str = "cdf",
+    granularity: float | None = None,
+    rng: RandomLike = None,
+    *,
+    refine: CountsProvider | None = None,
+) -> MedianInterval:
+    """DP median confidence interval from aggregated counts (the out-of-core path).
+
+    Parameters
+    ----------
+    counts : array-like of shape (2^D,)
+        Exact record counts of 2^D equal bins over ``bounds``, after clipping the data into
+        ``bounds``: bin j = (g_j, g_{j+1}] with g_j = lo + j·|R|/2^D, bin 0 also holding lo
+        (the layout of :func:`dpfair.mechanisms.leaf_counts`, which DuckDB reproduces in
+        :func:`dpfair.data.histogram_counts`). The bin width w must not exceed the method's
+        granularity.
+    rho, bounds, alpha, method, granularity, rng
+        As in :func:`confidence_interval`; ``granularity`` defaults to the same fractions
+        of |R|, and for ``"cdf"``, ``"binsearch"`` and ``"binsearch_cdf"`` it must equal
+        the grid the counts were computed on (2^D bins, the smallest D with w ≤ θ).
+    refine : callable(bounds, depth) -> counts, optional
+        A second aggregation on a sub-range, needed by ``"binsearch_cdf"``.
+
+    Returns
+    -------
+    MedianInterval
+
+    Notes
+    -----
+    ``"cdf"``, ``"binsearch"`` and ``"binsearch_cdf"`` only ever read counts at the grid,
+    so they are *identical* (same output for the same seed) to :func:`confidence_interval`
+    on the raw data. ``"expmech"`` needs order statistics, which a histogram only gives up
+    to the bin: every record is replaced by the upper edge u(x) of its bin and ExpMech runs
+    on those values (exactly, in O(#bins) memory). Privacy is unchanged (u is applied per
+    record, so neighbouring data stay neighbours). Coverage: u is monotone, so u(med) is a
+    median of u(X), and the interval covers it with probability ≥ 1 − α (with atoms, see
+    :func:`confidence_interval`); since med ∈ [u(med) − w, u(med)], the released lower end
+    is moved down by w.
+    """
+    r = check_positive("rho", rho)
+    a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
+    lo, hi = check_interval_bounds("bounds", bounds, example="(-5.0, 15.0)")
+    if method not in METHODS:
+        raise InvalidParameterError(
+            f"method={method!r}: unknown method; choose one of {', '.join(METHODS)}."
+        )
+    arr = _check_counts("counts", counts)
+    depth = round(math.log2(arr.size))
+    width = (hi - lo) / arr.size
+    if granularity is None:
+        theta = max(width, (hi - lo) * DEFAULT_GRANULARITY_FRACTION[method])
+    else:
+        theta = check_positive("granularity", granularity)
+    if method != "expmech" and grid_depth(hi - lo, theta) != depth:
+        raise InvalidParameterError(
+            f"granularity={theta:g}: the tree-based methods need counts on 2^"
+            f"{grid_depth(hi - lo, theta)} bins for this granularity, got 2^{depth} bins. "
+            "Aggregate on that grid or pass the matching granularity."
+        )
+    if method == "expmech" and not width <= theta * (1 + 1e-12):
+        raise InvalidParameterError(
+            f"granularity={theta:g}: smaller than the bin width {width:g}; aggregate on a "
+            "finer grid or use a coarser granularity."
+        )
+    if theta > (hi - lo) / 4.0:
+        raise InvalidParameterError(
+            f"granularity={theta:g}: must be at most a quarter of the range width."
+        )
+    source = _CountsSource(arr, (lo, hi), refine)
+    if source.n < 1:
+        raise InvalidDataError("counts: all bins are empty; there is no data.")
+    nonprivate_ranks(source.n, a)
+    extra = {"aggregated": True, "bins": int(arr.size)}
+    return _run(source, r, (lo, hi), a, str(method), theta, as_generator(rng), extra)

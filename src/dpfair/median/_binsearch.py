@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError
-from dpfair.mechanisms import GaussianMechanism
+from dpfair.mechanisms import GaussianMechanism, leaf_edges
 from dpfair.median._ranks import (
     gaussian_union_tail,
     generic_lower_failure,
@@ -70,7 +70,7 @@ def binsearch_target_ranks(n: int, sigma: float, depth: int, alpha: float) -> tu
 
 
 def _search(
-    x_sorted: NDArray[np.float64],
+    prefix: NDArray[np.int64],
     grid: NDArray[np.float64],
     target: int,
     side: str,
@@ -87,7 +87,7 @@ def _search(
     for step in range(depth):
         mid = (lo + hi) // 2
         acct.charge(mech.privacy, label=f"binsearch/{side}")
-        count = float(np.searchsorted(x_sorted, grid[mid], side="right"))
+        count = float(prefix[mid])
         noisy = count + float(noise[step])
         queries.append((float(grid[mid]), noisy))
         if side == "lower":
@@ -103,23 +103,26 @@ def _search(
 
 
 def binsearch_interval(
-    x_sorted: NDArray[np.float64],
+    prefix: NDArray[np.int64],
     rho: float,
     bounds: tuple[float, float],
     alpha: float,
-    granularity: float,
     rng: np.random.Generator,
 ) -> tuple[float, float, Budget, dict[str, Any]]:
-    """Run NoisyBinSearch on clipped, sorted data; returns (low, high, spent, diagnostics)."""
-    n = x_sorted.size
+    """Run NoisyBinSearch; returns (low, high, spent, diagnostics).
+
+    ``prefix[j]`` is the exact count #{x ≤ g_j} at every grid point g_j of the 2^D-bin
+    grid over ``bounds`` (only the interior ones are ever queried); n = prefix[-1].
+    """
+    n = int(prefix[-1])
     a, b = bounds
-    depth = grid_depth(b - a, granularity)
-    grid = np.linspace(a, b, 2**depth + 1)
+    depth = round(math.log2(prefix.size - 1))
+    grid = leaf_edges((a, b), depth)
     mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
     k_low, k_high = binsearch_target_ranks(n, mech.sigma, depth, alpha)
     acct = Accountant(Budget.zcdp(rho))
-    i_low, q_low = _search(x_sorted, grid, k_low, "lower", mech, acct, rng)
-    i_high, q_high = _search(x_sorted, grid, k_high, "upper", mech, acct, rng)
+    i_low, q_low = _search(prefix, grid, k_low, "lower", mech, acct, rng)
+    i_high, q_high = _search(prefix, grid, k_high, "upper", mech, acct, rng)
     diagnostics: dict[str, Any] = {
         "target_ranks": (k_low, k_high),
         "depth": depth,

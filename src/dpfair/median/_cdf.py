@@ -46,7 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize, special, stats
 
-from dpfair.mechanisms import NoisyBinaryTree, leaf_counts, leaf_edges
+from dpfair.mechanisms import NoisyBinaryTree, leaf_edges
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 
@@ -123,7 +123,7 @@ def _envelope_threshold(n: int, sigma_min: float, sigma_max: float, level: float
 
 
 def cdf_interval(
-    x: NDArray[np.float64],
+    leaves: NDArray[np.int64],
     rho: float,
     bounds: tuple[float, float],
     alpha: float,
@@ -132,14 +132,17 @@ def cdf_interval(
     *,
     envelope: bool = False,
 ) -> tuple[float, float, Budget, dict[str, Any], DPCdf]:
-    """Run CDFPostProcess on clipped data; returns (low, high, spent, diagnostics, cdf)."""
-    n = x.size
+    """Run CDFPostProcess on 2^depth leaf counts (``mechanisms.leaf_counts`` layout).
+
+    Returns (low, high, spent, diagnostics, cdf).
+    """
+    n = int(np.sum(leaves))
     a, b = bounds
     grid = leaf_edges((a, b), depth)
     tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
     acct = Accountant(Budget.zcdp(rho))
     acct.charge(tree.privacy, label="cdf/tree")
-    released = tree.release(leaf_counts(x, bounds, depth), rng=rng)
+    released = tree.release(leaves, rng=rng)
     consistent = released.consistent()
     prefix = np.asarray(consistent.prefix, dtype=np.float64)
     std = np.asarray(consistent.prefix_std, dtype=np.float64)

@@ -57,6 +57,7 @@ from dpfair.median._ranks import expmech_lower_target
 from dpfair.privacy import Accountant, Budget
 
 __all__ = [
+    "SortedCounts",
     "expmech_interval",
     "expmech_target_ranks",
     "order_statistic_law",
@@ -88,8 +89,72 @@ def order_statistic_law(
     return ExponentialMechanism(epsilon).law(shifted, scores)
 
 
+class SortedCounts:
+    """A sorted sample stored as (distinct values, counts): O(#values) memory.
+
+    Used by the aggregated (histogram) path, where each record has been replaced by the
+    upper edge of its bin. ``take`` returns order statistics by 0-based rank.
+    """
+
+    def __init__(self, values: NDArray[np.float64], counts: NDArray[np.int64]) -> None:
+        keep = np.asarray(counts) > 0
+        self.values = np.asarray(values, dtype=np.float64)[keep]
+        self.counts = np.asarray(counts, dtype=np.int64)[keep]
+        self.cum = np.cumsum(self.counts)
+        self.size = int(self.cum[-1]) if self.cum.size else 0
+
+    def take(self, idx: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Order statistics x_(idx+1) (0-based ranks)."""
+        return self.values[np.searchsorted(self.cum, idx, side="right")]
+
+    def sparse_law(
+        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+        """(piece index j, piece edges, log-mass) of every piece that can have mass.
+
+        Between tied records the dense law's pieces have zero length, so only the piece
+        after the last rank of each (shifted) group of ties, plus piece 0, can carry mass.
+        A group straddling rank k is split: its first part is shifted down, the rest up.
+        """
+        a, b = bounds
+        before = self.cum - self.counts  # ranks strictly before each group
+        split = np.flatnonzero((before < k) & (self.cum > k))
+        values = self.values
+        last = self.cum.copy()
+        down = self.cum <= k
+        if split.size:
+            g = int(split[0])
+            values = np.insert(values, g, values[g])
+            last = np.insert(last, g, k)
+            down = np.insert(down, g, True)
+            down[g + 1] = False
+        shifted = np.clip(np.where(down, values - granularity, values + granularity), a, b)
+        edges = np.concatenate(([a], shifted, [b]))
+        pieces = np.concatenate(([0], last)).astype(np.intp)
+        with np.errstate(divide="ignore"):
+            log_mass = np.log(np.diff(edges)) - epsilon * np.abs(pieces - k) / 2.0
+        return pieces, edges, log_mass
+
+
+class _SortedArray:
+    """A sorted in-memory sample with the same interface as :class:`SortedCounts`."""
+
+    def __init__(self, x_sorted: NDArray[np.float64]) -> None:
+        self.x = x_sorted
+        self.size = int(x_sorted.size)
+
+    def take(self, idx: NDArray[np.int64]) -> NDArray[np.float64]:
+        return self.x[idx]
+
+    def sparse_law(
+        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+        law = order_statistic_law(self.x, k, epsilon, bounds, granularity)
+        return np.arange(self.size + 1), law.edges, law.log_mass
+
+
 def sample_order_statistic(
-    x_sorted: NDArray[np.float64],
+    x_sorted: NDArray[np.float64] | SortedCounts,
     k: int,
     epsilon: float,
     bounds: tuple[float, float],
@@ -102,17 +167,19 @@ def sample_order_statistic(
     most |R|·e^{−ε(T+1)/2}; with T chosen so that this is < 1e-12 of the score-0 band's
     mass (≥ θ), :func:`~dpfair.mechanisms.sample_piece_windowed` draws exactly while
     touching only 2T + 1 pieces, except with probability < 1e-12 (then it computes all).
+    ``x_sorted`` may also be a :class:`SortedCounts` (histogram path).
     """
+    sample = x_sorted if isinstance(x_sorted, SortedCounts) else _SortedArray(x_sorted)
     a, b = bounds
-    n = x_sorted.size
+    n = sample.size
     band = min(granularity, b - a)
     log_ratio = math.log((b - a) / band) + 12.0 * math.log(10.0)
     half = math.ceil(2.0 * log_ratio / epsilon)
     j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
     # Breakpoints y_j for j = j_lo..j_hi+1 (y_0 = a, y_{n+1} = b).
     j = np.arange(j_lo, j_hi + 2)
-    idx = np.clip(j - 1, 0, n - 1)
-    y = np.where(j <= k, x_sorted[idx] - granularity, x_sorted[idx] + granularity)
+    vals = sample.take(np.clip(j - 1, 0, n - 1))
+    y = np.where(j <= k, vals - granularity, vals + granularity)
     y = np.where(j == 0, a, np.where(j == n + 1, b, y))
     np.clip(y, a, b, out=y)
     lengths = np.diff(y)
@@ -120,17 +187,19 @@ def sample_order_statistic(
     with np.errstate(divide="ignore"):
         log_mass = np.log(lengths) - epsilon * np.abs(pieces - k) / 2.0
     outside = math.log(b - a) - epsilon * (half + 1) / 2.0
+    cache: dict[str, tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]] = {}
 
-    def full() -> NDArray[np.float64]:
-        law = order_statistic_law(x_sorted, k, epsilon, bounds, granularity)
-        return law.log_mass
+    def full() -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+        cache["law"] = sample.sparse_law(k, epsilon, bounds, granularity)
+        return cache["law"][0], cache["law"][2]
 
     piece = sample_piece_windowed(log_mass, j_lo, outside, full, rng)
     if j_lo <= piece <= j_hi:
         lo, hi = y[piece - j_lo], y[piece - j_lo + 1]
     else:
-        edges = order_statistic_law(x_sorted, k, epsilon, bounds, granularity).edges
-        lo, hi = edges[piece], edges[piece + 1]
+        index, edges, _ = cache["law"]
+        pos = int(np.searchsorted(index, piece))
+        lo, hi = edges[pos], edges[pos + 1]
     return float(min(lo + rng.random() * (hi - lo), hi))
 
 
@@ -160,14 +229,17 @@ def expmech_target_ranks(
 
 
 def expmech_interval(
-    x_sorted: NDArray[np.float64],
+    x_sorted: NDArray[np.float64] | SortedCounts,
     rho: float,
     bounds: tuple[float, float],
     alpha: float,
     granularity: float,
     rng: np.random.Generator,
 ) -> tuple[float, float, Budget, dict[str, Any]]:
-    """Run ExpMech on clipped, sorted data; returns (low, high, spent, diagnostics)."""
+    """Run ExpMech on clipped, sorted data (an array or :class:`SortedCounts`).
+
+    Returns (low, high, spent, diagnostics).
+    """
     n = x_sorted.size
     a, b = bounds
     mech = ExponentialMechanism.for_zcdp(rho / 2.0)  # ε²/8 = ρ/2 per draw: ε = 2·sqrt(ρ)
