@@ -40,7 +40,7 @@ def test_counts_equal_leaf_counts_on_adversarial_values(tmp_path, fmt, bounds, d
 
 def test_errors(tmp_path):
     path = _write(tmp_path, np.array([1.0, np.nan, np.inf]))
-    with pytest.raises(InvalidDataError, match="1 NaN/infinite|2 NaN/infinite"):
+    with pytest.raises(InvalidDataError, match=r"2 NaN/infinite"):
         histogram_counts(path, "x", (0, 1), 3)
     path = _write(tmp_path, np.array([1.0, 2.0]))
     with pytest.raises(InvalidParameterError, match="column='y'"):

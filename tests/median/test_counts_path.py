@@ -9,8 +9,8 @@ import dpfair
 from dpfair import InvalidDataError, InvalidParameterError
 from dpfair.mechanisms import PiecewiseConstantLaw, leaf_counts, leaf_edges
 from dpfair.median import confidence_interval, confidence_interval_from_counts
-from dpfair.median._expmech import SortedCounts, order_statistic_law, sample_order_statistic
 from dpfair.median._binsearch import grid_depth
+from dpfair.median._expmech import SortedCounts, order_statistic_law, sample_order_statistic
 from tests._stats import min_successes
 
 BOUNDS = (-5.0, 15.0)
