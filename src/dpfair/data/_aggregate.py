@@ -88,6 +88,7 @@ def histogram_counts(
     step = (hi - lo) / n_bins
     with duckdb.connect(":memory:") as con:
         con.execute(f"SET memory_limit = '{memory_limit}'")
+        con.execute("SET enable_progress_bar = false")
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
         q = _checked_column(con, p, fmt, column)
