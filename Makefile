@@ -2,6 +2,7 @@
 #   make demo    build the quick HTML report (median CIs, figures) into out/report
 #   make test    ruff, mypy, then the test suite without the slow sweeps
 #   make bench   timed comparisons (benchmarks/run.py)
+#   make reproduce EXPERIMENT=median-width ARGS="--jobs 2"   a registered study (dpfair reproduce)
 #   make lint    ruff + mypy only
 #   make clean   remove build/test/report artefacts (make distclean also removes .venv)
 
@@ -15,10 +16,10 @@ PYTEST_ARGS ?= -m "not slow" -n auto
 BENCH_ARGS ?=
 LINT_PATHS := src tests $(wildcard benchmarks)
 
-.PHONY: help install demo test lint bench clean distclean
+.PHONY: help install demo test lint bench reproduce clean distclean
 
 help:
-	@sed -n '2,7p' Makefile | sed 's/^#//'
+	@sed -n '2,8p' Makefile | sed 's/^#//'
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "dpfair needs Python >= 3.11; run e.g. make PYTHON=python3.11")'
@@ -26,7 +27,7 @@ $(BIN)/python:
 
 # Re-installs only when pyproject.toml changes (or the venv is new).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
 	@touch $@
 
 install: $(STAMP)
@@ -46,6 +47,11 @@ test: lint
 bench: $(STAMP)
 	@test -f benchmarks/run.py || { echo "benchmarks/run.py not found"; exit 1; }
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+EXPERIMENT ?= median-smoke
+ARGS ?=
+reproduce: $(STAMP)
+	$(BIN)/dpfair reproduce $(EXPERIMENT) $(ARGS)
 
 clean:
 	rm -rf out build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis src/*.egg-info

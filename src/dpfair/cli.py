@@ -25,6 +25,7 @@ from rich.text import Text
 import dpfair
 import dpfair.data
 from dpfair._errors import DPFairError
+from dpfair.experiments.cli import register as _register_experiments
 
 __all__ = ["app", "main"]
 
@@ -312,6 +313,9 @@ def _run_with_progress(work: Callable[[Callable[[int, int, str], None] | None], 
             bar.update(task, completed=done, total=total, description=label)
 
         return work(progress)
+
+
+_register_experiments(app)
 
 
 # --------------------------------------------------------------------------- entry point
