@@ -2,10 +2,12 @@
 
 Subpackages: :mod:`dpfair.privacy` (budgets, accountant), :mod:`dpfair.mechanisms`
 (Gaussian, exponential, noisy tree), :mod:`dpfair.median` (paper 004: confidence intervals
-for the median under zCDP), :mod:`dpfair.data` (readers, synthetic designs, bundled data).
+for the median under zCDP), :mod:`dpfair.facility` (paper 000: private facility location
+with welfare and fairness guarantees), :mod:`dpfair.data` (readers, synthetic designs,
+bundled data), :mod:`dpfair.experiments` (reproducible studies).
 """
 
-from dpfair import data, mechanisms, median, privacy
+from dpfair import data, facility, mechanisms, median, privacy
 from dpfair._errors import (
     BudgetExceededError,
     DPFairError,
@@ -28,6 +30,7 @@ __all__ = [
     "NotFittedError",
     "__version__",
     "data",
+    "facility",
     "mechanisms",
     "median",
     "privacy",

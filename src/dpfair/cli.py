@@ -26,6 +26,7 @@ import dpfair
 import dpfair.data
 from dpfair._errors import DPFairError
 from dpfair.experiments.cli import register as _register_experiments
+from dpfair.facility.cli import register as _register_facility
 
 __all__ = ["app", "main"]
 
@@ -316,6 +317,7 @@ def _run_with_progress(work: Callable[[Callable[[int, int, str], None] | None], 
 
 
 _register_experiments(app)
+_register_facility(app)
 
 
 # --------------------------------------------------------------------------- entry point

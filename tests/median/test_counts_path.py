@@ -118,3 +118,25 @@ def test_counts_validation():
     r = confidence_interval_from_counts(good, rho=0.5, bounds=BOUNDS, method="cdf", rng=0)
     assert r.n == 512
     assert dpfair.median.confidence_interval_from_counts is confidence_interval_from_counts
+
+
+@pytest.mark.parametrize("use_counts", [False, True])
+def test_fallback_branch_matches_exact_law(monkeypatch, use_counts):
+    """Shrink the window so the rare O(n) branch runs often, and KS-test the draws."""
+    from scipy import stats
+
+    import dpfair.median._expmech as em
+    from tests._stats import FAIL_PROB
+
+    monkeypatch.setattr(em, "_WINDOW_MARGIN_DIGITS", -2.0)
+    values = leaf_edges(BOUNDS, 7)[1:]
+    counts = np.random.default_rng(4).poisson(1.0, 128)
+    x = np.repeat(values, counts)
+    sample = SortedCounts(values, counts) if use_counts else x
+    k = int(x.size // 2)
+    law = order_statistic_law(x, k, 1.0, BOUNDS, 0.05)
+    gen = np.random.default_rng(9)
+    draws = [sample_order_statistic(sample, k, 1.0, BOUNDS, 0.05, gen) for _ in range(3000)]
+    outside = np.mean(np.abs(np.searchsorted(x, draws) - k) > 3)
+    assert outside > 0.05  # the fallback branch really was exercised
+    assert stats.kstest(draws, law.cdf).pvalue > FAIL_PROB

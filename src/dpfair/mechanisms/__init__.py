@@ -1,5 +1,7 @@
-"""Shared privacy mechanisms: Gaussian, exponential (piecewise-constant, exact law), noisy tree."""
+"""Shared privacy mechanisms: Gaussian, Laplace, exponential (piecewise-constant with exact
+law, and discrete), noisy binary tree with Honaker post-processing."""
 
+from dpfair.mechanisms.discrete import DiscreteExponentialMechanism, DiscreteLaw
 from dpfair.mechanisms.exponential import (
     ExponentialMechanism,
     PiecewiseConstantLaw,
@@ -10,6 +12,7 @@ from dpfair.mechanisms.gaussian import (
     analytic_gaussian_delta,
     analytic_gaussian_sigma,
 )
+from dpfair.mechanisms.laplace import ClippedLaplaceLaw, LaplaceMechanism
 from dpfair.mechanisms.tree import (
     ConsistentTree,
     DyadicEstimate,
@@ -20,12 +23,17 @@ from dpfair.mechanisms.tree import (
     leaf_edges,
     node_counts,
 )
+from dpfair.mechanisms.windowed import sample_pieces_windowed
 
 __all__ = [
+    "ClippedLaplaceLaw",
     "ConsistentTree",
+    "DiscreteExponentialMechanism",
+    "DiscreteLaw",
     "DyadicEstimate",
     "ExponentialMechanism",
     "GaussianMechanism",
+    "LaplaceMechanism",
     "NoisyBinaryTree",
     "NoisyTree",
     "PiecewiseConstantLaw",
@@ -36,4 +44,5 @@ __all__ = [
     "leaf_edges",
     "node_counts",
     "sample_piece_windowed",
+    "sample_pieces_windowed",
 ]

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
@@ -67,7 +66,10 @@ class PiecewiseConstantLaw:
         with np.errstate(divide="ignore"):
             log_mass = np.log(lengths) + levels
         log_mass[lengths == 0] = -np.inf
-        log_norm = float(special.logsumexp(log_mass))
+        top = float(np.max(log_mass))
+        log_norm = (
+            top + math.log(float(np.sum(np.exp(log_mass - top)))) if math.isfinite(top) else top
+        )
         if not math.isfinite(log_norm):
             raise InvalidParameterError("the law has no mass: every piece has zero length.")
         mass = np.exp(log_mass - log_norm)

@@ -89,6 +89,11 @@ def order_statistic_law(
     return ExponentialMechanism(epsilon).law(shifted, scores)
 
 
+#: The window of the exact windowed sampler leaves outside at most 10^-margin of the
+#: score-0 band's mass (the exact O(n) branch runs with at most that probability).
+_WINDOW_MARGIN_DIGITS = 12.0
+
+
 class SortedCounts:
     """A sorted sample stored as (distinct values, counts): O(#values) memory.
 
@@ -150,7 +155,8 @@ class _SortedArray:
         self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float
     ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
         law = order_statistic_law(self.x, k, epsilon, bounds, granularity)
-        return np.arange(self.size + 1), law.edges, law.log_mass
+        # unnormalised, on the same scale as the window's log-masses
+        return np.arange(self.size + 1), law.edges, law.log_mass + law.log_norm
 
 
 def sample_order_statistic(
@@ -173,8 +179,8 @@ def sample_order_statistic(
     a, b = bounds
     n = sample.size
     band = min(granularity, b - a)
-    log_ratio = math.log((b - a) / band) + 12.0 * math.log(10.0)
-    half = math.ceil(2.0 * log_ratio / epsilon)
+    log_ratio = math.log((b - a) / band) + _WINDOW_MARGIN_DIGITS * math.log(10.0)
+    half = max(1, math.ceil(2.0 * log_ratio / epsilon))
     j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
     # Breakpoints y_j for j = j_lo..j_hi+1 (y_0 = a, y_{n+1} = b).
     j = np.arange(j_lo, j_hi + 2)

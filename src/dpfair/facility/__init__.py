@@ -1,0 +1,138 @@
+"""Private facility location with welfare and fairness guarantees (paper 000).
+
+Fish, Gonczarowski, Tang & Vadhan, "Tradeoffs in Privacy, Welfare, and Fairness for
+Facility Location" (FORC 2026); ALGORITHMS.md §B.
+
+* :class:`DPExpMed` — the widened exponential mechanism DPExpMed_α (ε-DP), with an exact
+  O(n) sampler and the exact output law (:meth:`DPExpMed.distribution`) including the
+  exact laws of FAIR and SWDIFF.
+* Metrics (Def. 2.6, Thms 4.1/4.3): :func:`optimal_location`, :func:`utilities`,
+  :func:`social_welfare`, :func:`loss_vector`, :func:`fair`, :func:`swdiff`,
+  :func:`crossed_agents`, :func:`percentile_loss`, :func:`widened_loss`.
+* Families (§6): :func:`is_ctm`, single-peaked laws, worst cases, lower-bound pairs,
+  :func:`ks_distance`, :func:`spm_lambda`.
+* Bounds (Table 1, Thm 7.9, inequality (7)): :func:`table1`, :func:`ctm_bounds`, …
+* Baselines: :func:`unwidened_expmed`, :class:`LaplaceMedian`, :class:`GridExpMed`.
+
+>>> import numpy as np
+>>> from dpfair.facility import DPExpMed, fair
+>>> x = np.random.default_rng(0).uniform(0.0, 1.0, 1001)
+>>> mech = DPExpMed(epsilon=1.0, domain=(0.0, 1.0))
+>>> dist = mech.distribution(x)
+>>> dist.expected_fair() < 0.01
+True
+"""
+
+from dpfair.facility._baselines import GridExpMed, LaplaceMedian, unwidened_expmed
+from dpfair.facility._bounds import (
+    CTMBounds,
+    Table1,
+    ctm_bounds,
+    ctm_fair_bound,
+    ctm_kstar,
+    ctm_min_k,
+    ctm_swdiff_bound,
+    ctm_tail_bound,
+    direct_lower_bound,
+    impossibility_bound,
+    spm_fair_bound,
+    spm_kstar,
+    spm_tail_bound,
+    swdiff_loss_bound,
+    table1,
+)
+from dpfair.facility._families import (
+    CustomSinglePeakedLaw,
+    LowerBoundPair,
+    SinglePeakedLaw,
+    SPMFit,
+    TriangularLaw,
+    TruncatedNormalLaw,
+    change_one_distance,
+    ctm_worst_case,
+    fair_lower_bound_pair,
+    impossibility_pair,
+    is_ctm,
+    ks_distance,
+    single_peaked_law,
+    spm_lambda,
+    spm_lower_bound_pair,
+    spm_worst_case,
+    triangular_law,
+    truncated_normal_law,
+)
+from dpfair.facility._laws import (
+    FacilityDistribution,
+    GridDistribution,
+    LaplaceDistribution,
+    MetricSummary,
+    OutputDistribution,
+)
+from dpfair.facility._mechanism import DPExpMed
+from dpfair.facility._metrics import (
+    MedianChoice,
+    crossed_agents,
+    fair,
+    loss_vector,
+    optimal_location,
+    percentile_loss,
+    social_welfare,
+    swdiff,
+    utilities,
+    widened_loss,
+)
+
+__all__ = [
+    "CTMBounds",
+    "CustomSinglePeakedLaw",
+    "DPExpMed",
+    "FacilityDistribution",
+    "GridDistribution",
+    "GridExpMed",
+    "LaplaceDistribution",
+    "LaplaceMedian",
+    "LowerBoundPair",
+    "MedianChoice",
+    "MetricSummary",
+    "OutputDistribution",
+    "SPMFit",
+    "SinglePeakedLaw",
+    "Table1",
+    "TriangularLaw",
+    "TruncatedNormalLaw",
+    "change_one_distance",
+    "crossed_agents",
+    "ctm_bounds",
+    "ctm_fair_bound",
+    "ctm_kstar",
+    "ctm_min_k",
+    "ctm_swdiff_bound",
+    "ctm_tail_bound",
+    "ctm_worst_case",
+    "direct_lower_bound",
+    "fair",
+    "fair_lower_bound_pair",
+    "impossibility_bound",
+    "impossibility_pair",
+    "is_ctm",
+    "ks_distance",
+    "loss_vector",
+    "optimal_location",
+    "percentile_loss",
+    "single_peaked_law",
+    "social_welfare",
+    "spm_fair_bound",
+    "spm_kstar",
+    "spm_lambda",
+    "spm_lower_bound_pair",
+    "spm_tail_bound",
+    "spm_worst_case",
+    "swdiff",
+    "swdiff_loss_bound",
+    "table1",
+    "triangular_law",
+    "truncated_normal_law",
+    "unwidened_expmed",
+    "utilities",
+    "widened_loss",
+]

@@ -1,0 +1,426 @@
+r"""DPExpMed_α: the widened exponential mechanism for the median (paper 000, §7.1).
+
+Mechanism
+---------
+Public inputs: the domain V = [lo, hi] (m = hi − lo), ε > 0, the widening α ≥ 0, and n
+(public under replace-one neighbours, ALGORITHMS.md §0). The output L ∈ V has density
+
+.. math:: f_D(ℓ) ∝ \exp\bigl(-\tfrac{ε}{2}\, p_α(D, ℓ)\bigr),
+          \qquad p_α(D, ℓ) = \min_{|a - ℓ| ≤ αm} q(D, a)
+
+(Defs. 7.3–7.5; q and p_α in :mod:`dpfair.facility._metrics`). The default widening is
+α* = 1/(nε) (Cor. 7.10), a function of public quantities only.
+
+Privacy (Lemma 7.6, re-derived)
+-------------------------------
+With c(a) = #{i : x_i ≤ a} and c⁻(a) = #{i : x_i < a},
+q(D, a) = min{cap, max(0, k − c(a), c⁻(a) + 1 − k)} where k and cap depend on n only.
+Replacing one agent changes c(a) and c⁻(a) by at most 1 each; max and min with constants
+or with each other are 1-Lipschitz in the sup norm, so |q(D, a) − q(D', a)| ≤ 1 for every
+a. Taking the minimum over the same set {a : |a − ℓ| ≤ αm} preserves this:
+|p_α(D, ℓ) − p_α(D', ℓ)| ≤ 1 for every ℓ. The exponential mechanism with a sensitivity-1
+loss and density ∝ exp(−ε p_α / 2) has unnormalised densities within a factor e^{ε/2}
+pointwise and normalisers within e^{ε/2}, so f_D(ℓ)/f_{D'}(ℓ) ≤ e^ε for every ℓ:
+**pure ε-DP** under replace-one neighbours, for every α ≥ 0 (and for both medians). The
+support is all of V whatever the data, so no output is impossible under one data set and
+possible under its neighbour. The tests check the density ratio exactly at every
+breakpoint of both densities (``tests/facility/test_privacy.py``).
+
+Exact law and sampling
+----------------------
+After sorting, p_α(D, ·) is constant on the n + 2 pieces cut by the edges
+lo, x_1 − αm, …, x_k − αm, x_k + αm, …, x_n + αm, hi (clipped to V): piece j carries the
+loss min(cap, |j − k|). :meth:`DPExpMed.distribution` builds this law in O(n) after the
+sort. :meth:`DPExpMed.sample` does not sort: one selection (``numpy.partition``) puts
+T = x_(k) in place, two more select the W order statistics on each side, which are then
+sorted (W ≈ (2/ε)(ln(1/α) + 12 ln 10)). Pieces outside that window have loss ≥ W + 1 and
+total length ≤ m, so their mass is bounded by m·e^{−ε(W+1)/2} ≤ 1e-12 × the mass of the
+loss-0 band (length ≥ min(α, 1)·m); :func:`~dpfair.mechanisms.sample_piece_windowed` then
+draws exactly, falling back to the full sorted law only with probability below 1e-12.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpfair._errors import InvalidDataError, InvalidParameterError
+from dpfair._rng import RandomLike, as_generator
+from dpfair._validation import check_finite_1d, check_interval_bounds, check_positive
+from dpfair.facility._laws import FacilityDistribution
+from dpfair.facility._metrics import MedianChoice, Profile, check_median, loss_cap, median_index
+from dpfair.mechanisms.exponential import PiecewiseConstantLaw, sample_piece_windowed
+from dpfair.mechanisms.windowed import sample_pieces_windowed
+from dpfair.privacy import Accountant, Budget, exponential_mechanism_zcdp
+
+__all__ = ["DPExpMed", "check_locations"]
+
+#: The window is chosen so the outside mass is at most this fraction of the window's.
+_WINDOW_LOG_RATIO = 12.0 * math.log(10.0)
+#: Slack on the outside-mass bound against rounding in the full-law computation.
+_BOUND_SLACK = math.log1p(1e-6)
+
+
+def check_locations(
+    x: ArrayLike, domain: tuple[float, float], name: str = "x"
+) -> NDArray[np.float64]:
+    """Validate agent locations against the public domain; returns a float64 copy.
+
+    Raises
+    ------
+    InvalidDataError
+        Empty, not 1-D, NaN/inf, or any location outside ``domain``. Locations are the
+        agents' own data and the domain is public: dpfair never clips them silently.
+    """
+    lo, hi = domain
+    try:
+        arr = np.array(x, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        arr = check_finite_1d(name, x)  # raises the standard message
+    if arr.ndim != 1 or arr.size == 0:
+        arr = check_finite_1d(name, arr)
+    mn, mx = float(arr.min()), float(arr.max())
+    if not (lo <= mn and mx <= hi):  # also catches NaN (comparisons are False)
+        check_finite_1d(name, arr)  # NaN/inf message first
+        outside = np.flatnonzero((arr < lo) | (arr > hi))
+        i = int(outside[0])
+        raise InvalidDataError(
+            f"{name} has {outside.size} location(s) outside domain=({lo:g}, {hi:g}), first at "
+            f"index {i} (value {float(arr[i])!r}): agent locations are private data and the domain "
+            "is public, so dpfair never clips them silently. Use a domain that contains "
+            "every location, or remove those records."
+        )
+    return arr
+
+
+def _law_from_sorted(
+    xs: NDArray[np.float64],
+    k: int,
+    band: float,
+    epsilon: float,
+    lo: float,
+    hi: float,
+) -> PiecewiseConstantLaw:
+    """Exact law of DPExpMed on sorted data (O(n)); band = αm."""
+    n = xs.size
+    edges = np.empty(n + 3, dtype=np.float64)
+    edges[0] = lo
+    edges[1 : k + 1] = xs[:k] - band
+    edges[k + 1 : n + 2] = xs[k - 1 :] + band
+    edges[n + 2] = hi
+    np.clip(edges, lo, hi, out=edges)
+    levels = np.arange(n + 2, dtype=np.float64)  # piece index j -> -ε·min(cap, |j − k|)/2
+    levels -= k
+    np.abs(levels, out=levels)
+    np.minimum(levels, loss_cap(n, k), out=levels)
+    levels *= -0.5 * epsilon
+    return PiecewiseConstantLaw(edges, levels)
+
+
+@dataclass(frozen=True)
+class DPExpMed:
+    """Widened exponential mechanism DPExpMed_α for private facility location (paper 000).
+
+    Places one facility on the public interval ``domain`` from the agents' private
+    locations, with density ∝ exp(−ε·p_α(D, ℓ)/2) where p_α is the widened percentile
+    loss (Defs. 7.3–7.5).
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy parameter ε > 0 (pure ε-DP per released location).
+    domain : (lo, hi)
+        Public domain V = [lo, hi] with lo < hi; every location must lie in it (an error,
+        not clipping, otherwise). Never derive it from the data.
+    widening : float or None, default=None
+        α ≥ 0; the loss-0 band around the median is [T − αm, T + αm]. ``None`` uses
+        α* = 1/(nε) (Cor. 7.10), optimal for FAIR up to constants; 0 gives the unwidened
+        mechanism.
+    median : {"lower", "upper"}, default="lower"
+        For even n, the end of the optimal interval [x_(n/2), x_(n/2+1)] the loss is
+        centred on (the lower median by default; for odd n both are the median).
+
+    Notes
+    -----
+    Privacy: pure ε-DP under replace-one neighbours (Lemma 7.6): p_α has sensitivity 1
+    because the counts #{x_i ≤ a} and #{x_i < a} it is built from change by at most 1,
+    and an exponential mechanism with density ∝ exp(−ε·loss/2) on a sensitivity-1 loss
+    has density ratio ≤ e^ε between neighbours (derivation in
+    :mod:`dpfair.facility._mechanism` and ``docs/proofs/facility_dpexpmed.md``). It is also
+    ε-bounded-range, hence ε²/8-zCDP (:attr:`privacy_zcdp`). Drawing ``size`` locations
+    from one data set is ``size`` releases: ``size·ε`` by basic composition.
+
+    Cost: :meth:`sample` is O(n) expected (selection, no full sort) and exact;
+    :meth:`distribution` is O(n log n) (one sort) and O(n) after it.
+
+    References
+    ----------
+    Fish, Gonczarowski, Tang & Vadhan, "Tradeoffs in Privacy, Welfare, and Fairness for
+    Facility Location", FORC 2026, §7.1 (Defs. 7.3–7.5, Lemma 7.6, Cor. 7.10).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfair.facility import DPExpMed
+    >>> x = np.random.default_rng(0).triangular(-0.5, 0.0, 0.5, 1001)
+    >>> mech = DPExpMed(epsilon=1.0, domain=(-0.5, 0.5))
+    >>> loc = mech.sample(x, rng=1)
+    >>> dist = mech.distribution(x)
+    >>> round(dist.expected_fair(), 4) < 0.01
+    True
+    """
+
+    epsilon: float
+    domain: tuple[float, float]
+    widening: float | None = None
+    median: MedianChoice = "lower"
+
+    def __post_init__(self) -> None:
+        eps = check_positive("epsilon", self.epsilon)
+        lo, hi = check_interval_bounds("domain", self.domain, example="(0.0, 1.0)")
+        if self.widening is not None:
+            w = self.widening
+            bad = isinstance(w, bool)
+            try:
+                wf = float(w)
+            except (TypeError, ValueError):
+                bad = True
+                wf = math.nan
+            if bad or not math.isfinite(wf) or wf < 0:
+                raise InvalidParameterError(
+                    f"widening={w!r}: must be a finite number >= 0 (0 is the unwidened "
+                    "mechanism; None uses the default 1/(n*epsilon))."
+                )
+            object.__setattr__(self, "widening", wf)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "domain", (lo, hi))
+        object.__setattr__(self, "median", check_median(self.median))
+
+    # ------------------------------------------------------------------ guarantee
+    @property
+    def privacy(self) -> Budget:
+        """Pure ε-DP per released location (replace-one neighbours)."""
+        return Budget.pure(self.epsilon, note="DPExpMed: exponential mechanism, sensitivity 1")
+
+    @property
+    def privacy_zcdp(self) -> Budget:
+        """ε²/8-zCDP per released location (bounded-range property)."""
+        return exponential_mechanism_zcdp(self.epsilon)
+
+    @property
+    def diameter(self) -> float:
+        """m = hi − lo."""
+        return self.domain[1] - self.domain[0]
+
+    def widening_for(self, n: int) -> float:
+        """The α used for n agents: ``widening`` or, if None, α* = 1/(nε)."""
+        if self.widening is not None:
+            return float(self.widening)
+        return 1.0 / (n * self.epsilon)
+
+    # ------------------------------------------------------------------ exact law
+    def distribution(self, x: ArrayLike, *, presorted: bool = False) -> FacilityDistribution:
+        """The exact output law on data ``x`` (pdf, cdf, ppf, sample, FAIR and SWDIFF laws).
+
+        Parameters
+        ----------
+        x : array-like of shape (n,)
+            Agent locations, all inside ``domain``.
+        presorted : bool, default=False
+            Skip the sort when ``x`` is already non-decreasing (checked in O(n)); the
+            build is then O(n).
+
+        Returns
+        -------
+        FacilityDistribution
+
+        Notes
+        -----
+        The law is a function of the private data: it is for analysts who hold the data
+        (exact error reports, tests, experiments). Releasing it is not private; a release
+        is one draw, :meth:`sample`.
+        """
+        xs = check_locations(x, self.domain)
+        if presorted:
+            if xs.size > 1 and np.any(xs[1:] < xs[:-1]):
+                raise InvalidDataError(
+                    "x: presorted=True but x is not in non-decreasing order. Sort it or pass "
+                    "presorted=False."
+                )
+        else:
+            xs.sort()
+        n = xs.size
+        k = median_index(n, self.median)
+        alpha = self.widening_for(n)
+        lo, hi = self.domain
+        law = _law_from_sorted(xs, k, alpha * (hi - lo), self.epsilon, lo, hi)
+        return FacilityDistribution(
+            law=law,
+            profile=Profile.from_sorted(xs, self.median),
+            domain=self.domain,
+            epsilon=self.epsilon,
+            widening=alpha,
+            median=self.median,
+        )
+
+    def loss(self, x: ArrayLike, loc: ArrayLike) -> NDArray[np.int64]:
+        """The mechanism's widened loss p_α(D, ℓ) at location(s) ``loc``."""
+        xs = check_locations(x, self.domain)
+        xs.sort()
+        prof = Profile.from_sorted(xs, self.median)
+        locs = np.atleast_1d(np.asarray(loc, dtype=np.float64))
+        return prof.widened_loss(locs, self.widening_for(xs.size) * self.diameter)
+
+    # ------------------------------------------------------------------ release
+    def sample(
+        self,
+        x: ArrayLike,
+        rng: RandomLike = None,
+        size: int | None = None,
+        *,
+        accountant: Accountant | None = None,
+    ) -> Any:
+        """Release a private facility location (or ``size`` independent ones).
+
+        Parameters
+        ----------
+        x : array-like of shape (n,)
+            Agent locations, all inside ``domain`` (NaN, inf, empty data or a location
+            outside the domain raise :class:`~dpfair.InvalidDataError`).
+        rng : None, int, SeedSequence or Generator, default=None
+            Randomness; ``None`` uses fresh OS entropy (do this in deployments).
+        size : int or None, default=None
+            ``None``: one location (a float). An int: that many independent draws (an
+            array), costing ``size·ε`` in total.
+        accountant : Accountant, optional
+            If given, charged ``size·ε`` (pure DP) *before* anything is drawn; a
+            :class:`~dpfair.BudgetExceededError` leaves nothing released.
+
+        Returns
+        -------
+        float or ndarray
+            Exact draw(s) from :meth:`distribution`, computed in O(n) expected time
+            without sorting the data (see the module docstring).
+        """
+        count = 1
+        if size is not None:
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+                raise InvalidParameterError(
+                    f"size={size!r}: expected None (one location) or a non-negative integer."
+                )
+            count = int(size)
+        gen = as_generator(rng)
+        xc = check_locations(x, self.domain)
+        if accountant is not None:
+            accountant.charge(Budget.pure(self.epsilon * count), label="facility/DPExpMed")
+        draws = _sample_windowed(
+            xc,
+            epsilon=self.epsilon,
+            domain=self.domain,
+            alpha=self.widening_for(xc.size),
+            k=median_index(xc.size, self.median),
+            size=count,
+            rng=gen,
+        )
+        if size is None:
+            return float(draws[0])
+        return draws
+
+
+def _window_half_width(epsilon: float, alpha: float, n: int) -> int:
+    """W with m·e^{−ε(W+1)/2} ≤ 1e-12 · (mass of the loss-0 band, ≥ min(α, 1)·m)."""
+    band_frac = min(alpha, 1.0) if alpha > 0 else 1.0 / max(n, 1)
+    w = math.ceil(2.0 * (math.log(1.0 / band_frac) + _WINDOW_LOG_RATIO) / epsilon)
+    return max(w, 1)
+
+
+def _sample_windowed(
+    xc: NDArray[np.float64],
+    *,
+    epsilon: float,
+    domain: tuple[float, float],
+    alpha: float,
+    k: int,
+    size: int,
+    rng: np.random.Generator,
+    half_width: int | None = None,
+) -> NDArray[np.float64]:
+    """Exact draws of DPExpMed on unsorted validated data ``xc`` (modified in place).
+
+    ``half_width`` overrides the window (tests use a tiny one to exercise the fallback).
+    """
+    lo, hi = domain
+    m = hi - lo
+    n = xc.size
+    band = alpha * m
+    cap = loss_cap(n, k)
+    n_pieces = n + 2
+    w = _window_half_width(epsilon, alpha, n) if half_width is None else int(half_width)
+    xc.partition(k - 1)  # xc[k-1] = T; left part ≤ T, right part ≥ T
+
+    for _attempt in range(4):
+        p_lo, p_hi = max(0, k - w), min(n_pieces - 1, k + w)  # window pieces
+        r_lo, r_hi = max(1, p_lo), min(n, p_hi)  # 1-based ranks of the x's needed
+        # bring ranks r_lo..r_hi into place, sorted
+        if r_lo < k:
+            left = xc[: k - 1]
+            if r_lo - 1 > 0:
+                left.partition(r_lo - 1)
+            left[r_lo - 1 :].sort()
+        if r_hi > k:
+            right = xc[k:]
+            if r_hi - k < right.size:
+                right.partition(r_hi - k - 1)
+            right[: r_hi - k].sort()
+        xw = xc[r_lo - 1 : r_hi]  # sorted ranks r_lo..r_hi
+
+        def x_at(rank: NDArray[np.intp], xw: NDArray[np.float64] = xw, r_lo: int = r_lo) -> Any:
+            return xw[np.clip(rank - r_lo, 0, xw.size - 1)]
+
+        j = np.arange(p_lo, p_hi + 2)  # edge indices
+        edges = np.where(j <= k, x_at(j) - band, x_at(j - 1) + band)
+        edges = np.where(j == 0, lo, np.where(j == n + 2, hi, edges))
+        np.clip(edges, lo, hi, out=edges)
+        pieces = np.arange(p_lo, p_hi + 1)
+        loss = np.minimum(np.abs(pieces - k), cap).astype(np.float64)
+        lengths = np.diff(edges)
+        with np.errstate(divide="ignore"):
+            log_mass = np.log(lengths) - 0.5 * epsilon * loss
+        covers_all = p_lo == 0 and p_hi == n_pieces - 1
+        if covers_all:
+            log_out = -math.inf
+        else:
+            log_out = math.log(m) - 0.5 * epsilon * min(cap, w + 1) + _BOUND_SLACK
+        in_max = float(np.max(log_mass))
+        if covers_all or half_width is not None or log_out - in_max <= -_WINDOW_LOG_RATIO:
+            break
+        w = 2 * w + 1  # the window's own mass was smaller than guessed (α = 0): widen
+
+    full_law: list[PiecewiseConstantLaw] = []
+
+    def full_log_mass() -> NDArray[np.float64]:
+        if not full_law:
+            xs = np.sort(xc)
+            full_law.append(_law_from_sorted(xs, k, band, epsilon, lo, hi))
+        # unnormalised, on the same scale as the window's log-masses
+        return full_law[0].log_mass + full_law[0].log_norm
+
+    if size == 1:
+        idx = np.array([sample_piece_windowed(log_mass, p_lo, log_out, full_log_mass, rng)])
+    else:
+        idx = sample_pieces_windowed(log_mass, p_lo, log_out, full_log_mass, size, rng)
+    inside = (idx >= p_lo) & (idx <= p_hi)
+    a = np.empty(idx.size)
+    b = np.empty(idx.size)
+    a[inside] = edges[idx[inside] - p_lo]
+    b[inside] = edges[idx[inside] - p_lo + 1]
+    if not inside.all():
+        e_full = full_law[0].edges
+        a[~inside] = e_full[idx[~inside]]
+        b[~inside] = e_full[idx[~inside] + 1]
+    u = rng.random(idx.size)
+    return np.minimum(a + u * (b - a), b)

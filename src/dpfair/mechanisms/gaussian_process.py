@@ -1,0 +1,433 @@
+"""The Gaussian-process mechanism for functions, released exactly on a public product grid.
+
+A function f_D that lies in the reproducing-kernel Hilbert space (RKHS) H of the Gaussian
+kernel k(x, y) = exp(−|x − y|² / (2ℓ²)) is released as f_D + σ·W, where W is a centred
+Gaussian process with covariance k (Hall, Rinaldo & Wasserman 2013, "Differential privacy for
+functions and functional data", JMLR 14, Cor. 9). Here the release is the finite vector of
+values on a public rectangular grid T = T_1 × … × T_d; anything computed from it afterwards
+(interpolation, ratios, thresholds) is post-processing.
+
+On a product grid the Gaussian kernel factorises: k(s, t) = Π_i k_i(s_i, t_i), so the grid
+covariance is the Kronecker product K = K_1 ⊗ … ⊗ K_d of 1-D Gaussian kernel matrices. An
+exact draw of W on the grid costs d eigendecompositions of g_i × g_i matrices and d small
+tensor contractions — O(Σ g_i³ + g^d·Σ g_i) — with *no* eigen-truncation: every direction of
+the grid covariance receives its noise. This module knows nothing of classifiers; the caller
+derives the RKHS sensitivity of its own function.
+
+Privacy (derivation also in ``docs/proofs/fairclass_gp_mechanism.md``):
+
+1. For f ∈ H and a finite set T, write f_T for its values on T and K_T for the kernel matrix.
+   Then f_T lies in the range of K_T and f_Tᵀ K_T⁺ f_T ≤ ‖f‖²_H: the left side is the squared
+   norm of the projection of f onto span{k(·, t): t ∈ T} (representer theorem).
+2. The release f_{D,T} + σ·W_T with W_T ~ N(0, Σ) and Σ ⪰ K_T is the Gaussian mechanism
+   with correlated noise. Its privacy-loss distribution between neighbours D, D' is that of a
+   one-dimensional Gaussian mechanism with μ = ‖Σ^{-1/2}(f_{D,T} − f_{D',T})‖ / σ, and
+   μ² ≤ (f_{D,T} − f_{D',T})ᵀ K_T⁺ (…) / σ² ≤ ‖f_D − f_{D'}‖²_H / σ² ≤ Δ_H² / σ².
+   So the release is μ-Gaussian-DP with μ = Δ_H/σ: Δ_H²/(2σ²)-zCDP, and (ε, δ)-DP exactly
+   when δ ≥ analytic_gaussian_delta(σ, Δ_H, ε) (Balle & Wang 2018, Thm. 8).
+3. Jitter. The implemented grid covariance is Σ = ⊗_i R_i R_iᵀ with R_i R_iᵀ = K_i + E_i +
+   (λ-clipping ≥ 0) + jI, where E_i is the backward error of the symmetric eigensolver
+   (‖E_i‖ ≲ g_i·1e-16) and j = ``jitter`` (default 1e-8) ≫ ‖E_i‖. Hence R_i R_iᵀ ⪰ K_i and
+   Σ ⪰ K (Kronecker products of PSD matrices are PSD): the extra variance is independent
+   extra noise, i.e. post-processing. The jitter costs no privacy and adds a relative noise
+   standard deviation of about sqrt(j·d) ≈ 1e-4 per grid value at most.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpfair._errors import InvalidDataError, InvalidParameterError
+from dpfair._rng import RandomLike, as_generator
+from dpfair._validation import check_in_open_interval, check_positive
+from dpfair.mechanisms.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
+from dpfair.privacy import Budget
+
+__all__ = [
+    "GaussianProcessMechanism",
+    "KroneckerGaussianGrid",
+    "gaussian_kernel_matrix",
+]
+
+_DEFAULT_JITTER = 1e-8
+
+
+def gaussian_kernel_matrix(
+    s: ArrayLike, t: ArrayLike | None = None, *, length_scale: float
+) -> NDArray[np.float64]:
+    """One-dimensional Gaussian kernel matrix k(s_i, t_j) = exp(−(s_i − t_j)² / (2ℓ²)).
+
+    Parameters
+    ----------
+    s, t : array-like of shape (m,), (k,)
+        Points; ``t`` defaults to ``s``.
+    length_scale : float
+        ℓ > 0.
+
+    Returns
+    -------
+    ndarray of shape (m, k)
+    """
+    ell = check_positive("length_scale", length_scale)
+    a = np.asarray(s, dtype=np.float64).reshape(-1)
+    b = a if t is None else np.asarray(t, dtype=np.float64).reshape(-1)
+    diff = (a[:, None] - b[None, :]) / ell
+    return np.exp(-0.5 * diff * diff)
+
+
+def _psd_sqrt(k: NDArray[np.float64], jitter: float) -> NDArray[np.float64]:
+    """Symmetric square root R of K + jitter·I with R Rᵀ ⪰ K (see module Notes, step 3)."""
+    sym = 0.5 * (k + k.T)
+    lam, vec = np.linalg.eigh(sym)
+    root = np.sqrt(np.clip(lam, 0.0, None) + jitter)
+    return (vec * root) @ vec.T
+
+
+@dataclass(frozen=True, eq=False)
+class KroneckerGaussianGrid:
+    """A public product grid with the Gaussian kernel's Kronecker structure.
+
+    Parameters
+    ----------
+    axes : sequence of 1-D arrays
+        Strictly increasing grid coordinates per dimension (public: never derived from data).
+    length_scale : float
+        ℓ of the kernel exp(−|x − y|²/(2ℓ²)) in the units of ``axes``.
+    jitter : float, default=1e-8
+        Added to each 1-D kernel's eigenvalues before the square root; see the module
+        Notes (it only *adds* independent noise, so it costs no privacy).
+
+    Attributes
+    ----------
+    shape : tuple of int
+        Number of nodes per dimension.
+    kernels : tuple of ndarray
+        The 1-D kernel matrices K_i.
+    roots : tuple of ndarray
+        Symmetric square roots R_i with R_i R_iᵀ = K_i + jitter·I (up to rounding).
+
+    Notes
+    -----
+    Three linear maps are provided, all O(g^d·Σ g_i) for a g^d grid:
+
+    * :meth:`kernel_apply` — v ↦ K v, e.g. a binned kernel sum Σ_j w_j k(·, t_j) on the grid;
+    * :meth:`sample` — exact draws of the Gaussian process on the grid, covariance ⊗ R_i R_iᵀ;
+    * :meth:`interpolate` / :meth:`linear_binning` — multilinear interpolation of grid values
+      at arbitrary points, and its adjoint (linear binning: each point's unit mass spread over
+      the 2^d surrounding nodes with the same non-negative weights, summing to 1).
+    """
+
+    axes: tuple[NDArray[np.float64], ...]
+    length_scale: float
+    jitter: float = _DEFAULT_JITTER
+    kernels: tuple[NDArray[np.float64], ...] = field(init=False, repr=False)
+    roots: tuple[NDArray[np.float64], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        ell = check_positive("length_scale", self.length_scale)
+        jit = float(self.jitter)
+        if not (math.isfinite(jit) and jit >= 0.0):
+            raise InvalidParameterError(f"jitter={self.jitter!r}: must be a finite number >= 0.")
+        if isinstance(self.axes, np.ndarray) and self.axes.ndim == 1:
+            raise InvalidParameterError(
+                "axes: expected a sequence of 1-D arrays (one per dimension), e.g. "
+                "(np.linspace(0, 1, 21),) for a 1-D grid."
+            )
+        axes = []
+        for i, ax in enumerate(self.axes):
+            arr = np.asarray(ax, dtype=np.float64).reshape(-1).copy()
+            if arr.size < 2 or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
+                raise InvalidParameterError(
+                    f"axes[{i}]: must hold at least 2 finite, strictly increasing values."
+                )
+            arr.setflags(write=False)
+            axes.append(arr)
+        if not axes:
+            raise InvalidParameterError("axes: at least one dimension is required.")
+        kernels = tuple(gaussian_kernel_matrix(a, length_scale=ell) for a in axes)
+        roots = tuple(_psd_sqrt(k, jit) for k in kernels)
+        for mat in (*kernels, *roots):
+            mat.setflags(write=False)
+        object.__setattr__(self, "axes", tuple(axes))
+        object.__setattr__(self, "length_scale", ell)
+        object.__setattr__(self, "jitter", jit)
+        object.__setattr__(self, "kernels", kernels)
+        object.__setattr__(self, "roots", roots)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def uniform(
+        cls,
+        n_dims: int,
+        n_nodes: int | tuple[int, ...],
+        *,
+        length_scale: float,
+        low: float = 0.0,
+        high: float = 1.0,
+        jitter: float = _DEFAULT_JITTER,
+    ) -> KroneckerGaussianGrid:
+        """Equally spaced nodes from ``low`` to ``high`` (both included) in each dimension."""
+        if isinstance(n_nodes, (int, np.integer)):
+            counts = (int(n_nodes),) * int(n_dims)
+        else:
+            counts = tuple(int(c) for c in n_nodes)
+        if len(counts) != n_dims or min(counts) < 2:
+            raise InvalidParameterError(
+                f"n_nodes={n_nodes!r}: need at least 2 nodes in each of the {n_dims} dimensions."
+            )
+        return cls(
+            tuple(np.linspace(low, high, c) for c in counts),
+            length_scale=length_scale,
+            jitter=jitter,
+        )
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions d."""
+        return len(self.axes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Nodes per dimension."""
+        return tuple(a.size for a in self.axes)
+
+    @property
+    def size(self) -> int:
+        """Total number of nodes."""
+        return int(np.prod(self.shape))
+
+    def nodes(self) -> NDArray[np.float64]:
+        """All nodes as an array of shape (size, d), C order."""
+        mesh = np.meshgrid(*self.axes, indexing="ij")
+        return np.stack([m.reshape(-1) for m in mesh], axis=1)
+
+    # ------------------------------------------------------------------ linear maps
+    def _check_values(self, values: ArrayLike) -> NDArray[np.float64]:
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.shape[: self.ndim] != self.shape:
+            raise InvalidParameterError(
+                f"values: leading shape {arr.shape[: self.ndim]} does not match the grid "
+                f"shape {self.shape}."
+            )
+        return arr
+
+    def _apply(self, mats: tuple[NDArray[np.float64], ...], arr: NDArray[np.float64]) -> Any:
+        out = arr
+        for axis, mat in enumerate(mats):
+            out = np.moveaxis(np.tensordot(mat, out, axes=(1, axis)), 0, axis)
+        return out
+
+    def kernel_apply(self, values: ArrayLike) -> NDArray[np.float64]:
+        """(K_1 ⊗ … ⊗ K_d) applied to grid values (trailing axes are batch axes).
+
+        With ``values`` the linear-binning weights of a point set, the result is the kernel
+        sum Σ_j w_j k(t, t_j) at every node t.
+        """
+        return np.ascontiguousarray(self._apply(self.kernels, self._check_values(values)))
+
+    def sample(
+        self, rng: RandomLike = None, *, batch_shape: tuple[int, ...] = ()
+    ) -> NDArray[np.float64]:
+        """Exact draws of the centred Gaussian process with covariance k on the grid.
+
+        Parameters
+        ----------
+        rng : seed or Generator
+            Source of the standard normal draws (never reset or reseeded here).
+        batch_shape : tuple of int, default=()
+            Independent draws stacked on trailing axes: the output has shape
+            ``grid.shape + batch_shape``.
+
+        Returns
+        -------
+        ndarray
+            (⊗ R_i) ξ with ξ standard normal: covariance ⊗ R_i R_iᵀ ⪰ ⊗ K_i exactly (no
+            truncation of any eigencomponent).
+        """
+        gen = as_generator(rng)
+        xi = gen.standard_normal(self.shape + tuple(batch_shape))
+        return np.ascontiguousarray(self._apply(self.roots, xi))
+
+    def _corner_weights(self, points: ArrayLike) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[1] != self.ndim:
+            raise InvalidDataError(f"points: expected shape (n, {self.ndim}), got {pts.shape}.")
+        if pts.size and not np.all(np.isfinite(pts)):
+            raise InvalidDataError("points: contain NaN or infinite values.")
+        n = pts.shape[0]
+        lows: list[NDArray[np.intp]] = []
+        fracs: list[NDArray[np.float64]] = []
+        for i, ax in enumerate(self.axes):
+            x = pts[:, i]
+            if n and (x.min() < ax[0] or x.max() > ax[-1]):
+                raise InvalidDataError(
+                    f"points[:, {i}]: values outside the grid [{ax[0]:g}, {ax[-1]:g}]."
+                )
+            j = np.clip(np.searchsorted(ax, x, side="right") - 1, 0, ax.size - 2)
+            lows.append(j)
+            fracs.append((x - ax[j]) / (ax[j + 1] - ax[j]))
+        d = self.ndim
+        n_corners = 1 << d
+        strides = np.array([int(np.prod(self.shape[i + 1 :])) for i in range(d)], dtype=np.intp)
+        idx = np.zeros((n, n_corners), dtype=np.intp)
+        wts = np.ones((n, n_corners), dtype=np.float64)
+        for c in range(n_corners):
+            for i in range(d):
+                bit = (c >> (d - 1 - i)) & 1
+                idx[:, c] += (lows[i] + bit) * strides[i]
+                wts[:, c] *= fracs[i] if bit else 1.0 - fracs[i]
+        return idx, wts
+
+    def interpolate(self, values: ArrayLike, points: ArrayLike) -> NDArray[np.float64]:
+        """Multilinear interpolation of grid values at ``points`` (shape (n, d)).
+
+        Trailing axes of ``values`` beyond the grid are carried along: the output has shape
+        ``(n,) + values.shape[d:]``. Points must lie inside the grid's box.
+        """
+        arr = self._check_values(values)
+        idx, wts = self._corner_weights(points)
+        flat = arr.reshape((self.size, *arr.shape[self.ndim :]))
+        gathered = flat[idx]  # (n, corners, ...)
+        w = wts.reshape(wts.shape + (1,) * (gathered.ndim - 2))
+        return np.asarray((gathered * w).sum(axis=1))
+
+    def linear_binning(
+        self, points: ArrayLike, weights: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """Spread each point's mass over its 2^d surrounding nodes (adjoint of interpolation).
+
+        The node weights of one point are non-negative and sum to its mass, so the total
+        mass is preserved exactly.
+
+        Parameters
+        ----------
+        points : array of shape (n, d)
+            Inside the grid's box.
+        weights : array of shape (n,), optional
+            Mass per point (default 1).
+
+        Returns
+        -------
+        ndarray of the grid's shape
+        """
+        idx, wts = self._corner_weights(points)
+        if weights is not None:
+            m = np.asarray(weights, dtype=np.float64).reshape(-1)
+            if m.size != idx.shape[0]:
+                raise InvalidParameterError(f"weights: {m.size} values for {idx.shape[0]} points.")
+            wts = wts * m[:, None]
+        binned = np.bincount(idx.ravel(), weights=wts.ravel(), minlength=self.size)
+        return np.asarray(binned, dtype=np.float64).reshape(self.shape)
+
+    def rkhs_norm_sq(self, coefficients: ArrayLike) -> float:
+        """‖Σ_j c_j k(·, t_j)‖²_H = cᵀ K c for coefficients c on the grid nodes."""
+        c = self._check_values(coefficients)
+        return float(np.sum(c * self.kernel_apply(c)))
+
+
+@dataclass(frozen=True, slots=True)
+class GaussianProcessMechanism:
+    """Release a function as f + σ·W on a public grid, W the Gaussian process of the kernel.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier σ > 0: the released values are f(t) + σ·W(t).
+    rkhs_sensitivity : float, default=1
+        Δ_H ≥ sup over neighbouring data sets of ‖f_D − f_{D'}‖_H, in the RKHS of the same
+        kernel as W's covariance. For several functions released together (independent
+        processes), the joint norm sqrt(Σ_m ‖f_{D,m} − f_{D',m}‖²_H).
+
+    Notes
+    -----
+    Privacy (module docstring; Hall, Rinaldo & Wasserman 2013, Cor. 9, with the exact
+    Gaussian calibration of Balle & Wang 2018 in place of their classical constant): the
+    release is μ-Gaussian-DP with μ = Δ_H/σ under replace-one neighbours, so it is
+    Δ_H²/(2σ²)-zCDP (:attr:`privacy`) and (ε, δ)-DP with δ = analytic_gaussian_delta(σ,
+    Δ_H, ε) (:meth:`privacy_at`). Exactly the same numbers as the scalar Gaussian mechanism
+    with L2 sensitivity Δ_H, because the guarantee is that of a one-dimensional Gaussian in
+    the Mahalanobis metric of the kernel.
+    """
+
+    sigma: float
+    rkhs_sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_positive("sigma", self.sigma)
+        check_positive("rkhs_sensitivity", self.rkhs_sensitivity)
+
+    @classmethod
+    def for_approx(
+        cls, epsilon: float, delta: float, rkhs_sensitivity: float = 1.0
+    ) -> GaussianProcessMechanism:
+        """Smallest σ that is (ε, δ)-DP (analytic Gaussian calibration on Δ_H)."""
+        return cls(
+            sigma=analytic_gaussian_sigma(epsilon, delta, rkhs_sensitivity),
+            rkhs_sensitivity=float(rkhs_sensitivity),
+        )
+
+    @classmethod
+    def for_zcdp(cls, rho: float, rkhs_sensitivity: float = 1.0) -> GaussianProcessMechanism:
+        """σ = Δ_H / sqrt(2ρ), so that Δ_H²/(2σ²) = ρ."""
+        r = check_positive("rho", rho)
+        sens = check_positive("rkhs_sensitivity", rkhs_sensitivity)
+        return cls(sigma=sens / math.sqrt(2.0 * r), rkhs_sensitivity=sens)
+
+    @property
+    def mu(self) -> float:
+        """Gaussian-DP parameter μ = Δ_H / σ."""
+        return self.rkhs_sensitivity / self.sigma
+
+    @property
+    def privacy(self) -> Budget:
+        """ρ-zCDP with ρ = Δ_H² / (2σ²)."""
+        return Budget.zcdp(self.rkhs_sensitivity**2 / (2.0 * self.sigma**2))
+
+    def privacy_at(self, delta: float) -> Budget:
+        """The exact (ε, δ) guarantee at this δ (smallest ε, analytic Gaussian)."""
+        dl = check_in_open_interval("delta", delta, 0.0, 1.0)
+        if analytic_gaussian_delta(self.sigma, self.rkhs_sensitivity, 0.0) <= dl:
+            return Budget.approx(0.0, dl)
+        lo, hi = 0.0, 1.0
+        while analytic_gaussian_delta(self.sigma, self.rkhs_sensitivity, hi) > dl:
+            lo, hi = hi, hi * 2.0
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if analytic_gaussian_delta(self.sigma, self.rkhs_sensitivity, mid) > dl:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-13 * max(hi, 1.0):
+                break
+        return Budget.approx(hi, dl, note="Gaussian process mechanism, analytic calibration")
+
+    def release(
+        self,
+        values: ArrayLike,
+        grid: KroneckerGaussianGrid,
+        rng: RandomLike = None,
+    ) -> NDArray[np.float64]:
+        """Return ``values + σ·W`` on ``grid`` with fresh, exact Gaussian-process noise.
+
+        Parameters
+        ----------
+        values : array of shape ``grid.shape`` or ``grid.shape + (m,)``
+            The function(s) at the grid nodes; trailing axes get independent processes.
+            The caller must ensure ``rkhs_sensitivity`` bounds their joint RKHS change for
+            the kernel with ``grid.length_scale``.
+        grid : KroneckerGaussianGrid
+        rng : seed or Generator
+        """
+        if not isinstance(grid, KroneckerGaussianGrid):
+            raise InvalidParameterError(
+                f"grid={grid!r}: expected a KroneckerGaussianGrid (the public evaluation grid)."
+            )
+        arr = grid._check_values(values)
+        noise = grid.sample(rng, batch_shape=arr.shape[grid.ndim :])
+        return arr + self.sigma * noise
