@@ -3,11 +3,12 @@
 Subpackages: :mod:`dpfair.privacy` (budgets, accountant), :mod:`dpfair.mechanisms`
 (Gaussian, exponential, noisy tree), :mod:`dpfair.median` (paper 004: confidence intervals
 for the median under zCDP), :mod:`dpfair.facility` (paper 000: private facility location
-with welfare and fairness guarantees), :mod:`dpfair.data` (readers, synthetic designs,
+with welfare and fairness guarantees), :mod:`dpfair.fairclass` (paper 003: classification
+under a demographic-disparity cap with DP), :mod:`dpfair.data` (readers, synthetic designs,
 bundled data), :mod:`dpfair.experiments` (reproducible studies).
 """
 
-from dpfair import data, facility, mechanisms, median, privacy
+from dpfair import data, facility, fairclass, mechanisms, median, privacy
 from dpfair._errors import (
     BudgetExceededError,
     DPFairError,
@@ -31,6 +32,7 @@ __all__ = [
     "__version__",
     "data",
     "facility",
+    "fairclass",
     "mechanisms",
     "median",
     "privacy",

@@ -27,6 +27,7 @@ import dpfair.data
 from dpfair._errors import DPFairError
 from dpfair.experiments.cli import register as _register_experiments
 from dpfair.facility.cli import register as _register_facility
+from dpfair.fairclass.cli import register as _register_fairclass
 
 __all__ = ["app", "main"]
 
@@ -276,11 +277,12 @@ def report(
     ] = Path("out/report"),
     quick: Annotated[
         bool,
-        typer.Option("--quick", help="Small repetition counts: well under a minute on 2 cores."),
+        typer.Option("--quick", help="Small repetition counts and sizes: well under a minute "
+                     "on 2 cores."),
     ] = False,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of every simulation.")] = 0,
 ) -> None:
-    """Build the HTML report (median CIs on synthetic and bundled data, with figures).
+    """Build the HTML report: median CIs and facility location, with figures.
 
     Writes a self-contained index.html (figures embedded) and results.json into OUT and
     prints the path of the HTML file.
@@ -318,6 +320,7 @@ def _run_with_progress(work: Callable[[Callable[[int, int, str], None] | None], 
 
 _register_experiments(app)
 _register_facility(app)
+_register_fairclass(app)
 
 
 # --------------------------------------------------------------------------- entry point

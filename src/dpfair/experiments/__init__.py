@@ -21,8 +21,8 @@ From the shell: ``dpfair reproduce --list``, ``dpfair reproduce median-width --j
 Adding experiments (extension point)
 ------------------------------------
 Each domain package registers its studies in a private module of this package that the
-registry imports on first use: ``_median.py`` (paper 004) now, and ``_facility.py``
-(paper 000) and ``_fairclass.py`` (paper 003) when they are added; a module listed in
+registry imports on first use: ``_median.py`` (paper 004), ``_facility.py`` (paper 000)
+and ``_fairclass.py`` (paper 003) when it is added; a module listed in
 :data:`EXTENSION_MODULES` that does not exist is skipped. In such a module, define
 ``run_one`` at module level (worker processes import it by name) and register it::
 

@@ -1,5 +1,6 @@
-"""Shared privacy mechanisms: Gaussian, Laplace, exponential (piecewise-constant with exact
-law, and discrete), noisy binary tree with Honaker post-processing."""
+"""Shared privacy mechanisms: Gaussian, Gaussian process (functions), Laplace, exponential
+(piecewise-constant with exact law, and discrete), noisy binary tree with Honaker
+post-processing."""
 
 from dpfair.mechanisms.discrete import DiscreteExponentialMechanism, DiscreteLaw
 from dpfair.mechanisms.exponential import (
@@ -11,6 +12,11 @@ from dpfair.mechanisms.gaussian import (
     GaussianMechanism,
     analytic_gaussian_delta,
     analytic_gaussian_sigma,
+)
+from dpfair.mechanisms.gaussian_process import (
+    GaussianProcessMechanism,
+    KroneckerGaussianGrid,
+    gaussian_kernel_matrix,
 )
 from dpfair.mechanisms.laplace import ClippedLaplaceLaw, LaplaceMechanism
 from dpfair.mechanisms.tree import (
@@ -33,12 +39,15 @@ __all__ = [
     "DyadicEstimate",
     "ExponentialMechanism",
     "GaussianMechanism",
+    "GaussianProcessMechanism",
+    "KroneckerGaussianGrid",
     "LaplaceMechanism",
     "NoisyBinaryTree",
     "NoisyTree",
     "PiecewiseConstantLaw",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
+    "gaussian_kernel_matrix",
     "honaker_prefix_std",
     "leaf_counts",
     "leaf_edges",

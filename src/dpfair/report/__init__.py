@@ -1,11 +1,15 @@
 """HTML report with figures, built from the public API only.
 
-For now it holds the median section (paper 004): the four private confidence intervals
-against the non-private one on synthetic and bundled real data, relative width against ρ,
-and empirical coverage. Run it with ``dpfair report --quick`` (or ``make demo``).
+Sections: median confidence intervals (paper 004: the four private intervals against the
+non-private one on synthetic and bundled real data, relative width against ρ, empirical
+coverage) and facility location (paper 000: DPExpMed's exact output law on a sample,
+FAIR/SWDIFF quantiles against n and ε beside Table 1's rates, the impossibility pair, the
+baselines). Fair classification (paper 003) is not in the report yet. Run it with
+``dpfair report --quick`` (or ``make demo``).
 """
 
 from dpfair.report._build import ReportConfig, build_report
+from dpfair.report._facility import FacilityReportConfig
 from dpfair.report._median import MedianReportConfig
 
-__all__ = ["MedianReportConfig", "ReportConfig", "build_report"]
+__all__ = ["FacilityReportConfig", "MedianReportConfig", "ReportConfig", "build_report"]

@@ -17,6 +17,7 @@ import numpy as np
 
 import dpfair
 from dpfair._errors import InvalidParameterError
+from dpfair.report._facility import FacilityReportConfig, facility_section
 from dpfair.report._html import render_page
 from dpfair.report._median import MedianReportConfig, median_section
 
@@ -27,24 +28,31 @@ ProgressCallback = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class ReportConfig:
-    """Settings of every section (only the median section exists so far)."""
+    """Settings of every section: median CIs (paper 004) and facility location (paper 000).
+
+    Attributes
+    ----------
+    median : MedianReportConfig
+    facility : FacilityReportConfig
+    """
 
     median: MedianReportConfig = field(default_factory=MedianReportConfig.quick)
+    facility: FacilityReportConfig = field(default_factory=FacilityReportConfig.quick)
 
     @classmethod
     def quick(cls) -> ReportConfig:
-        """Small repetition counts: the demo."""
-        return cls(median=MedianReportConfig.quick())
+        """Small repetition counts and sizes: the demo (well under 3 minutes on 2 cores)."""
+        return cls(median=MedianReportConfig.quick(), facility=FacilityReportConfig.quick())
 
     @classmethod
     def full(cls) -> ReportConfig:
-        """The papers' repetition counts."""
-        return cls(median=MedianReportConfig.full())
+        """The papers' repetition counts and settings (n up to 10^6 + 1 for facility)."""
+        return cls(median=MedianReportConfig.full(), facility=FacilityReportConfig.full())
 
     @classmethod
     def tiny(cls) -> ReportConfig:
         """A handful of repetitions: checks that the report builds (unit tests)."""
-        return cls(median=MedianReportConfig.tiny())
+        return cls(median=MedianReportConfig.tiny(), facility=FacilityReportConfig.tiny())
 
 
 def _finite(value: Any) -> Any:
@@ -75,7 +83,8 @@ def build_report(
         self-contained page with every figure embedded as a base64 PNG, and
         ``results.json`` with the numbers behind the figures (no raw data).
     quick : bool, default=True
-        Small repetition counts (about 10 s on 2 cores) instead of the papers' counts.
+        Small repetition counts and sizes (well under a minute on 2 cores) instead of the
+        papers' settings.
     seed : int, default=0
         Root seed of every simulation; same seed, same report (up to the time stamp).
     config : ReportConfig, optional
@@ -90,10 +99,13 @@ def build_report(
 
     Notes
     -----
-    Every private number in the report comes from :func:`dpfair.median.confidence_interval`
-    and states, in its caption, the setting, the seed and the privacy spent as reported by
-    the result. Non-private intervals are drawn for reference only, on synthetic data or on
-    a bundled data set that is already public.
+    Every private interval in the median section comes from
+    :func:`dpfair.median.confidence_interval`; the facility section computes exact output
+    laws of :class:`dpfair.facility.DPExpMed` and its baselines (and runs the registered
+    ``facility-*`` studies' ``run_one`` cell by cell). Each figure states, in its caption,
+    the setting, the seed and the privacy spent as reported by the result or mechanism.
+    Non-private intervals are drawn for reference only, on synthetic data or on a bundled
+    data set that is already public.
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidParameterError(f"seed={seed!r}: expected a non-negative integer.")
@@ -101,7 +113,7 @@ def build_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    total = cfg.median.units()
+    total = cfg.median.units() + cfg.facility.units()
     done = 0
 
     def tick(label: str, units: int) -> None:
@@ -111,7 +123,10 @@ def build_report(
             progress(done, total, label)
 
     started = time.perf_counter()
-    sections = [median_section(cfg.median, int(seed), tick)]
+    sections = [
+        median_section(cfg.median, int(seed), tick),
+        facility_section(cfg.facility, int(seed), tick),
+    ]
     elapsed = time.perf_counter() - started
 
     mode = "full" if config is None and not quick else ("quick" if config is None else "custom")

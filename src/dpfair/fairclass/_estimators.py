@@ -1,0 +1,750 @@
+"""CDP-Fair and its three baselines as scikit-learn classifiers.
+
+All four share one pipeline (paper 003, Algorithm 5 and §5.2):
+
+1. map X to [0, 1]^d with the public ``feature_bounds``;
+2. split the rows at random into halves A and B (the split is independent of the data);
+3. S1 on the training half: η̃_a on a public grid and π̃_a (private: Gaussian + Gaussian
+   process noise; non-private: plain kernel estimates);
+4. S2 on the calibration half: the fairness threshold τ (private: exponential mechanism on
+   the exact DD step function; non-private: the exact argmin; unconstrained: τ = 0);
+5. with ``cross_fit=True`` a second fit with the halves swapped; the classifier predicts 1
+   with probability (f_1 + f_2)/2 (paper §5.1.1).
+
+===========================  ======  =====  ===============================================
+class                        DP      fair   paper name
+===========================  ======  =====  ===============================================
+CDPFairClassifier            yes     yes    CDP-Fair (Algorithm 5)
+PrivatePlugInClassifier      yes     no     privacy-only baseline (S2 removed)
+FairPlugInClassifier         no      yes    fairness-only baseline (Zeng et al. 2024)
+PlugInClassifier             no      no     unconstrained group-wise plug-in
+===========================  ======  =====  ===============================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError as SkNotFittedError
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
+from dpfair._rng import as_generator
+from dpfair._validation import check_positive
+from dpfair.fairclass._budget import (
+    KERNEL_SUM_RKHS_SENSITIVITY,
+    BudgetPlan,
+    PrivacyLedger,
+    plan_budget,
+)
+from dpfair.fairclass._model import (
+    ReleasedFold,
+    bandwidth_rule,
+    make_grid,
+    release_s1,
+    row_uniforms,
+)
+from dpfair.fairclass._threshold import (
+    dd_steps,
+    exact_fair_threshold,
+    private_fair_threshold,
+)
+from dpfair.fairclass._validation import (
+    check_alpha,
+    check_binary,
+    check_budget,
+    check_feature_bounds,
+    check_group_sizes,
+    check_sensitive,
+    scale_to_unit_box,
+)
+from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+
+__all__ = [
+    "CDPFairClassifier",
+    "FairPlugInClassifier",
+    "PlugInClassifier",
+    "PrivatePlugInClassifier",
+]
+
+_HALF_LABELS = ("half A", "half B")
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"{name}={value!r}: expected True or False.")
+    return bool(value)
+
+
+class _PlugInBase(ClassifierMixin, BaseEstimator):
+    """Shared machinery; not public. Subclasses set the class flags and ``__init__``."""
+
+    _private: ClassVar[bool] = False
+    _fair: ClassVar[bool] = False
+
+    # Attributes every subclass defines in __init__ (declared for type checkers).
+    feature_bounds: Any
+    bandwidth: Any
+    cross_fit: Any
+    random_state: Any
+    clip: Any
+    grid_resolution: Any
+    max_grid_nodes: Any
+
+    # ------------------------------------------------------------------ sklearn plumbing
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    # ------------------------------------------------------------------ hooks
+    def _privacy_params(self) -> tuple[float, float] | None:
+        return None
+
+    def _alpha_params(self) -> tuple[float, float] | None:
+        return None
+
+    def _plan(self, eps: float, delta: float) -> BudgetPlan:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ fit
+    def _validate_common(self) -> tuple[bool, bool, float, int]:
+        cross_fit = _check_bool("cross_fit", self.cross_fit)
+        clip = _check_bool("clip", self.clip)
+        res = check_positive("grid_resolution", self.grid_resolution)
+        max_nodes = self.max_grid_nodes
+        if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)):
+            raise InvalidParameterError(
+                f"max_grid_nodes={max_nodes!r}: expected a positive integer."
+            )
+        return cross_fit, clip, res, int(max_nodes)
+
+    def _resolve_bandwidth(self, n_train: int, d: int, mu_f: float | None) -> float:
+        bw = self.bandwidth
+        if bw is None:
+            return bandwidth_rule(n_train, d, mu_f)
+        if isinstance(bw, str):
+            raise InvalidParameterError(
+                f"bandwidth={bw!r}: expected None (the public rule) or a positive number "
+                "(in units of the unit box, i.e. a fraction of each feature's public range)."
+            )
+        h = check_positive("bandwidth", bw)
+        if h > 10:
+            raise InvalidParameterError(
+                f"bandwidth={bw!r}: is in units of the unit box [0, 1]^d (a fraction of each "
+                "feature's public range); values above 10 make the estimate constant."
+            )
+        return h
+
+    def _prepare_X(self, X: Any, *, reset: bool, y: Any = None) -> Any:
+        try:
+            if reset:
+                return validate_data(self, X, y, dtype=np.float64, ensure_all_finite=True)
+            return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
+        except ValueError as exc:
+            if isinstance(exc, InvalidDataError):
+                raise
+            raise InvalidDataError(str(exc)) from None
+
+    def fit(self, X: ArrayLike, y: ArrayLike, *, sensitive_features: ArrayLike) -> Any:
+        """Fit on (X, y) with group labels ``sensitive_features``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features inside the public ``feature_bounds`` (or clipped with ``clip=True``).
+        y : array-like of shape (n_samples,)
+            Labels 0/1 (1 = the positive outcome whose rate the disparity compares).
+        sensitive_features : array-like of shape (n_samples,)
+            Group 0/1 of each row (A in the paper).
+
+        Returns
+        -------
+        self
+        """
+        alpha = self._alpha_params()
+        states = self._fit_path(X, y, sensitive_features, [alpha] if alpha else [None])
+        self.__dict__.update(states[0])
+        return self
+
+    def _fit_path(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sensitive_features: ArrayLike,
+        alphas: list[tuple[float, float] | None],
+    ) -> list[dict[str, Any]]:
+        """S1 once, then S2 once per (alpha, margin): one fitted state per entry.
+
+        Each state is a complete, separately (ε, δ)-DP model (its S1 + its own S2 with fresh
+        noise). Studies use this to sweep α without refitting S1; releasing several of them
+        composes, which is why ``fit`` releases exactly one.
+        """
+        priv = self._privacy_params()
+        cross_fit, clip, resolution, max_nodes = self._validate_common()
+        X_arr, y_raw = self._prepare_X(X, reset=True, y=y)
+        n, d = X_arr.shape
+        yy = check_binary("y", y_raw, n_samples=n)
+        A = check_sensitive(sensitive_features, n)
+        lows, highs = check_feature_bounds(self.feature_bounds, d)
+        U = scale_to_unit_box(
+            X_arr, lows, highs, clip=clip, feature_names=getattr(self, "feature_names_in_", None)
+        )
+        check_group_sizes(A, yy)
+        rng = as_generator(self.random_state, name="random_state")
+
+        perm = rng.permutation(n)
+        halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
+        if min(int(np.sum(A[h] == a)) for h in halves for a in (0, 1)) < 2:
+            raise InvalidDataError(
+                "sensitive_features: after the random split into two halves a group has "
+                "fewer than 2 rows in one half; collect more data for the smaller group."
+            )
+        n_train = halves[0].size  # public: floor(n/2)
+
+        plan: BudgetPlan | None = None
+        mech: GaussianProcessMechanism | None = None
+        mu_f: float | None = None
+        if priv is not None:
+            plan = self._plan(*priv)
+            mech = GaussianProcessMechanism(
+                sigma=plan.sigma_function, rkhs_sensitivity=KERNEL_SUM_RKHS_SENSITIVITY
+            )
+            mu_f = mech.mu
+        h = self._resolve_bandwidth(n_train, d, mu_f)
+        grid = make_grid(d, h, resolution=resolution, max_nodes=max_nodes)
+        pairs = [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
+
+        # Check the whole plan against the limit before any noise is drawn.
+        ledgers: list[PrivacyLedger | None] = []
+        for _ in alphas:
+            ledger = PrivacyLedger(plan.limit) if plan is not None else None
+            if plan is not None and ledger is not None:
+                for fit_no, (tr, cal) in enumerate(pairs, start=1):
+                    plan.charge_fit(ledger, fit_no, _HALF_LABELS[tr], _HALF_LABELS[cal])
+            ledgers.append(ledger)
+
+        # S1 on each training half.
+        s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
+        for tr, _cal in pairs:
+            rows = halves[tr]
+            s1.append(
+                release_s1(
+                    grid,
+                    U[rows],
+                    A[rows],
+                    yy[rows],
+                    sigma_count=plan.sigma_count if plan is not None else None,
+                    mechanism=mech,
+                    rng=rng,
+                )
+            )
+
+        # S2 on each calibration half, once per alpha.
+        states: list[dict[str, Any]] = []
+        for entry, ledger in zip(alphas, ledgers, strict=True):
+            folds: list[ReleasedFold] = []
+            for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
+                tau = 0.0
+                if entry is not None:
+                    tau = self._threshold(
+                        grid,
+                        eta,
+                        pi,
+                        U[halves[cal]],
+                        A[halves[cal]],
+                        entry[0] - entry[1],
+                        plan,
+                        rng,
+                    )
+                folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
+            states.append(
+                {
+                    "grid_": grid,
+                    "folds_": tuple(folds),
+                    "bandwidth_": h,
+                    "feature_lows_": lows,
+                    "feature_highs_": highs,
+                    "tau_": np.array([f.tau for f in folds]),
+                    "pi_": np.vstack([f.pi for f in folds]),
+                    "classes_": np.array([0, 1]),
+                    "tie_seed_": int(rng.integers(0, 2**63 - 1)),
+                    "budget_plan_": plan,
+                    "privacy_ledger_": ledger,
+                    "privacy_spent_": ledger.total if ledger is not None else None,
+                }
+            )
+        return states
+
+    @staticmethod
+    def _threshold(
+        grid: KroneckerGaussianGrid,
+        eta: NDArray[np.float64],
+        pi: NDArray[np.float64],
+        U_cal: NDArray[np.float64],
+        A_cal: NDArray[np.int8],
+        target: float,
+        plan: BudgetPlan | None,
+        rng: np.random.Generator,
+    ) -> float:
+        """S2: τ from the calibration half (private when ``plan`` is given)."""
+        fold = ReleasedFold(eta=eta, pi=pi, tau=0.0)
+        z = fold.scores(grid, U_cal, A_cal)
+        z1, z0 = z[A_cal == 1], z[A_cal == 0]
+        if plan is None:
+            return exact_fair_threshold(dd_steps(z1, z0), target).tau
+        n_cal = z.size
+        # Laplace(1/ε_c) on the group-1 count (sensitivity 1; n_cal is public).
+        m1 = float(z1.size) + float(rng.laplace(0.0, 1.0 / plan.epsilon_count))
+        m1 = min(max(m1, 1.0), n_cal - 1.0)
+        r = float(min(pi))
+        res = private_fair_threshold(
+            z1, z0, m1, n_cal - m1, target, plan.epsilon_threshold, r, rng
+        )
+        return res.tau
+
+    # ------------------------------------------------------------------ predict
+    def _check_fitted(self) -> None:
+        try:
+            check_is_fitted(self, "folds_")
+        except SkNotFittedError as exc:
+            raise NotFittedError(str(exc)) from None
+
+    def _prepare_predict(
+        self, X: ArrayLike, sensitive_features: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
+        self._check_fitted()
+        X_arr = self._prepare_X(X, reset=False)
+        A = check_sensitive(sensitive_features, X_arr.shape[0])
+        U = scale_to_unit_box(
+            X_arr,
+            self.feature_lows_,
+            self.feature_highs_,
+            clip=bool(self.clip),
+            feature_names=getattr(self, "feature_names_in_", None),
+        )
+        return U, A
+
+    def _positive_rate(self, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
+        grid: KroneckerGaussianGrid = self.grid_
+        votes = np.zeros(U.shape[0])
+        for fold in self.folds_:
+            votes += fold.decide(grid, U, A)
+        return votes / len(self.folds_)
+
+    def predict_proba(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.float64]:
+        """Probability with which the (cross-fitted, randomised) classifier outputs 0 and 1.
+
+        With ``cross_fit=True`` the classifier is f = (f_1 + f_2)/2 (paper §5.1.1), so the
+        second column is 0, 1/2 or 1. It is *not* an estimate of P(Y = 1 | X, A): use it for
+        expected error and disparity (:mod:`dpfair.fairclass.metrics`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        U, A = self._prepare_predict(X, sensitive_features)
+        p = self._positive_rate(U, A)
+        return np.column_stack((1.0 - p, p))
+
+    def predict(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.int64]:
+        """Predicted labels 0/1: a post-processing of the released model.
+
+        Where the two cross-fitted classifiers disagree the prediction is a coin with
+        probability 1/2, flipped *deterministically* from a hash of the row (same input, same
+        output, however often it is called). No data are read and no noise is drawn.
+        """
+        U, A = self._prepare_predict(X, sensitive_features)
+        p = self._positive_rate(U, A)
+        u = row_uniforms(U, A, self.tie_seed_)
+        return (u < p).astype(np.int64)
+
+    def score(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        *,
+        sensitive_features: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+    ) -> float:
+        """Accuracy of :meth:`predict` (needs the groups, like ``predict``)."""
+        pred = self.predict(X, sensitive_features=sensitive_features)
+        truth = check_binary("y", y, n_samples=pred.size)
+        hit = (pred == truth).astype(np.float64)
+        if sample_weight is None:
+            return float(hit.mean())
+        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+        return float(np.sum(hit * w) / np.sum(w))
+
+    # ------------------------------------------------------------------ summaries
+    def export_released_model(self) -> dict[str, Any]:
+        """The released model as plain numbers and lists (JSON-ready; no training rows).
+
+        Everything a prediction needs: the public feature box and grid, and per fit the
+        released η̃ grid, π̃ and τ̂ — all differentially private releases or public inputs.
+        """
+        self._check_fitted()
+        spent = self.privacy_spent_
+        return {
+            "format": "dpfair.fairclass.released_model/1",
+            "estimator": type(self).__name__,
+            "params": {k: v for k, v in self.get_params().items() if k != "random_state"},
+            "feature_bounds": np.column_stack((self.feature_lows_, self.feature_highs_)).tolist(),
+            "bandwidth": self.bandwidth_,
+            "grid_axes": [a.tolist() for a in self.grid_.axes],
+            "folds": [
+                {"eta": f.eta.tolist(), "pi": f.pi.tolist(), "tau": f.tau} for f in self.folds_
+            ],
+            "tie_seed": self.tie_seed_,
+            "privacy_spent": None if spent is None else spent.to_dict(),
+        }
+
+
+_COMMON_PARAMS_DOC = """
+    feature_bounds : sequence of (lo, hi), one per feature
+        *Public* box of the features (never computed from the data: min/max scaling leaks).
+        Features are mapped to [0, 1] with it.
+    bandwidth : float or None, default=None
+        Kernel bandwidth h in units of the unit box (a fraction of each feature's public
+        range). ``None``: the public rule :func:`dpfair.fairclass.bandwidth_rule`, which
+        depends only on public quantities and spends no privacy.
+    cross_fit : bool, default=True
+        Fit twice with the halves swapped and average the two classifiers (paper §5.1.1).
+    random_state : None, int, SeedSequence or Generator, default=None
+        Seed of the split and of all noise. ``None`` uses fresh OS entropy (use that, or a
+        generator seeded from :mod:`secrets`, in deployments).
+    clip : bool, default=False
+        Clip features into ``feature_bounds`` instead of raising on values outside.
+    grid_resolution : float, default=4
+        Grid nodes per bandwidth: the public grid has spacing ≤ h / grid_resolution.
+    max_grid_nodes : int, default=2**18
+        Cap on the number of grid nodes (the grid gets coarser beyond it).
+"""
+
+_COMMON_ATTRS_DOC = """
+    bandwidth_ : float
+        Bandwidth used (unit-box units).
+    grid_ : KroneckerGaussianGrid
+        The public grid carrying the released functions.
+    folds_ : tuple of ReleasedFold
+        One released model per fit (η̃ on the grid, π̃, τ).
+    tau_ : ndarray of shape (n_fits,)
+        Fairness threshold of each fit (0 for the unconstrained classifiers).
+    pi_ : ndarray of shape (n_fits, 2)
+        (π̃_0, π̃_1) of each fit.
+    classes_ : ndarray [0, 1]
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X had string column names.
+"""
+
+
+class CDPFairClassifier(_PlugInBase):
+    __doc__ = (
+        """Differentially private classifier with a demographic-disparity cap (CDP-Fair).
+
+    The single-server algorithm of Xue & Yu (paper 003, Algorithm 5): private group-wise
+    kernel plug-in estimates (S1) and a private fairness threshold (S2) so that
+    |P(Ŷ=1 | A=1) − P(Ŷ=1 | A=0)| ≤ α up to estimation error.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Total ε > 0 of the fit (replace-one neighbours).
+    delta : float, default=1e-5
+        Total δ ∈ (0, 1); the paper uses δ = (N/2)^-2.
+    alpha : float, default=0.1
+        Disparity tolerance α ∈ (0, 1).
+"""
+        + _COMMON_PARAMS_DOC
+        + """    alpha_margin : float, default=0.0
+        Target |DD| ≤ alpha − alpha_margin on the calibration half, to keep the population
+        disparity below α with higher probability (paper §4.2 suggests a margin of order
+        N^-1/2 + (Nε)^-1).
+    cross_fit_budget : {"split", "compose"}, default="split"
+        With cross-fitting every row feeds one S1 and one S2 release. ``"split"`` divides
+        (ε, δ) between them so the total is (ε, δ); ``"compose"`` gives each fit the full
+        budget and reports the composed total (2ε, δ) in ``privacy_spent_``.
+    s1_share : float, default=0.75
+        Fraction of ε for S1 when cross-fitting splits the budget.
+    count_share : float, default=0.05
+        Share of S1's Gaussian budget (in μ²) for the group count behind π̃.
+    threshold_count_share : float, default=0.25
+        Fraction of S2's ε for the calibration group count (the rest drives τ̂).
+
+    Attributes
+    ----------
+    privacy_spent_ : Budget
+        The guarantee of the whole fit, (ε, δ)-DP (never more than requested unless
+        ``cross_fit_budget="compose"``).
+    privacy_ledger_ : PrivacyLedger
+        Every release with its rows, guarantee and noise; per-partition totals.
+    budget_plan_ : BudgetPlan
+        The derived noise scales (σ_c, σ_f, ε_c, ε_e).
+"""
+        + _COMMON_ATTRS_DOC
+        + """
+    Notes
+    -----
+    Privacy (details in ``docs/proofs/fairclass_cdp_fair.md``). Replace-one neighbours; n
+    and the half sizes are public; the split is independent of the data.
+
+    * S1 (training half): π̃ from the group-1 count + N(0, σ_c²) (sensitivity 1) and the
+      four (group, label) kernel sums on the public grid + σ_f·GP(0, k_h) (joint RKHS
+      sensitivity √2: each record adds one kernel bump of RKHS norm ≤ 1, linear binning
+      included). Together one Gaussian mechanism with μ₁² = 1/σ_c² + 2/σ_f², calibrated
+      exactly (analytic Gaussian) to (ε₁, δ); the count gets ``count_share`` of μ₁².
+    * S2 (calibration half): the calibration group count + Laplace(1/ε_c) gives public
+      denominators; τ̂ is drawn by the exponential mechanism on the exact DD̂ step function
+      (sensitivity 1/m̃_1 + 1/m̃_0), ε_e-DP. The paper's Gaussian vertical shift returns a
+      calibration record's own score and is not DP; see
+      :func:`dpfair.fairclass.private_fair_threshold`.
+    * Composition: one fit — halves are disjoint, so (ε, δ) with ε₁ = ε_c + ε_e = ε;
+      cross-fit — ε₁ + ε_c + ε_e = ε per row (``cross_fit_budget="split"``).
+
+    Prediction is post-processing of the released (η̃ grid, π̃, τ̂): it never reads the
+    training data and never draws noise.
+
+    References
+    ----------
+    G. Xue and Y. Yu, *Federated fairness-aware classification under differential privacy*
+    (paper 003), Algorithm 5 and §5.1.1. R. Hall, A. Rinaldo and L. Wasserman (2013),
+    *Differential privacy for functions and functional data*, JMLR 14.
+
+    Examples
+    --------
+    >>> from dpfair.fairclass import CDPFairClassifier
+    >>> from dpfair.fairclass.datasets import simulate
+    >>> data = simulate(4000, rng=0)
+    >>> clf = CDPFairClassifier(epsilon=1.0, delta=1e-6, alpha=0.1,
+    ...                         feature_bounds=data.feature_bounds, random_state=0)
+    >>> clf = clf.fit(data.X, data.y, sensitive_features=data.A)
+    >>> clf.privacy_spent_.epsilon <= 1.0
+    True
+    """
+    )
+
+    _private = True
+    _fair = True
+
+    def __init__(
+        self,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        alpha: float = 0.1,
+        feature_bounds: Any = None,
+        bandwidth: float | None = None,
+        cross_fit: bool = True,
+        random_state: Any = None,
+        clip: bool = False,
+        alpha_margin: float = 0.0,
+        cross_fit_budget: str = "split",
+        s1_share: float = 0.75,
+        count_share: float = 0.05,
+        threshold_count_share: float = 0.25,
+        grid_resolution: float = 4.0,
+        max_grid_nodes: int = 2**18,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.feature_bounds = feature_bounds
+        self.bandwidth = bandwidth
+        self.cross_fit = cross_fit
+        self.random_state = random_state
+        self.clip = clip
+        self.alpha_margin = alpha_margin
+        self.cross_fit_budget = cross_fit_budget
+        self.s1_share = s1_share
+        self.count_share = count_share
+        self.threshold_count_share = threshold_count_share
+        self.grid_resolution = grid_resolution
+        self.max_grid_nodes = max_grid_nodes
+
+    def _privacy_params(self) -> tuple[float, float]:
+        return check_budget(self.epsilon, self.delta)
+
+    def _alpha_params(self) -> tuple[float, float]:
+        return check_alpha(self.alpha, self.alpha_margin)
+
+    def _plan(self, eps: float, delta: float) -> BudgetPlan:
+        return plan_budget(
+            eps,
+            delta,
+            cross_fit=bool(self.cross_fit),
+            has_s2=True,
+            cross_fit_budget=self.cross_fit_budget,  # type: ignore[arg-type]
+            s1_share=self.s1_share,
+            count_share=self.count_share,
+            threshold_count_share=self.threshold_count_share,
+        )
+
+
+class PrivatePlugInClassifier(_PlugInBase):
+    __doc__ = (
+        """Privacy-only baseline: CDP-Fair with the fairness step S2 removed (τ = 0).
+
+    The group-wise plug-in classifier 1{η̃_a(x) ≥ 1/2} from the private S1 release, trained
+    on half of the rows (as in paper §5.2, to mirror CDP-Fair's use of the data).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float, default=1e-5
+"""
+        + _COMMON_PARAMS_DOC
+        + """    count_share : float, default=0.05
+        Share of the Gaussian budget (in μ²) for the group count behind π̃.
+
+    Attributes
+    ----------
+    privacy_spent_ : Budget
+    privacy_ledger_ : PrivacyLedger
+    budget_plan_ : BudgetPlan
+"""
+        + _COMMON_ATTRS_DOC
+        + """
+    Notes
+    -----
+    Privacy: S1 as in :class:`CDPFairClassifier` with the full (ε, δ); with cross-fitting the
+    two S1 releases use disjoint halves (parallel composition), so the total stays (ε, δ).
+    """
+    )
+
+    _private = True
+    _fair = False
+
+    def __init__(
+        self,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        feature_bounds: Any = None,
+        bandwidth: float | None = None,
+        cross_fit: bool = True,
+        random_state: Any = None,
+        clip: bool = False,
+        count_share: float = 0.05,
+        grid_resolution: float = 4.0,
+        max_grid_nodes: int = 2**18,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.feature_bounds = feature_bounds
+        self.bandwidth = bandwidth
+        self.cross_fit = cross_fit
+        self.random_state = random_state
+        self.clip = clip
+        self.count_share = count_share
+        self.grid_resolution = grid_resolution
+        self.max_grid_nodes = max_grid_nodes
+
+    def _privacy_params(self) -> tuple[float, float]:
+        return check_budget(self.epsilon, self.delta)
+
+    def _plan(self, eps: float, delta: float) -> BudgetPlan:
+        return plan_budget(
+            eps, delta, cross_fit=bool(self.cross_fit), has_s2=False, count_share=self.count_share
+        )
+
+
+class FairPlugInClassifier(_PlugInBase):
+    __doc__ = (
+        """Fairness-only baseline: non-private plug-in with the exact fair threshold.
+
+    The post-processing method of Zeng, Cheng & Dobriban (2024) with kernel estimates: η̂_a
+    on the training half, τ̂ = argmin{|τ| : |DD̂(τ)| ≤ α} solved exactly on the calibration
+    half's step function. **Not private.**
+
+    Parameters
+    ----------
+    alpha : float, default=0.1
+"""
+        + _COMMON_PARAMS_DOC
+        + """    alpha_margin : float, default=0.0
+        Target |DD| ≤ alpha − alpha_margin on the calibration half.
+
+    Attributes
+    ----------
+    privacy_spent_ : None
+        Not private.
+"""
+        + _COMMON_ATTRS_DOC
+    )
+
+    _private = False
+    _fair = True
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.1,
+        feature_bounds: Any = None,
+        bandwidth: float | None = None,
+        cross_fit: bool = True,
+        random_state: Any = None,
+        clip: bool = False,
+        alpha_margin: float = 0.0,
+        grid_resolution: float = 4.0,
+        max_grid_nodes: int = 2**18,
+    ) -> None:
+        self.alpha = alpha
+        self.feature_bounds = feature_bounds
+        self.bandwidth = bandwidth
+        self.cross_fit = cross_fit
+        self.random_state = random_state
+        self.clip = clip
+        self.alpha_margin = alpha_margin
+        self.grid_resolution = grid_resolution
+        self.max_grid_nodes = max_grid_nodes
+
+    def _alpha_params(self) -> tuple[float, float]:
+        return check_alpha(self.alpha, self.alpha_margin)
+
+
+class PlugInClassifier(_PlugInBase):
+    __doc__ = (
+        """Unconstrained baseline: the non-private group-wise plug-in 1{η̂_a(x) ≥ 1/2}.
+
+    Trained on half of the rows (paper §5.2). **Not private, not fair.**
+
+    Parameters
+    ----------
+"""
+        + _COMMON_PARAMS_DOC
+        + """
+    Attributes
+    ----------
+    privacy_spent_ : None
+        Not private.
+"""
+        + _COMMON_ATTRS_DOC
+    )
+
+    _private = False
+    _fair = False
+
+    def __init__(
+        self,
+        *,
+        feature_bounds: Any = None,
+        bandwidth: float | None = None,
+        cross_fit: bool = True,
+        random_state: Any = None,
+        clip: bool = False,
+        grid_resolution: float = 4.0,
+        max_grid_nodes: int = 2**18,
+    ) -> None:
+        self.feature_bounds = feature_bounds
+        self.bandwidth = bandwidth
+        self.cross_fit = cross_fit
+        self.random_state = random_state
+        self.clip = clip
+        self.grid_resolution = grid_resolution
+        self.max_grid_nodes = max_grid_nodes

@@ -1,0 +1,224 @@
+"""Step S1 and the released model: kernel sums on a public grid, η̃, π̃, and one fitted fold.
+
+Features are first mapped to the unit box [0, 1]^d with the *public* feature bounds. The
+kernel is k(x, x') = exp(−|x − x'|²/(2h²)) (sup k = 1; the paper's C_K = 1). For each
+(group a, label y) cell the released function is the binned kernel sum
+
+    F_{a,y}(t) = Σ_{i: A_i = a, Y_i = y} Σ_j w_j(X_i) k(t, t_j),    t on the grid,
+
+where w_j(X_i) ≥ 0, Σ_j w_j = 1 are the multilinear (linear-binning) weights of X_i on the
+2^d surrounding grid nodes. Then
+
+    η̂_a = F_{a,1} / (F_{a,1} + F_{a,0})
+
+is the kernel regression estimate of P(Y = 1 | X, A = a) (the normalisations 1/(n_a h^d) of
+the paper's p̂_a and ĝ_a cancel in the ratio, so no private group size is needed for η̂).
+With privacy, the four F's carry Gaussian-process noise σ_f·W and the ratio is regularised
+(:func:`eta_from_sums`): a post-processing of the release.
+
+A fitted fold is the finite object (η̃ on the grid, π̃, τ̂); prediction interpolates η̃
+multilinearly and thresholds the score Z — no data, no new noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfair._errors import InvalidParameterError
+from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+
+__all__ = [
+    "ReleasedFold",
+    "bandwidth_rule",
+    "eta_from_sums",
+    "kernel_cell_sums",
+    "make_grid",
+    "row_uniforms",
+]
+
+#: Constants of the public bandwidth rule (:func:`bandwidth_rule`), set on the paper's
+#: *simulated* design only (no real data was looked at).
+RULE_C_SAMPLING = 0.33
+RULE_C_PRIVACY = 0.55
+#: Ratio regulariser λ = RIDGE · σ_f (see :func:`eta_from_sums`).
+RIDGE = 1.0
+
+
+def bandwidth_rule(n: int, d: int, mu: float | None) -> float:
+    """The public default bandwidth in unit-box units.
+
+    h = max(c_s · n^{−1/(d+4)}, c_p · (n·μ_f)^{−1/(d+2)}), clipped to [0.02, 0.5].
+
+    The first term is the usual bias–variance rate of a kernel estimate (bias ∝ h²,
+    sampling sd ∝ (n h^d)^{−1/2}); the second balances the bias with the privacy noise of
+    the kernel sums, whose size relative to the signal is ∝ 1/(μ_f n h^d) for
+    Gaussian-process noise of Gaussian-DP level μ_f. Both n (the public size of the
+    training half) and μ_f (from ε, δ) are public, so the rule spends no privacy. The
+    constants c_s = 0.33 and c_p = 0.55 were set on the paper's simulation design (synthetic
+    data only). ``mu=None`` means no privacy noise.
+    """
+    if n < 1 or d < 1:
+        raise InvalidParameterError("bandwidth_rule: n and d must be >= 1.")
+    h = RULE_C_SAMPLING * n ** (-1.0 / (d + 4))
+    if mu is not None:
+        h = max(h, RULE_C_PRIVACY * (n * mu) ** (-1.0 / (d + 2)))
+    return float(min(max(h, 0.02), 0.5))
+
+
+def make_grid(
+    d: int, h: float, *, resolution: float = 4.0, max_nodes: int = 2**18
+) -> KroneckerGaussianGrid:
+    """Public grid on [0, 1]^d with spacing ≤ h/resolution (coarser if over ``max_nodes``).
+
+    The grid depends only on (d, h, resolution, max_nodes): public quantities.
+    """
+    if resolution <= 0 or not math.isfinite(resolution):
+        raise InvalidParameterError(f"grid_resolution={resolution!r}: must be > 0.")
+    g = math.ceil(resolution / h) + 1
+    cap = math.floor(max_nodes ** (1.0 / d) + 1e-9)
+    if cap < 2:
+        raise InvalidParameterError(
+            f"max_grid_nodes={max_nodes!r}: too small for {d} features (need >= 2**d)."
+        )
+    g = max(min(g, cap), 2)
+    return KroneckerGaussianGrid.uniform(d, g, length_scale=h)
+
+
+def kernel_cell_sums(
+    grid: KroneckerGaussianGrid,
+    U: NDArray[np.float64],
+    A: NDArray[np.int8],
+    y: NDArray[np.int8],
+) -> NDArray[np.float64]:
+    """F_{a,y} on the grid for the four cells; shape ``grid.shape + (2, 2)`` ([a, y])."""
+    binned = np.empty((*grid.shape, 2, 2), dtype=np.float64)
+    for a in (0, 1):
+        for yy in (0, 1):
+            mask = (A == a) & (y == yy)
+            binned[..., a, yy] = grid.linear_binning(U[mask])
+    return grid.kernel_apply(binned)
+
+
+def eta_from_sums(sums: NDArray[np.float64], ridge: float = 0.0) -> NDArray[np.float64]:
+    """η̃_a on the grid from (noisy) cell sums; shape ``grid.shape + (2,)``.
+
+    η̃ = (G⁺ + λ/2) / (G⁺ + H⁺ + λ) with G = F_{a,1}, H = F_{a,0}, x⁺ = max(x, 0) and
+    λ = ``ridge`` ≥ 0 (1/2 where the denominator is 0). With noise, λ = RIDGE·σ_f shrinks η̃
+    towards 1/2 where the estimated density is small compared with the noise, instead of
+    dividing noise by noise. Always in [0, 1]; a pure post-processing.
+    """
+    g = np.maximum(sums[..., 1], 0.0)
+    s = g + np.maximum(sums[..., 0], 0.0)
+    num = g + 0.5 * ridge
+    den = s + ridge
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eta = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
+    return np.clip(eta, 0.0, 1.0)
+
+
+def release_s1(
+    grid: KroneckerGaussianGrid,
+    U: NDArray[np.float64],
+    A: NDArray[np.int8],
+    y: NDArray[np.int8],
+    *,
+    sigma_count: float | None,
+    mechanism: GaussianProcessMechanism | None,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """S1 on one training half: (η̃ on the grid, π̃), private when a mechanism is given.
+
+    Privacy (``fairclass/_budget.py`` module docstring): the count noise N(0, σ_c²) and the
+    Gaussian-process noise σ_f·W on the four cell sums form one Gaussian mechanism of level
+    μ₁ = sqrt(1/σ_c² + 2/σ_f²). Without ``mechanism`` this is the non-private plug-in.
+    """
+    n = U.shape[0]
+    n1 = float(np.sum(A == 1))
+    sums = kernel_cell_sums(grid, U, A, y)
+    if mechanism is None:
+        pi1 = n1 / n
+        eta = eta_from_sums(sums, 0.0)
+    else:
+        if sigma_count is None:
+            raise InvalidParameterError("release_s1: sigma_count is required with a mechanism.")
+        n1_noisy = n1 + sigma_count * float(rng.standard_normal())
+        pi1 = n1_noisy / n
+        noisy = mechanism.release(sums, grid, rng)
+        eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
+    lo = 1.0 / n
+    pi1 = float(min(max(pi1, lo), 1.0 - lo))
+    return eta, np.array([1.0 - pi1, pi1])
+
+
+@dataclass(frozen=True, eq=False)
+class ReleasedFold:
+    """The released state of one fit: public numbers only, no training rows.
+
+    Attributes
+    ----------
+    eta : ndarray of shape ``grid.shape + (2,)``
+        η̃_a at the grid nodes (last axis: group a = 0, 1).
+    pi : ndarray of shape (2,)
+        π̃_0, π̃_1.
+    tau : float
+        The fairness threshold (0 for the unconstrained classifiers).
+    """
+
+    eta: NDArray[np.float64]
+    pi: NDArray[np.float64]
+    tau: float
+
+    def eta_at(
+        self, grid: KroneckerGaussianGrid, U: NDArray[np.float64], A: NDArray[np.int8]
+    ) -> NDArray[np.float64]:
+        """η̃_{A_i}(U_i) by multilinear interpolation."""
+        both = grid.interpolate(self.eta, U)
+        return both[np.arange(U.shape[0]), A.astype(np.intp)]
+
+    def scores(
+        self, grid: KroneckerGaussianGrid, U: NDArray[np.float64], A: NDArray[np.int8]
+    ) -> NDArray[np.float64]:
+        """Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2)."""
+        eta = self.eta_at(grid, U, A)
+        sign = 2.0 * A.astype(np.float64) - 1.0
+        return 2.0 * sign * self.pi[A.astype(np.intp)] * (eta - 0.5)
+
+    def decide(
+        self, grid: KroneckerGaussianGrid, U: NDArray[np.float64], A: NDArray[np.int8]
+    ) -> NDArray[np.int8]:
+        """1{Z ≥ τ} for group 1 and 1{Z ≤ τ} for group 0 (paper Eq. 2)."""
+        z = self.scores(grid, U, A)
+        out = np.where(A == 1, z >= self.tau, z <= self.tau)
+        return out.astype(np.int8)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    z = z + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def row_uniforms(U: NDArray[np.float64], A: NDArray[np.int8], salt: int) -> NDArray[np.float64]:
+    """A deterministic pseudo-uniform in [0, 1) per row: a SplitMix64 hash of the row's bits.
+
+    Used to turn the cross-fitted (randomised) classifier into a deterministic ``predict``:
+    the same row always gets the same draw. This randomness is post-processing and public
+    (the salt is drawn at fit time from ``random_state``); it has nothing to do with privacy.
+    """
+    bits = np.ascontiguousarray(U, dtype=np.float64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        h = np.full(U.shape[0], np.uint64(salt & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+        for j in range(bits.shape[1]):
+            h = _mix64(h ^ bits[:, j])
+        h = _mix64(h ^ A.astype(np.uint64))
+    return (h >> np.uint64(11)).astype(np.float64) * (2.0**-53)

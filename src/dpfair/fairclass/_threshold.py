@@ -1,0 +1,353 @@
+"""Step S2: the fairness threshold τ from calibration scores Z (exact, no grid).
+
+For a plug-in model (η̃_a, π̃_a) the score of a record is Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2);
+the classifier predicts 1 for group 1 iff Z ≥ τ and for group 0 iff Z ≤ τ. On a
+calibration sample the empirical disparity
+
+    DD̂(τ) = #{i ∈ group 1: Z_i ≥ τ} / m_1 − #{i ∈ group 0: Z_i ≤ τ} / m_0
+
+is a non-increasing step function whose only breakpoints are the calibration Z values.
+Split the real line at the sorted distinct values b_1 < … < b_K into the cells
+(−∞, b_1), {b_1}, (b_1, b_2), …, {b_K}, (b_K, ∞): DD̂ is constant on each cell, so every
+question about DD̂ is answered exactly on these 2K + 1 cells in O(n log n).
+
+* :func:`exact_fair_threshold` — τ̂ = argmin{|τ| : |DD̂(τ) + shift| ≤ α}, exactly (the
+  non-private fair plug-in of Zeng et al. 2024 uses shift = 0).
+* :func:`private_fair_threshold` — the differentially private version used by
+  CDP-Fair (see its Notes for why the paper's own vertical shift is not DP as stated).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfair._errors import InvalidParameterError
+from dpfair._rng import RandomLike, as_generator
+from dpfair.mechanisms import PiecewiseConstantLaw
+
+__all__ = [
+    "DDSteps",
+    "ThresholdLaw",
+    "ThresholdResult",
+    "dd_steps",
+    "exact_fair_threshold",
+    "private_fair_threshold",
+    "threshold_law",
+]
+
+
+@dataclass(frozen=True)
+class DDSteps:
+    """DD̂ on the cells cut by the sorted distinct calibration scores.
+
+    Attributes
+    ----------
+    breaks : ndarray of shape (K,)
+        Sorted distinct Z values b_1 < … < b_K.
+    gap : ndarray of shape (K + 1,)
+        DD̂ on the open gaps (b_k, b_{k+1}), k = 0..K, with b_0 = −∞, b_{K+1} = +∞.
+    atom : ndarray of shape (K,)
+        DD̂ at τ = b_k.
+    """
+
+    breaks: NDArray[np.float64]
+    gap: NDArray[np.float64]
+    atom: NDArray[np.float64]
+
+    def at(self, tau: float) -> float:
+        """DD̂(τ) for one τ."""
+        k = int(np.searchsorted(self.breaks, tau, side="left"))
+        if k < self.breaks.size and self.breaks[k] == tau:
+            return float(self.atom[k])
+        return float(self.gap[k])
+
+
+def dd_steps(
+    z1: NDArray[np.float64],
+    z0: NDArray[np.float64],
+    m1: float | None = None,
+    m0: float | None = None,
+) -> DDSteps:
+    """Build :class:`DDSteps` from the group-1 and group-0 calibration scores.
+
+    ``m1``, ``m0`` are the denominators (default: the group sizes).
+    """
+    s1 = np.sort(np.asarray(z1, dtype=np.float64))
+    s0 = np.sort(np.asarray(z0, dtype=np.float64))
+    d1 = float(s1.size if m1 is None else m1)
+    d0 = float(s0.size if m0 is None else m0)
+    if d1 <= 0 or d0 <= 0:
+        raise InvalidParameterError("dd_steps: both group denominators must be > 0.")
+    breaks = np.unique(np.concatenate((s1, s0)))
+    le1 = np.searchsorted(s1, breaks, side="right")  # #{z1 <= b}
+    lt1 = np.searchsorted(s1, breaks, side="left")  # #{z1 < b}
+    le0 = np.searchsorted(s0, breaks, side="right")  # #{z0 <= b}
+    n1 = s1.size
+    gap_c1 = np.concatenate(([n1], n1 - le1))  # #{z1 > b_k} on (b_k, b_{k+1})
+    gap_c0 = np.concatenate(([0], le0))  # #{z0 <= b_k} on (b_k, b_{k+1})
+    gap = gap_c1 / d1 - gap_c0 / d0
+    atom = (n1 - lt1) / d1 - le0 / d0
+    return DDSteps(breaks=breaks, gap=gap, atom=atom)
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdResult:
+    """Outcome of a threshold search.
+
+    Attributes
+    ----------
+    tau : float
+        The threshold.
+    feasible : bool
+        Whether the constraint holds at ``tau`` on the (shifted) calibration curve.
+    dd : float
+        DD̂(τ) on the calibration sample (without any shift; private results keep it
+        internal, it is *not* part of the release).
+    """
+
+    tau: float
+    feasible: bool
+    dd: float
+
+
+def exact_fair_threshold(steps: DDSteps, alpha: float, *, shift: float = 0.0) -> ThresholdResult:
+    """τ̂ = argmin{|τ| : |DD̂(τ) + shift| ≤ α}, exactly, over all real τ.
+
+    DD̂ is constant on each cell, so it suffices to take, in every feasible cell, the point
+    of smallest |τ| and then the best cell. An open gap (b_k, b_{k+1}) on the positive side
+    has infimum b_k, not attained: there the floating-point argmin ``nextafter(b_k, +∞)`` is
+    returned (mirror image on the negative side). If no cell is feasible — possible only
+    when one step of DD̂ jumps across the whole band, e.g. through tied scores — the cell
+    closest to the band is returned (smallest |τ| among ties) with ``feasible=False``.
+
+    Parameters
+    ----------
+    steps : DDSteps
+    alpha : float
+        Tolerance α > 0.
+    shift : float, default=0
+        A vertical shift w of the whole curve.
+    """
+    b = steps.breaks
+    k_all = b.size
+    # Candidate τ (smallest |τ|) per gap k = 0..K: gap (b_k, b_{k+1}).
+    left = np.concatenate(([-np.inf], b))
+    right = np.concatenate((b, [np.inf]))
+    gap_tau = np.where(
+        (left < 0) & (right > 0),
+        0.0,
+        np.where(left >= 0, np.nextafter(left, np.inf), np.nextafter(right, -np.inf)),
+    )
+    taus = np.concatenate((gap_tau, b))
+    values = np.concatenate((steps.gap, steps.atom)) + shift
+    violation = np.maximum(np.abs(values) - alpha, 0.0)
+    feasible = violation <= 0.0
+    if k_all == 0:
+        return ThresholdResult(0.0, bool(feasible[0]), float(steps.gap[0]))
+    if feasible.any():
+        cand = np.flatnonzero(feasible)
+        best = cand[np.argmin(np.abs(taus[cand]))]
+    else:
+        order = np.lexsort((np.abs(taus), violation))
+        best = order[0]
+    tau = float(taus[best])
+    return ThresholdResult(tau, bool(feasible[best]), steps.at(tau))
+
+
+def private_fair_threshold(
+    z1: NDArray[np.float64],
+    z0: NDArray[np.float64],
+    m1: float,
+    m0: float,
+    alpha: float,
+    epsilon: float,
+    radius: float,
+    rng: RandomLike = None,
+    *,
+    atom_mass: float | None = None,
+    base: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+) -> ThresholdResult:
+    """Differentially private τ̂: the exponential mechanism on the exact DD̂ step function.
+
+    Parameters
+    ----------
+    z1, z0 : arrays
+        Calibration scores of groups 1 and 0.
+    m1, m0 : float
+        *Public* (privately released) group sizes used as denominators, > 0.
+    alpha : float
+        Targeted tolerance (α minus any margin).
+    epsilon : float
+        Privacy parameter of this step (pure ε-DP).
+    radius : float
+        Public r > 0: τ̂ is drawn from [−r, r]. CDP-Fair uses r = min(π̃_0, π̃_1), which
+        contains the plug-in model's target because |τ*| ≤ min_a π_a (paper, Lemma 11).
+    rng : seed or Generator
+    atom_mass : float, optional
+        Base-measure mass b₀ of the point τ = 0 (default: the continuous base mass divided
+        by n̆, i.e. 2r/n̆ — one average spacing of the n̆ calibration scores).
+    base : (edges, density), optional
+        A *public* piecewise-constant base density on [−r, r] replacing Lebesgue measure
+        (e.g. built from released quantities only); the guarantee is unchanged.
+
+    Returns
+    -------
+    ThresholdResult
+        ``feasible`` reports |DD̂(τ̂)| ≤ α on the calibration curve with the public
+        denominators (internal diagnostics: not released).
+
+    Notes
+    -----
+    **Loss.** The smallest vertical shift w for which the paper's rule argmin{|τ| :
+    |DD̂(τ) + w| ≤ α} returns τ is L(τ) = |DD̂(τ) − α| for τ > 0, |DD̂(τ) + α| for τ < 0 and
+    max(|DD̂(0)| − α, 0) at τ = 0.
+
+    **Mechanism.** Draw τ̂ with density ∝ exp(−ε·L(τ)/(2Δ)) with respect to the *public*
+    base measure "Lebesgue on [−r, r] plus mass b₀ at 0" (the point mass lets the
+    automatically fair regime, |DD̂(0)| ≤ α, return exactly τ̂ = 0). L is constant between
+    consecutive calibration scores, so the law is piecewise constant plus one atom and is
+    sampled exactly (pick a piece by its mass, then a uniform point inside).
+
+    **Privacy.** With m_1, m_0 fixed (public), replacing one calibration record moves at most
+    one group-1 count and one group-0 count by 1 at every τ, so |ΔDD̂(τ)| ≤ Δ = 1/m_1 + 1/m_0
+    for all τ, and L (1-Lipschitz in DD̂) has sensitivity Δ. The exponential mechanism with
+    any public base measure is then ε-DP (McSherry & Talwar 2007).
+
+    **Why not the paper's vertical shift.** Algorithm 5 returns argmin{|τ| : |DD̂(τ) + w| ≤ α}
+    for Gaussian w. That output is always one of the calibration scores (or 0): with
+    positive probability it equals the score of one particular record, an event of
+    probability 0 once that record is replaced. So it is not (ε, δ)-DP for any useful δ
+    (the paper's proof bounds P(τ̂ ≤ t) only, which does not control all events). The
+    exponential mechanism keeps the paper's idea — the likelihood of a vertical shift — but
+    integrates it against a data-independent measure on τ.
+    """
+    gen = as_generator(rng)
+    law = threshold_law(z1, z0, m1, m0, alpha, epsilon, radius, atom_mass=atom_mass, base=base)
+    tau = law.sample(gen)
+    dd_tau = law.steps.at(tau)
+    return ThresholdResult(tau, abs(dd_tau) <= alpha, dd_tau)
+
+
+@dataclass(frozen=True, eq=False)
+class ThresholdLaw:
+    """Exact output law of :func:`private_fair_threshold`: an atom at 0 plus pieces.
+
+    Attributes
+    ----------
+    continuous : PiecewiseConstantLaw
+        The law of τ̂ given τ̂ ≠ 0 (piecewise constant on [−r, r]).
+    p_atom : float
+        P(τ̂ = 0).
+    steps : DDSteps
+        The calibration curve with the public denominators.
+    sensitivity : float
+        Δ = 1/m_1 + 1/m_0.
+    """
+
+    continuous: PiecewiseConstantLaw
+    p_atom: float
+    steps: DDSteps
+    sensitivity: float
+
+    def density(self, tau: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Density of the continuous part, (1 − p_atom)·pdf(τ)."""
+        return (1.0 - self.p_atom) * self.continuous.pdf(tau)
+
+    def sample(self, rng: RandomLike = None) -> float:
+        """One exact draw."""
+        gen = as_generator(rng)
+        if gen.random() < self.p_atom:
+            return 0.0
+        return float(self.continuous.sample(rng=gen))
+
+
+def threshold_law(
+    z1: NDArray[np.float64],
+    z0: NDArray[np.float64],
+    m1: float,
+    m0: float,
+    alpha: float,
+    epsilon: float,
+    radius: float,
+    *,
+    atom_mass: float | None = None,
+    base: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+) -> ThresholdLaw:
+    """The exact law sampled by :func:`private_fair_threshold` (same parameters).
+
+    ``base = (edges, density)``: an optional *public* piecewise-constant base density on
+    [−r, r] (edges from −r to r); default the constant 1 (Lebesgue measure).
+    """
+    eps = float(epsilon)
+    r = float(radius)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
+    if not (r > 0 and math.isfinite(r)):
+        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
+    if not (m1 > 0 and m0 > 0):
+        raise InvalidParameterError("m1 and m0 must be > 0.")
+    steps = dd_steps(z1, z0, m1, m0)
+    sens = 1.0 / m1 + 1.0 / m0
+    b = steps.breaks
+    inner = b[(b > -r) & (b < r)]
+    cuts = [inner, np.array([-r, 0.0, r])]
+    if base is not None:
+        base_edges = np.asarray(base[0], dtype=np.float64)
+        base_dens = np.asarray(base[1], dtype=np.float64)
+        if (
+            base_edges.ndim != 1
+            or base_dens.shape != (base_edges.size - 1,)
+            or np.any(np.diff(base_edges) <= 0)
+            or np.any(base_dens <= 0)
+            or not np.all(np.isfinite(base_dens))
+            or base_edges[0] > -r
+            or base_edges[-1] < r
+        ):
+            raise InvalidParameterError(
+                "base: expected (edges, density) with increasing edges covering [-r, r] and a "
+                "positive finite density per piece."
+            )
+        cuts.append(base_edges[(base_edges > -r) & (base_edges < r)])
+    edges = np.unique(np.concatenate(cuts))
+    mids = 0.5 * (edges[:-1] + edges[1:])
+    gap_idx = np.searchsorted(b, mids, side="left")
+    dd = steps.gap[gap_idx]
+    loss = np.where(mids > 0, np.abs(dd - alpha), np.abs(dd + alpha))
+    if base is None:
+        log_base = np.zeros_like(mids)
+        base_total = 2.0 * r
+    else:
+        j = np.clip(np.searchsorted(base_edges, mids, side="right") - 1, 0, base_dens.size - 1)
+        log_base = np.log(base_dens[j])
+        base_total = float(np.sum(np.exp(log_base) * np.diff(edges)))
+    law = PiecewiseConstantLaw(edges, log_base - eps * loss / (2.0 * sens))
+    loss0 = max(abs(steps.at(0.0)) - alpha, 0.0)
+    n_cal = max(int(np.size(z1) + np.size(z0)), 1)
+    b0 = base_total / n_cal if atom_mass is None else float(atom_mass)
+    if not b0 >= 0:
+        raise InvalidParameterError(f"atom_mass={atom_mass!r}: must be >= 0.")
+    log_atom = (math.log(b0) if b0 > 0 else -math.inf) - eps * loss0 / (2.0 * sens)
+    # P(atom) = e^{log_atom} / (e^{log_atom} + e^{log_norm}), in log-space.
+    p_atom = 1.0 / (1.0 + math.exp(min(law.log_norm - log_atom, 700.0)))
+    return ThresholdLaw(law, p_atom, steps, sens)
+
+
+def paper_vertical_shift_threshold(
+    z1: NDArray[np.float64],
+    z0: NDArray[np.float64],
+    alpha: float,
+    sigma: float,
+    rng: RandomLike = None,
+) -> ThresholdResult:
+    """The paper's S2 rule (Algorithm 5) with Gaussian shift w ~ N(0, σ²) — NOT private.
+
+    Kept only to document, in tests and in the study, that its output is a calibration
+    score (see :func:`private_fair_threshold`, Notes). Never used by the estimators.
+    """
+    gen = as_generator(rng)
+    w = float(gen.normal(0.0, sigma))
+    return exact_fair_threshold(dd_steps(z1, z0), alpha, shift=w)

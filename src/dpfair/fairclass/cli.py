@@ -1,0 +1,396 @@
+"""``dpfair fair-classify`` and ``dpfair fair-reproduce``: register them on the main app.
+
+Usage (from ``dpfair/cli.py``)::
+
+    from dpfair.fairclass.cli import register
+    register(app)
+
+No statistics live here: the commands parse flags, call :mod:`dpfair.fairclass` and print.
+User errors (:class:`dpfair.DPFairError`, missing files) become one line on stderr and exit
+code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import numpy as np
+import typer
+from typer.core import TyperCommand
+
+from dpfair._errors import DPFairError, InvalidParameterError
+
+__all__ = ["register"]
+
+EXIT_USER_ERROR = 2
+
+
+# --------------------------------------------------------------------------- parsing
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_option(tok: str) -> bool:
+    return tok.startswith("--") or (tok.startswith("-") and len(tok) > 1 and not _is_number(tok))
+
+
+def expand_multi_value_options(args: Sequence[str]) -> list[str]:
+    """Rewrite ``--features F1 F2 …`` and ``--bounds LO HI LO HI …`` into repeated options.
+
+    Click options take a fixed number of values; this lets users write the natural form
+    ``--features Age Workclass --bounds 17 90 0 8`` (as well as ``--features Age,Workclass``
+    or repeated flags). Values are taken up to the next option (negative numbers are values).
+    """
+    out: list[str] = []
+    i = 0
+    toks = list(args)
+    while i < len(toks):
+        tok = toks[i]
+        if tok in ("--features", "--bounds"):
+            j = i + 1
+            vals: list[str] = []
+            while j < len(toks) and not _is_option(toks[j]):
+                vals.append(toks[j])
+                j += 1
+            if tok == "--features":
+                names = [v for part in vals for v in part.split(",") if v]
+                if not names:
+                    out.append(tok)
+                    i += 1
+                    continue
+                for v in names:
+                    out += [tok, v]
+            else:
+                if not vals:
+                    out.append(tok)
+                    i += 1
+                    continue
+                if len(vals) % 2:
+                    raise typer.BadParameter(
+                        f"--bounds takes pairs LO HI, one per feature; got {len(vals)} "
+                        f"value(s): {' '.join(vals)}.",
+                        param_hint="'--bounds'",
+                    )
+                for v in vals:
+                    out += [tok, v]
+            i = j
+        else:
+            out.append(tok)
+            i += 1
+    return out
+
+
+class _MultiValueCommand(TyperCommand):
+    """A Typer command whose ``--features``/``--bounds`` accept several values each."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, expand_multi_value_options(args))
+
+
+# --------------------------------------------------------------------------- output
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"dpfair: error: {' '.join(str(message).split())}", err=True)
+    raise typer.Exit(EXIT_USER_ERROR)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    try:
+        yield
+    except DPFairError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        where = f"'{exc.filename}'" if exc.filename else "file"
+        _fail(f"{where}: {exc.strerror or exc}")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _emit(payload: dict[str, Any], rows: list[tuple[str, str]], title: str, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2, default=_jsonable))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for label, text in rows:
+        table.add_row(Text(label), Text(text))
+    Console(soft_wrap=False).print(table)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+# --------------------------------------------------------------------------- commands
+def fair_classify(
+    train: Annotated[
+        Path, typer.Argument(metavar="TRAIN", help="Training data (CSV, .csv.gz or Parquet).")
+    ],
+    test: Annotated[Path, typer.Argument(metavar="TEST", help="Test data with the same columns.")],
+    target: Annotated[str, typer.Option("--target", help="0/1 label column (1 = positive).")],
+    sensitive: Annotated[str, typer.Option("--sensitive", help="0/1 sensitive-group column.")],
+    features: Annotated[
+        list[str],
+        typer.Option(
+            "--features",
+            metavar="F1 F2 ...",
+            help="Feature columns (several names after one flag, or comma-separated).",
+        ),
+    ],
+    bounds: Annotated[
+        list[float],
+        typer.Option(
+            "--bounds",
+            metavar="LO HI [LO HI ...]",
+            help=(
+                "Public range of each feature, in --features order. Must come from outside "
+                "knowledge (a measurement scale), never from the data's min/max."
+            ),
+        ),
+    ],
+    epsilon: Annotated[float, typer.Option("--epsilon", help="Total ε > 0.")],
+    delta: Annotated[float, typer.Option("--delta", help="Total δ in (0, 1).")],
+    alpha: Annotated[float, typer.Option("--alpha", help="Disparity cap α in (0, 1).")],
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            min=0,
+            help="Seed (default: OS entropy; use that in deployments).",
+            show_default=False,
+        ),
+    ] = None,
+    cross_fit: Annotated[
+        bool, typer.Option("--cross-fit/--no-cross-fit", help="Two fits with swapped halves.")
+    ] = True,
+    clip: Annotated[
+        bool, typer.Option("--clip", help="Clip features into --bounds instead of failing.")
+    ] = False,
+    bandwidth: Annotated[
+        float | None,
+        typer.Option(
+            "--bandwidth",
+            help="Kernel bandwidth in unit-box units (default: rule).",
+            show_default=False,
+        ),
+    ] = None,
+    save_model: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-model",
+            help=(
+                "Write the released model: .json for plain numbers, anything else for a "
+                "pickle of the fitted estimator. Neither contains training rows."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = (
+        False
+    ),
+) -> None:
+    """Fit CDP-Fair on TRAIN ((ε, δ)-DP) and report test error, |DD| and the privacy spent.
+
+    The test metrics are computed on TEST in the clear: they are not private with respect to
+    TEST (keep TEST out of any release that must be private).
+    """
+    from dpfair.fairclass import CDPFairClassifier
+    from dpfair.fairclass._io import read_columns
+    from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+
+    with _user_errors():
+        if len(bounds) != 2 * len(features):
+            raise InvalidParameterError(
+                f"--bounds: {len(bounds)} value(s) for {len(features)} feature(s); give one "
+                "public LO HI pair per feature, in --features order."
+            )
+        pairs = [(float(bounds[2 * k]), float(bounds[2 * k + 1])) for k in range(len(features))]
+        cols = [*features, target, sensitive]
+        tr = read_columns(train, cols)
+        te = read_columns(test, cols)
+        Xtr = np.column_stack([tr[f] for f in features])
+        Xte = np.column_stack([te[f] for f in features])
+        clf = CDPFairClassifier(
+            epsilon=epsilon,
+            delta=delta,
+            alpha=alpha,
+            feature_bounds=pairs,
+            bandwidth=bandwidth,
+            cross_fit=cross_fit,
+            clip=clip,
+            random_state=seed,
+        )
+        clf.fit(Xtr, tr[target], sensitive_features=tr[sensitive])
+        pred = clf.predict(Xte, sensitive_features=te[sensitive])
+        proba = clf.predict_proba(Xte, sensitive_features=te[sensitive])[:, 1]
+        err = misclassification_error(te[target], pred)
+        dd = demographic_disparity(pred, te[sensitive])
+        exp_err = misclassification_error(te[target], proba)
+        exp_dd = demographic_disparity(proba, te[sensitive])
+        spent = clf.privacy_spent_
+        assert spent is not None
+        saved = None
+        if save_model is not None:
+            saved = _save_model(clf, save_model)
+        payload: dict[str, Any] = {
+            "train": str(train),
+            "test": str(test),
+            "n_train": int(Xtr.shape[0]),
+            "n_test": int(Xte.shape[0]),
+            "features": list(features),
+            "feature_bounds": [list(b) for b in pairs],
+            "alpha": alpha,
+            "test_error": err,
+            "test_dd": dd,
+            "test_abs_dd": abs(dd),
+            "expected_test_error": exp_err,
+            "expected_test_abs_dd": abs(exp_dd),
+            "privacy_spent": spent.to_dict(),
+            "privacy_ledger": clf.privacy_ledger_.to_dict() if clf.privacy_ledger_ else None,
+            "bandwidth": clf.bandwidth_,
+            "tau": clf.tau_.tolist(),
+            "pi": clf.pi_.tolist(),
+            "cross_fit": cross_fit,
+            "seed": seed,
+            "saved_model": str(saved) if saved else None,
+        }
+        rows = [
+            ("data", f"train {train} (n = {Xtr.shape[0]}), test {test} (n = {Xte.shape[0]})"),
+            (
+                "features",
+                ", ".join(
+                    f"{f} [{lo:g}, {hi:g}]" for f, (lo, hi) in zip(features, pairs, strict=True)
+                ),
+            ),
+            ("alpha", _fmt(alpha)),
+            ("test error", _fmt(err) + f"  (expected over the coin: {_fmt(exp_err)})"),
+            ("test |DD|", _fmt(abs(dd)) + f"  (expected: {_fmt(abs(exp_dd))}; signed {dd:+.4g})"),
+            ("privacy spent", f"({spent.epsilon:.6g}, {spent.delta:.3g})-DP, replace-one"),
+            ("bandwidth", _fmt(clf.bandwidth_)),
+            ("tau", ", ".join(_fmt(t) for t in clf.tau_)),
+            ("seed", str(seed) if seed is not None else "none (OS entropy)"),
+        ]
+        if saved is not None:
+            rows.append(("saved model", str(saved)))
+    _emit(payload, rows, "CDP-Fair (single server)", as_json)
+
+
+def _save_model(clf: Any, path: Path) -> Path:
+    path = path.expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".json":
+        with path.open("w") as fh:
+            json.dump(clf.export_released_model(), fh, default=_jsonable)
+    else:
+        with path.open("wb") as fh:
+            pickle.dump(clf, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def fair_reproduce(
+    name: Annotated[
+        str,
+        typer.Argument(metavar="NAME", help="figure3, adult or law_school."),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path(
+        "out/fairclass"
+    ),
+    reps: Annotated[
+        int | None,
+        typer.Option(
+            "--reps", min=1, help="Repetitions (default 200; 10 with --quick).", show_default=False
+        ),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Smaller grids and 10 repetitions (a few minutes).")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of every repetition.")] = 0,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="CSV/Parquet for law_school (required) or to override the bundled Adult copy.",
+            show_default=False,
+        ),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel repetitions.")] = 1,
+) -> None:
+    """Reproduce Figure 3 (simulation) or the Adult / Law School panels of Figures 6-7.
+
+    Writes <name>_runs.csv (every repetition), <name>_summary.csv and <name>.json (means,
+    95% t intervals, 2.5/97.5% quantiles, shares of repetitions above α and above α + the
+    paper's offset) and <name>.png into OUT, and prints the files.
+    """
+    from dpfair.fairclass.study import reproduce
+
+    with _user_errors():
+        files = _with_progress(
+            lambda progress: reproduce(
+                name,
+                out,
+                reps=reps,
+                quick=quick,
+                seed=seed,
+                data_path=data,
+                n_jobs=jobs,
+                progress=progress,
+            )
+        )
+    for kind, path in files.items():
+        typer.echo(f"{kind}: {path}")
+
+
+def _with_progress(work: Any) -> Any:
+    if not sys.stderr.isatty():
+        return work(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("repetitions", total=None)
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label)
+
+        return work(progress)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``fair-classify`` and ``fair-reproduce`` to the ``dpfair`` Typer app."""
+    app.command("fair-classify", cls=_MultiValueCommand)(fair_classify)
+    app.command("fair-reproduce")(fair_reproduce)

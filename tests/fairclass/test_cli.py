@@ -1,0 +1,153 @@
+"""``fair-classify`` and ``fair-reproduce`` through a Typer app (as dpfair.cli registers them)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from dpfair.fairclass.cli import expand_multi_value_options, register
+from dpfair.fairclass.datasets import load_bundled_adult
+
+
+@pytest.fixture(scope="module")
+def app():
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """dpfair (test harness)."""
+
+    register(app)
+    return app
+
+
+@pytest.fixture(scope="module")
+def csvs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fair")
+    d = load_bundled_adult()
+    rng = np.random.default_rng(0)
+    rows = rng.permutation(d.n)
+    header = "Age,Workclass,Education-Num,Sensitive,Label"
+    for name, sel in (("train.csv", rows[:20000]), ("test.csv", rows[20000:26000])):
+        block = np.column_stack([d.X[sel], d.A[sel], d.y[sel]])
+        np.savetxt(folder / name, block, delimiter=",", header=header, comments="", fmt="%g")
+    return folder
+
+
+def _args(folder, *extra):
+    return [
+        "fair-classify",
+        str(folder / "train.csv"),
+        str(folder / "test.csv"),
+        "--target",
+        "Label",
+        "--sensitive",
+        "Sensitive",
+        "--features",
+        "Age",
+        "Workclass",
+        "Education-Num",
+        "--bounds",
+        "17",
+        "90",
+        "0",
+        "8",
+        "1",
+        "16",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-8",
+        "--alpha",
+        "0.05",
+        "--seed",
+        "3",
+        *extra,
+    ]
+
+
+def test_expand_multi_value_options():
+    assert expand_multi_value_options(["--features", "a", "b,c", "--bounds", "-1", "2", "--x"]) == [
+        "--features",
+        "a",
+        "--features",
+        "b",
+        "--features",
+        "c",
+        "--bounds",
+        "-1",
+        "--bounds",
+        "2",
+        "--x",
+    ]
+
+
+def test_fair_classify_json_and_models(app, csvs, tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, _args(csvs, "--json", "--save-model", str(tmp_path / "m.pkl")))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["privacy_spent"]["epsilon"] == pytest.approx(1.0)
+    assert out["privacy_spent"]["delta"] == pytest.approx(1e-8)
+    assert 0.1 < out["test_error"] < 0.35 and out["test_abs_dd"] < 0.2
+    clf = pickle.loads((tmp_path / "m.pkl").read_bytes())
+    assert clf.privacy_spent_.epsilon == pytest.approx(1.0)
+    # same seed, same output; the table form works too
+    again = runner.invoke(app, _args(csvs, "--json"))
+    assert json.loads(again.output)["tau"] == out["tau"]
+    table = runner.invoke(app, _args(csvs, "--save-model", str(tmp_path / "m.json")))
+    assert table.exit_code == 0 and "privacy spent" in table.output
+    model = json.loads((tmp_path / "m.json").read_text())
+    assert model["format"].startswith("dpfair.fairclass.released_model")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (["--bounds", "17", "90", "0", "8"], "--bounds"),
+        (["--alpha", "1.5"], "alpha"),
+        (["--epsilon", "0"], "epsilon"),
+        (["--target", "Nope"], "not found"),
+    ],
+)
+def test_fair_classify_user_errors(app, csvs, change, message):
+    args = _args(csvs)
+    flag = change[0]
+    i = args.index(flag)
+    j = i + 1
+    while j < len(args) and not args[j].startswith("--"):
+        j += 1
+    args = args[:i] + change + args[j:]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2
+    assert message in res.output
+
+
+def test_fair_reproduce_quick(app, tmp_path, monkeypatch):
+    import dpfair.fairclass.study as study
+
+    original = study.figure3_study
+
+    def small(**kw):
+        kw.update(n_list=(3000,), eps_list=(1.0,), alphas=(0.1, 0.3), oracle_n=50_000)
+        return original(**kw)
+
+    monkeypatch.setattr(study, "figure3_study", small)
+    res = CliRunner().invoke(
+        app, ["fair-reproduce", "figure3", "--quick", "--reps", "2", "--out", str(tmp_path)]
+    )
+    assert res.exit_code == 0, res.output
+    for name in ("figure3_runs.csv", "figure3_summary.csv", "figure3.json", "figure3.png"):
+        assert (tmp_path / name).exists()
+    summary = json.loads((tmp_path / "figure3.json").read_text())["summary"]
+    assert {r["alpha"] for r in summary} == {0.1, 0.3}
+
+
+def test_fair_reproduce_law_school_needs_data(app, tmp_path):
+    res = CliRunner().invoke(app, ["fair-reproduce", "law_school", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "not bundled" in res.output
