@@ -28,6 +28,7 @@ from dpfair._errors import DPFairError
 from dpfair.experiments.cli import register as _register_experiments
 from dpfair.facility.cli import register as _register_facility
 from dpfair.fairclass.cli import register as _register_fairclass
+from dpfair.fairclass.federated.cli import register as _register_fdp
 
 __all__ = ["app", "main"]
 
@@ -321,6 +322,7 @@ def _run_with_progress(work: Callable[[Callable[[int, int, str], None] | None], 
 _register_experiments(app)
 _register_facility(app)
 _register_fairclass(app)
+_register_fdp(app)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -26,10 +26,12 @@ from dpfair.fairclass._threshold import (
     private_fair_threshold,
 )
 from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+from dpfair.fairclass.federated import FDPFairClassifier
 
 __all__ = [
     "BudgetPlan",
     "CDPFairClassifier",
+    "FDPFairClassifier",
     "FairPlugInClassifier",
     "LedgerRecord",
     "PlugInClassifier",

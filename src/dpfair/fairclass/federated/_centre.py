@@ -1,0 +1,300 @@
+"""The centre role of FDP-Fair: validate, aggregate, broadcast, search the threshold.
+
+The centre holds no data. Everything it computes is a post-processing of the sites' noisy
+releases and public parameters, so it costs no privacy (and needs no randomness except the
+public tie-breaking salt of the cross-fitted classifier).
+
+Aggregation (paper 003, Algorithm 1 S1; weights ν_s = μ_s ∝ min(N_s, N_s² ε_s²), the
+effective sample sizes of Theorem 2, normalised to sum to 1):
+
+    p̃_a = Σ_s ν_s (F̃^s_{a,0} + F̃^s_{a,1}) / ñ^s_a,    g̃_a = Σ_s ν_s F̃^s_{a,1} / ñ^s_a,
+    η̃_a = (g̃_a⁺ + λ_a/2) / (p̃_a⁺ + λ_a)  (the ratio regulariser of CDP-Fair, λ_a = the
+    aggregate noise sd),      π̃_1 = Σ_s ν_s ñ^s_1 / n^s_train,  π̃_0 = 1 − π̃_1,
+
+where ñ^s_1 is site s's noisy group-1 count and ñ^s_0 = n^s_train − ñ^s_1 (both clipped to
+[1, n^s_train − 1]). The common kernel normalisation 1/h^d cancels in η̃.
+
+Threshold (Algorithms 2–4, 6): per site the tail counts #{Z ≥ τ_j | A=1} and
+#{Z ≤ τ_j | A=0} at every grid point τ_j = −1 + 2j/2^M come from the O(M) dyadic nodes of
+the site's trees (or Honaker's consistent estimate); DD_s(τ_j) divides them by the tree
+roots (noisy group sizes); DD = Σ_s μ_s DD_s; monotone correction; τ̂ by
+:func:`~dpfair.fairclass.federated._monotone.grid_threshold`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfair._errors import InvalidParameterError
+from dpfair._rng import as_generator
+from dpfair.fairclass._model import RIDGE, eta_from_sums
+from dpfair.fairclass.federated._messages import Envelope, ProtocolError
+from dpfair.fairclass.federated._monotone import correct, grid_threshold, omega
+from dpfair.fairclass.federated._protocol import ProtocolConfig
+from dpfair.fairclass.federated._site import unflatten_levels
+from dpfair.mechanisms.tree import NoisyTree
+
+__all__ = ["Centre", "site_dd_curve"]
+
+_REL = 1e-9  # relative tolerance when comparing announced noise scales with the plan
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _REL * max(abs(a), abs(b), 1e-300)
+
+
+def site_dd_curve(
+    trees: NDArray[np.float64], depth: int, sigma: float, tail: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """DD_s(τ_j), j = 0..2^M, from one site's pair of trees, and the two group-size estimates.
+
+    ``trees[0]`` is the tree of Z over group 0 and ``trees[1]`` the tree of −Z over group 1
+    (flattened levels). With prefix counts P⁰_j = #{Z ≤ τ_j | A=0} and
+    P¹_k = #{−Z ≤ τ_k | A=1}, and τ_{2^M − j} = −τ_j,
+
+        #{Z ≥ τ_j | A = 1} = #{−Z ≤ −τ_j | A = 1} = P¹_{2^M − j}.
+
+    ``tail="dyadic"``: each P is the sum of popcount(j) ≤ M noisy nodes (paper);
+    ``tail="consistent"``: Honaker's BLUE prefix (same cost class, lower variance).
+    Denominators are the estimated roots, clipped below at 1.
+    """
+    prefixes = []
+    totals = []
+    for g in (0, 1):
+        tree = NoisyTree(
+            levels=unflatten_levels(trees[g], depth), sigma=sigma, depth=depth, root="noisy"
+        )
+        if tail == "consistent":
+            pref = tree.consistent().prefix
+        else:
+            pref = tree.dyadic_prefix().estimate
+        prefixes.append(pref)
+        totals.append(max(float(pref[-1]), 1.0))
+    p0, p1 = prefixes
+    dd = p1[::-1] / totals[1] - p0 / totals[0]
+    return dd, np.array(totals)
+
+
+class Centre:
+    """The aggregator of FDP-Fair.
+
+    Parameters
+    ----------
+    config : ProtocolConfig
+        The public ``setup`` (the centre usually created it with
+        :func:`~dpfair.fairclass.federated.make_protocol`).
+    random_state : None, int, SeedSequence or Generator
+        Only for the public tie-breaking salt of the cross-fitted classifier.
+    """
+
+    def __init__(self, config: ProtocolConfig, *, random_state: Any = None) -> None:
+        self.config = config
+        self._rng = as_generator(random_state, name="random_state")
+        self.model_: Envelope | None = None
+
+    # ------------------------------------------------------------------ validation
+    def _collect(self, messages: list[Envelope], kind: str) -> dict[str, Envelope]:
+        cfg = self.config
+        by_site: dict[str, Envelope] = {}
+        for msg in messages:
+            if msg.kind != kind:
+                raise ProtocolError(msg.sender, "kind", f"expected {kind!r}, got {msg.kind!r}.")
+            if msg.protocol_id != cfg.protocol_id:
+                raise ProtocolError(
+                    msg.sender,
+                    "protocol_id",
+                    f"{msg.protocol_id!r} is not this run ({cfg.protocol_id!r}).",
+                )
+            cfg.site(msg.sender)  # unknown site → ProtocolError
+            if msg.sender in by_site:
+                raise ProtocolError(msg.sender, "sender", f"sent two {kind!r} messages.")
+            by_site[msg.sender] = msg
+        missing = [s for s in cfg.site_ids if s not in by_site]
+        if missing:
+            raise ProtocolError(
+                missing[0],
+                "(message)",
+                f"no {kind!r} message from site(s) {missing}: "
+                "nothing is aggregated until every site of the setup has sent one.",
+            )
+        return by_site
+
+    # ------------------------------------------------------------------ round 1
+    def aggregate(self, messages: list[Envelope]) -> Envelope:
+        """Validate every ``round1`` message and broadcast the aggregated model.
+
+        Returns
+        -------
+        Envelope
+            The ``model`` message: η̃_a on the grid and π̃ per fold, and the weights ν_s.
+        """
+        cfg = self.config
+        by_site = self._collect(messages, "round1")
+        nf = cfg.n_folds
+        nu = cfg.weights()
+        agg = np.zeros((nf, *cfg.grid_shape, 2, 2))
+        noise_var = np.zeros((nf, 2))
+        pi1 = np.zeros(nf)
+        n_total = 0
+        for w, sid in zip(nu, cfg.site_ids, strict=True):
+            msg = by_site[sid]
+            plan = cfg.plan(sid)
+            for name, expected in (
+                ("sigma_count", plan.sigma_count),
+                ("sigma_function", plan.sigma_function),
+            ):
+                got = msg.number(name, positive=True)
+                if not _close(got, expected):
+                    raise ProtocolError(
+                        sid,
+                        f"fields.{name}",
+                        f"{got!r} differs from {expected!r} derived from the setup (different "
+                        "budget, shares or depth at this site?).",
+                    )
+            n_train = msg.get("n_train", list)
+            spec = cfg.site(sid)
+            if len(n_train) != nf or any(
+                int(v) not in (spec.n // 2, spec.n - spec.n // 2) for v in n_train
+            ):
+                raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
+            count = msg.array("count", (nf,))
+            sums = msg.array("sums", (nf, *cfg.grid_shape, 2, 2))
+            for k in range(nf):
+                nt = float(n_train[k])
+                n1 = min(max(float(count[k]), 1.0), nt - 1.0)
+                sizes = np.array([nt - n1, n1])
+                agg[k] += w * sums[k] / sizes[:, None]
+                noise_var[k] += (w * plan.sigma_function / sizes) ** 2
+                pi1[k] += w * n1 / nt
+            n_total += int(n_train[0])
+        eta = np.empty((nf, *cfg.grid_shape, 2))
+        for k in range(nf):
+            for a in (0, 1):
+                ridge = RIDGE * math.sqrt(noise_var[k, a])
+                eta[k, ..., a] = eta_from_sums(agg[k, ..., a, :], ridge)
+        lo = 1.0 / n_total
+        p1 = np.clip(pi1, lo, 1.0 - lo)
+        pi = np.column_stack((1.0 - p1, p1))
+        self.model_ = Envelope(
+            "model",
+            cfg.protocol_id,
+            "centre",
+            fields={"weights": {s: float(w) for s, w in zip(cfg.site_ids, nu, strict=True)}},
+            arrays={"eta": eta, "pi": pi},
+        )
+        return self.model_
+
+    # ------------------------------------------------------------------ round 2
+    def finalize(self, messages: list[Envelope], model: Envelope | None = None) -> Envelope:
+        """Validate every ``round2`` message, search τ̂ and return the ``released_model``.
+
+        Parameters
+        ----------
+        messages : list of Envelope
+            One ``round2`` message per site.
+        model : Envelope, optional
+            The broadcast model (default: the one this centre produced).
+
+        Raises
+        ------
+        ProtocolError
+            A bad message (names the site and field), or Algorithm 4 infeasible when
+            ``correction="alg4"`` (the outcome is reported, not hidden: use "alg6", a
+            larger C_ω, or more data).
+        """
+        cfg = self.config
+        model = model if model is not None else self.model_
+        if model is None:
+            raise InvalidParameterError("finalize: the broadcast model is needed (run aggregate).")
+        from dpfair.fairclass.federated._site import check_model
+
+        eta, pi = check_model(model, cfg)
+        by_site = self._collect(messages, "round2")
+        nf, depth = cfg.n_folds, cfg.depth
+        n_nodes = (1 << (depth + 1)) - 1
+        mu = cfg.weights()
+        taus = cfg.tau_grid()
+        curves = np.zeros((nf, taus.size))
+        n_cal_all, eps2, deltas, privacy = [], [], [], {}
+        for w, sid in zip(mu, cfg.site_ids, strict=True):
+            msg = by_site[sid]
+            plan = cfg.plan(sid)
+            spec = cfg.site(sid)
+            got_depth = msg.get("depth", int)
+            if got_depth != depth:
+                raise ProtocolError(
+                    sid,
+                    "fields.depth",
+                    f"tree depth M = {got_depth} but the setup fixes M = {depth}: trees over "
+                    "different grids cannot be combined.",
+                )
+            sig = msg.number("sigma_tree", positive=True)
+            if not _close(sig, plan.sigma_tree):
+                raise ProtocolError(
+                    sid,
+                    "fields.sigma_tree",
+                    f"{sig!r} differs from {plan.sigma_tree!r} derived from the setup.",
+                )
+            n_cal = msg.get("n_cal", list)
+            if len(n_cal) != nf or any(
+                int(v) not in (spec.n // 2, spec.n - spec.n // 2) for v in n_cal
+            ):
+                raise ProtocolError(sid, "fields.n_cal", f"{n_cal!r} does not match N_s.")
+            trees = msg.array("trees", (nf, 2, n_nodes))
+            for k in range(nf):
+                dd_s, _ = site_dd_curve(trees[k], depth, sig, cfg.tail)
+                curves[k] += w * dd_s
+            n_cal_all.append(float(np.mean(n_cal)))
+            eps2.append(plan.round2_epsilon(spec.delta))
+            deltas.append(spec.delta)
+            priv = msg.fields.get("privacy")
+            privacy[sid] = priv if isinstance(priv, dict) else {}
+        om = omega(cfg.c_omega, mu, n_cal_all, eps2, deltas, depth, cfg.eta_fail)
+        target = cfg.alpha - cfg.alpha_margin
+        taus_out, diags = [], []
+        for k in range(nf):
+            res = correct(curves[k], cfg.correction, om)
+            if not res.feasible or res.values is None:
+                raise ProtocolError(
+                    "centre",
+                    "correction",
+                    f"Algorithm 4 is infeasible for fold {k + 1} (first violation at grid "
+                    f"index {res.first_violation}, omega = {om:.4g}): no non-increasing "
+                    "sequence within the band exists. Use correction='alg6' (the paper's "
+                    "practical variant), a larger c_omega, or more data.",
+                )
+            search = grid_threshold(taus, res.values, target, cfg.rho)
+            taus_out.append(search.tau)
+            diags.append(
+                {
+                    "fold": k + 1,
+                    "tau": search.tau,
+                    "outcome": search.outcome,
+                    "dd_at_tau": search.dd_at_tau,
+                    "dd_at_zero": float(res.values[taus.size // 2]),
+                    "correction": res.method,
+                    "monotone": res.monotone,
+                }
+            )
+        return Envelope(
+            "released_model",
+            cfg.protocol_id,
+            "centre",
+            fields={
+                "feature_bounds": [list(b) for b in cfg.feature_bounds],
+                "bandwidth": cfg.bandwidth,
+                "grid_shape": list(cfg.grid_shape),
+                "alpha": cfg.alpha,
+                "omega": om,
+                "depth": depth,
+                "thresholds": diags,
+                "tie_seed": int(self._rng.integers(0, 2**62)),
+                "site_privacy": privacy,
+                "weights": {s: float(w) for s, w in zip(cfg.site_ids, mu, strict=True)},
+            },
+            arrays={"eta": eta, "pi": pi, "tau": np.array(taus_out), "dd_curve": curves},
+        )

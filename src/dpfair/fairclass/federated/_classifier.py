@@ -1,0 +1,361 @@
+"""The final FDP-Fair classifier and the in-process driver of the whole protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
+from dpfair._rng import as_generator
+from dpfair.fairclass._model import ReleasedFold, row_uniforms
+from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
+from dpfair.fairclass.federated._centre import Centre
+from dpfair.fairclass.federated._messages import Envelope, ProtocolError, decode, encode
+from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
+from dpfair.fairclass.federated._site import Site
+from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.privacy import Budget
+
+__all__ = ["FDPFairClassifier", "FederatedModel", "run_protocol"]
+
+
+@dataclass(frozen=True, eq=False)
+class FederatedModel:
+    """The released FDP-Fair classifier: public numbers only, no rows, no noise source.
+
+    Built from a ``released_model`` message. :meth:`predict` is post-processing: the same
+    input gives the same output; cross-fitted disagreements are settled by a deterministic
+    hash of the row with the public salt ``tie_seed`` (as CDP-Fair).
+
+    Attributes
+    ----------
+    feature_lows, feature_highs : ndarray of shape (d,)
+    grid : KroneckerGaussianGrid
+    folds : tuple of ReleasedFold
+        (η̃ on the grid, π̃, τ̂) per fold.
+    tie_seed : int
+    info : dict
+        The message's fields (threshold diagnostics, ω, each site's privacy report).
+    """
+
+    feature_lows: NDArray[np.float64]
+    feature_highs: NDArray[np.float64]
+    grid: KroneckerGaussianGrid
+    folds: tuple[ReleasedFold, ...]
+    tie_seed: int
+    info: dict[str, Any]
+
+    @classmethod
+    def from_envelope(cls, env: Envelope) -> FederatedModel:
+        """Validate a ``released_model`` message."""
+        if env.kind != "released_model":
+            raise ProtocolError(env.sender, "kind", f"expected 'released_model', got {env.kind!r}.")
+        bounds = np.asarray(env.get("feature_bounds", list), dtype=np.float64)
+        shape = tuple(int(g) for g in env.get("grid_shape", list))
+        if bounds.ndim != 2 or bounds.shape != (len(shape), 2):
+            raise ProtocolError(env.sender, "fields.feature_bounds", "does not match grid_shape.")
+        h = env.number("bandwidth", positive=True)
+        tau = env.array("tau")
+        nf = tau.size
+        eta = env.array("eta", (nf, *shape, 2))
+        pi = env.array("pi", (nf, 2))
+        grid = KroneckerGaussianGrid.uniform(len(shape), shape, length_scale=h)
+        folds = tuple(ReleasedFold(eta=eta[k], pi=pi[k], tau=float(tau[k])) for k in range(nf))
+        return cls(
+            bounds[:, 0].copy(),
+            bounds[:, 1].copy(),
+            grid,
+            folds,
+            int(env.get("tie_seed", int)),
+            dict(env.fields),
+        )
+
+    def positive_rate(
+        self, X: ArrayLike, A: ArrayLike, *, clip: bool = False
+    ) -> NDArray[np.float64]:
+        """P(Ŷ = 1) of the (cross-fitted, randomised) classifier per row."""
+        U, groups = self._prepare(X, A, clip)
+        votes = np.zeros(U.shape[0])
+        for fold in self.folds:
+            votes += fold.decide(self.grid, U, groups)
+        return votes / len(self.folds)
+
+    def predict(self, X: ArrayLike, A: ArrayLike, *, clip: bool = False) -> NDArray[np.int64]:
+        """Labels 0/1, deterministic (no noise is drawn, no data is read)."""
+        U, groups = self._prepare(X, A, clip)
+        votes = np.zeros(U.shape[0])
+        for fold in self.folds:
+            votes += fold.decide(self.grid, U, groups)
+        p = votes / len(self.folds)
+        return (row_uniforms(U, groups, self.tie_seed) < p).astype(np.int64)
+
+    def _prepare(
+        self, X: ArrayLike, A: ArrayLike, clip: bool
+    ) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidDataError("X: expected a numeric 2-D array.") from None
+        if arr.ndim != 2 or arr.shape[1] != self.feature_lows.size:
+            raise InvalidDataError(
+                f"X has shape {arr.shape}; the model expects {self.feature_lows.size} features."
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidDataError("X contains NaN or inf.")
+        groups = check_sensitive(A, arr.shape[0])
+        U = scale_to_unit_box(arr, self.feature_lows, self.feature_highs, clip=clip)
+        return U, groups
+
+
+def _as_list(name: str, value: Any, n_sites: int) -> list[float]:
+    if np.ndim(value) == 0:
+        return [float(value)] * n_sites
+    vals = [float(v) for v in value]
+    if len(vals) != n_sites:
+        raise InvalidParameterError(
+            f"{name}: {len(vals)} value(s) for {n_sites} site(s); give one per site or a scalar."
+        )
+    return vals
+
+
+def run_protocol(
+    config: ProtocolConfig,
+    data: Sequence[tuple[ArrayLike, ArrayLike, ArrayLike]],
+    *,
+    random_state: Any = None,
+    clip: bool = False,
+) -> tuple[Envelope, list[Site]]:
+    """Run setup → round 1 → aggregate → round 2 → finalize in one process.
+
+    Every message is encoded to bytes and decoded again exactly as a file would be, so this
+    is the same code path as the multi-process run (``dpfair fdp …``).
+
+    Returns
+    -------
+    (released_model message, the Site objects)
+    """
+    rng = as_generator(random_state, name="random_state")
+    seeds = np.random.SeedSequence(rng.integers(0, 2**63 - 1, size=4).tolist()).spawn(len(data) + 1)
+    setup = decode(encode(config.to_envelope()), kind="setup")
+    cfg = ProtocolConfig.from_envelope(setup)
+    sites = [
+        Site(sid, X, y, A, config=cfg, random_state=seeds[i], clip=clip)
+        for i, (sid, (X, y, A)) in enumerate(zip(cfg.site_ids, data, strict=True))
+    ]
+    centre = Centre(cfg, random_state=seeds[-1])
+    r1 = [decode(encode(s.round1()), kind="round1", protocol_id=cfg.protocol_id) for s in sites]
+    model = decode(encode(centre.aggregate(r1)), kind="model", protocol_id=cfg.protocol_id)
+    r2 = [
+        decode(encode(s.round2(model)), kind="round2", protocol_id=cfg.protocol_id) for s in sites
+    ]
+    final = decode(
+        encode(centre.finalize(r2, model)), kind="released_model", protocol_id=cfg.protocol_id
+    )
+    return final, sites
+
+
+class FDPFairClassifier(ClassifierMixin, BaseEstimator):
+    """Fairness-aware classifier trained across S sites under federated DP (FDP-Fair).
+
+    Paper 003, Algorithm 1 (with Algorithms 2–4 and 6), run as the real message protocol of
+    :mod:`dpfair.fairclass.federated` inside one process. Each site's data stay with its
+    :class:`Site`; only noisy releases cross (as encoded messages).
+
+    Parameters
+    ----------
+    epsilon : float or sequence of float, default=1.0
+        Each site's own ε_s (a scalar applies to every site).
+    delta : float or sequence of float, default=1e-5
+        Each site's own δ_s; the paper uses (N_s/2)^-2.
+    alpha : float, default=0.1
+        Disparity tolerance α.
+    feature_bounds : sequence of (lo, hi)
+        Public feature box.
+    rho : float, default=0.03
+        Tolerance band ρ of the threshold search.
+    c_omega : float, default=0.1
+        C_ω of the monotone band ω.
+    alpha_margin : float, default=0.0
+        Target α − margin in the search (paper §4.2 suggests ρ to keep |DD| ≤ α w.h.p.).
+    correction : {"alg6", "alg4", "isotonic", "none"}, default="alg6"
+    tail : {"dyadic", "consistent"}, default="dyadic"
+    depth : int or None, default=None
+        Tree depth M; None: the paper's rule max(⌊log2 Σ min(N_s, N_s²ε_s²)⌋ + 1, 6).
+    bandwidth : float or None, default=None
+        Common bandwidth (unit-box units); None: public rule (see
+        :func:`~dpfair.fairclass.federated.make_protocol`).
+    cross_fit : bool, default=True
+    s1_share : float, default=0.5
+        Round 1's share of each site's μ*² with cross-fitting.
+    count_share : float, default=0.05
+    eta_fail : float, default=0.05
+    random_state : None, int, SeedSequence or Generator
+    clip : bool, default=False
+
+    Attributes
+    ----------
+    model_ : FederatedModel
+        The released classifier (also ``released_model_``: the message).
+    tau_ : ndarray of shape (n_folds,)
+    pi_ : ndarray of shape (n_folds, 2)
+    privacy_spent_ : Budget
+        The largest per-site spend, (max_s ε_s, max_s δ_s); each site's own is in
+        ``site_privacy_``. Sites hold disjoint data, so a person in site s is protected by
+        site s's (ε_s, δ_s) (federated DP, paper Definition 2).
+    site_privacy_ : dict
+        Each site's ledger summary (requested, spent, every release).
+    protocol_ : ProtocolConfig
+
+    Notes
+    -----
+    Per site: round 1 (π̃^s and the kernel sums) and round 2 (the trees) are Gaussian
+    mechanisms composed exactly in Gaussian DP; the site never exceeds its (ε_s, δ_s)
+    (``_protocol.py``; ``docs/proofs/fairclass_fdp_fair.md``). Prediction is
+    post-processing of the released model.
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: Any = 1.0,
+        delta: Any = 1e-5,
+        alpha: float = 0.1,
+        feature_bounds: Any = None,
+        rho: float = 0.03,
+        c_omega: float = 0.1,
+        alpha_margin: float = 0.0,
+        correction: str = "alg6",
+        tail: str = "dyadic",
+        depth: int | None = None,
+        bandwidth: float | None = None,
+        cross_fit: bool = True,
+        s1_share: float = 0.5,
+        count_share: float = 0.05,
+        eta_fail: float = 0.05,
+        random_state: Any = None,
+        clip: bool = False,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.feature_bounds = feature_bounds
+        self.rho = rho
+        self.c_omega = c_omega
+        self.alpha_margin = alpha_margin
+        self.correction = correction
+        self.tail = tail
+        self.depth = depth
+        self.bandwidth = bandwidth
+        self.cross_fit = cross_fit
+        self.s1_share = s1_share
+        self.count_share = count_share
+        self.eta_fail = eta_fail
+        self.random_state = random_state
+        self.clip = clip
+
+    def fit(
+        self,
+        X: Sequence[ArrayLike],
+        y: Sequence[ArrayLike],
+        *,
+        sensitive_features: Sequence[ArrayLike],
+    ) -> FDPFairClassifier:
+        """Run the protocol with one entry of ``X``, ``y``, ``sensitive_features`` per site.
+
+        Returns
+        -------
+        self
+        """
+        if (
+            not isinstance(X, (list, tuple))
+            or not isinstance(y, (list, tuple))
+            or not isinstance(sensitive_features, (list, tuple))
+        ):
+            raise InvalidParameterError(
+                "X, y and sensitive_features: expected lists with one array per site, e.g. "
+                "fit([X1, X2], [y1, y2], sensitive_features=[A1, A2])."
+            )
+        n_sites = len(X)
+        if n_sites == 0 or len(y) != n_sites or len(sensitive_features) != n_sites:
+            raise InvalidParameterError(
+                f"X, y, sensitive_features: {len(X)}, {len(y)} and {len(sensitive_features)} "
+                "site entries; they must be equal and >= 1."
+            )
+        eps = _as_list("epsilon", self.epsilon, n_sites)
+        dls = _as_list("delta", self.delta, n_sites)
+        specs = [
+            SiteSpec(f"site-{i + 1}", int(np.shape(X[i])[0]), eps[i], dls[i])
+            for i in range(n_sites)
+        ]
+        rng = as_generator(self.random_state, name="random_state")
+        cfg = make_protocol(
+            specs,
+            feature_bounds=self.feature_bounds,
+            alpha=self.alpha,
+            alpha_margin=self.alpha_margin,
+            rho=self.rho,
+            c_omega=self.c_omega,
+            eta_fail=self.eta_fail,
+            correction=self.correction,
+            tail=self.tail,
+            cross_fit=self.cross_fit,
+            s1_share=self.s1_share,
+            count_share=self.count_share,
+            bandwidth=self.bandwidth,
+            depth=self.depth,
+            protocol_id=f"inproc-{int(rng.integers(0, 2**62)):x}",
+        )
+        for i in range(n_sites):
+            check_binary("y", y[i], n_samples=int(np.shape(X[i])[0]))
+        final, sites = run_protocol(
+            cfg,
+            list(zip(X, y, sensitive_features, strict=True)),
+            random_state=rng,
+            clip=bool(self.clip),
+        )
+        model = FederatedModel.from_envelope(final)
+        self.protocol_ = cfg
+        self.released_model_ = final
+        self.model_ = model
+        self.tau_ = np.array([f.tau for f in model.folds])
+        self.pi_ = np.vstack([f.pi for f in model.folds])
+        self.classes_ = np.array([0, 1])
+        self.n_features_in_ = len(cfg.feature_bounds)
+        self.site_privacy_ = {s.site_id: s.ledger.to_dict() for s in sites}
+        spent = [s.ledger.spent for s in sites]
+        self.privacy_spent_ = Budget.approx(
+            max(float(b.epsilon or 0.0) for b in spent),
+            max(b.delta for b in spent),
+            note="largest per-site spend (federated DP: each site's own budget)",
+        )
+        self.thresholds_ = model.info.get("thresholds")
+        return self
+
+    def _model(self) -> FederatedModel:
+        model = getattr(self, "model_", None)
+        if model is None:
+            raise NotFittedError(
+                "This FDPFairClassifier instance is not fitted yet. Call 'fit' with "
+                "appropriate arguments before using this estimator."
+            )
+        return model
+
+    def predict_proba(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.float64]:
+        """Probability of each output of the cross-fitted randomised classifier."""
+        p = self._model().positive_rate(X, sensitive_features, clip=bool(self.clip))
+        return np.column_stack((1.0 - p, p))
+
+    def predict(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.int64]:
+        """Labels 0/1: post-processing of the released model (no noise, no data)."""
+        return self._model().predict(X, sensitive_features, clip=bool(self.clip))
+
+    def score(self, X: ArrayLike, y: ArrayLike, *, sensitive_features: ArrayLike) -> float:
+        """Accuracy of :meth:`predict`."""
+        pred = self.predict(X, sensitive_features=sensitive_features)
+        truth = check_binary("y", y, n_samples=pred.size)
+        return float(np.mean(pred == truth))

@@ -1,0 +1,540 @@
+"""Public protocol parameters, each site's privacy plan, and the site ledger.
+
+Privacy of one site s (replace-one neighbours inside the site's own data; N_s public; the
+split of the site's rows into halves T and C is drawn independently of the data, so a
+replaced record lies in exactly one half). Every release is a Gaussian mechanism, so the
+site accounts in Gaussian differential privacy (μ-GDP; Dong, Roth & Su 2022): a Gaussian
+release with L2 sensitivity Δ and noise σ is (Δ/σ)-GDP, adaptive composition of μ_k-GDP
+releases on the same rows is sqrt(Σ μ_k²)-GDP exactly, and μ-GDP is (ε, δ)-DP for exactly
+the (ε, δ) pairs of the analytic Gaussian mechanism (Balle & Wang 2018) with σ = 1/μ.
+
+Round 1 on T (one Gaussian mechanism, as CDP-Fair's S1, ``fairclass/_budget.py``):
+    ñ_{s,1} = n_1(T) + N(0, σ_c²)                 Δ = 1            μ_c = 1/σ_c
+    F̃_{a,y} = F_{a,y} + σ_f·W_{a,y} (4 functions)  Δ_H = √2         μ_f = √2/σ_f
+    μ₁² = μ_c² + μ_f², with μ_c² = w_c·μ₁² (``count_share``).
+Round 2 on C (given the broadcast model, which is a post-processing of round-1 releases):
+    two noisy binary trees of depth M with noisy roots, one per group, σ_t per node:
+    Δ₂ = sqrt(2(M + 1)) for the pair (a record changing group leaves one tree and enters
+    the other on all M + 1 levels; see :class:`dpfair.mechanisms.NoisyBinaryTree`):
+    μ₂ = sqrt(2(M + 1))/σ_t.
+
+Composition per row:
+    * ``cross_fit=False``: T sees round 1 only, C round 2 only → parallel composition,
+      μ₁ = μ₂ = μ* where μ* is the GDP level of the site's (ε_s, δ_s).
+    * ``cross_fit=True`` (two folds, halves swapped): every row is in one round-1 release
+      (as training half of one fold) and one round-2 release (as calibration half of the
+      other): μ₁² + μ₂² = μ*², split by ``s1_share`` (μ₁² = s·μ*²). Composed exactly — the
+      site spends (ε_s, δ_s) in total, not per fold.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpfair._errors import InvalidParameterError
+from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, LedgerRecord
+from dpfair.fairclass._model import bandwidth_rule, make_grid
+from dpfair.fairclass._validation import check_alpha, check_budget, check_feature_bounds
+from dpfair.fairclass.federated._messages import Envelope, ProtocolError
+from dpfair.fairclass.federated._monotone import CORRECTIONS
+from dpfair.mechanisms import analytic_gaussian_delta, analytic_gaussian_sigma
+from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.privacy import Accountant, Budget
+
+__all__ = [
+    "ProtocolConfig",
+    "SiteLedger",
+    "SitePlan",
+    "SiteSpec",
+    "depth_rule",
+    "effective_size",
+    "gdp_epsilon",
+    "make_protocol",
+    "site_plan",
+]
+
+TAIL_ESTIMATORS = ("dyadic", "consistent")
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε with μ-GDP ⇒ (ε, δ)-DP (analytic Gaussian with σ = 1/μ, Δ = 1)."""
+    if mu <= 0:
+        return 0.0
+    sigma = 1.0 / mu
+    if analytic_gaussian_delta(sigma, 1.0, 0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while analytic_gaussian_delta(sigma, 1.0, hi) > delta:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if analytic_gaussian_delta(sigma, 1.0, mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * max(hi, 1.0):
+            break
+    return hi
+
+
+def effective_size(n: float, epsilon: float) -> float:
+    """min(N, N²ε²): the effective sample size of paper 003 (its weights and its rule for M)."""
+    return float(min(n, (n * epsilon) ** 2))
+
+
+def depth_rule(sizes: list[int], epsilons: list[float]) -> int:
+    """M = max(⌊log2 Σ_s min(N_s, N_s² ε_s²)⌋ + 1, 6) (paper §5.1.2)."""
+    total = sum(effective_size(n, e) for n, e in zip(sizes, epsilons, strict=True))
+    return max(math.floor(math.log2(total)) + 1, 6)
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    """Public facts about one site: id, size N_s and budget (ε_s, δ_s)."""
+
+    site_id: str
+    n: int
+    epsilon: float
+    delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"site_id": self.site_id, "n": self.n, "epsilon": self.epsilon, "delta": self.delta}
+
+
+@dataclass(frozen=True)
+class SitePlan:
+    """Noise scales of one site (module docstring).
+
+    Attributes
+    ----------
+    mu_total : float
+        μ* of the site's (ε_s, δ_s).
+    mu_round1, mu_round2 : float
+        GDP levels of the round-1 release and of the round-2 pair of trees.
+    sigma_count, sigma_function, sigma_tree : float
+        σ_c, σ_f (multiplier of the GP), σ_t (per tree node).
+    """
+
+    mu_total: float
+    mu_round1: float
+    mu_round2: float
+    sigma_count: float
+    sigma_function: float
+    sigma_tree: float
+
+    def round2_epsilon(self, delta: float) -> float:
+        """The (ε, δ) level of the round-2 release alone (for ω)."""
+        return gdp_epsilon(self.mu_round2, delta)
+
+
+def site_plan(
+    epsilon: float,
+    delta: float,
+    depth: int,
+    *,
+    cross_fit: bool,
+    s1_share: float,
+    count_share: float,
+) -> SitePlan:
+    """Derive σ_c, σ_f, σ_t from (ε_s, δ_s) (module docstring)."""
+    mu_star = 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
+    if cross_fit:
+        mu1 = mu_star * math.sqrt(s1_share)
+        mu2 = mu_star * math.sqrt(1.0 - s1_share)
+    else:
+        mu1 = mu2 = mu_star
+    mu_c = mu1 * math.sqrt(count_share)
+    mu_f = mu1 * math.sqrt(1.0 - count_share)
+    return SitePlan(
+        mu_total=mu_star,
+        mu_round1=mu1,
+        mu_round2=mu2,
+        sigma_count=1.0 / mu_c,
+        sigma_function=KERNEL_SUM_RKHS_SENSITIVITY / mu_f,
+        sigma_tree=math.sqrt(2.0 * (depth + 1)) / mu2,
+    )
+
+
+@dataclass
+class SiteLedger:
+    """One site's accountant over both rounds, row partition by row partition.
+
+    Each partition ("half A", "half B") has a zCDP :class:`~dpfair.privacy.Accountant`
+    with limit ρ* = μ*²/2: for Gaussian releases ρ = μ²/2 and zCDP adds exactly like μ²,
+    so the filter is exact for this protocol and refuses a release that would exceed the
+    site's budget *before* the noise is drawn. The reported (ε, δ) is the exact analytic-
+    Gaussian conversion of the composed μ (tighter than a generic zCDP conversion, valid
+    because every release is Gaussian).
+    """
+
+    site_id: str
+    epsilon: float
+    delta: float
+    mu_total: float
+    records: list[LedgerRecord] = field(default_factory=list)
+    accountants: dict[str, Accountant] = field(default_factory=dict)
+
+    def charge(self, label: str, rows: str, mu: float, noise: str) -> None:
+        """Charge a μ-GDP release on ``rows`` (raises BudgetExceededError if over)."""
+        limit = Budget.zcdp(self.mu_total**2 / 2.0 * (1.0 + 1e-9))
+        acct = self.accountants.setdefault(rows, Accountant(limit))
+        budget = Budget.zcdp(mu**2 / 2.0, note=f"{mu:.6g}-GDP")
+        acct.charge(budget, label=label)
+        self.records.append(LedgerRecord(label, rows, budget, noise=noise))
+
+    def mu_by_rows(self) -> dict[str, float]:
+        """Composed μ per partition."""
+        return {
+            rows: math.sqrt(2.0 * float(acct.spent.rho or 0.0))
+            for rows, acct in self.accountants.items()
+        }
+
+    @property
+    def spent(self) -> Budget:
+        """(ε, δ) of everything released so far: parallel over halves, exact GDP within."""
+        mus = self.mu_by_rows()
+        mu = max(mus.values(), default=0.0)
+        return Budget.approx(
+            gdp_epsilon(mu, self.delta),
+            self.delta,
+            note="exact Gaussian-DP composition within a half, parallel across halves",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (sent to the centre in round 2: public facts only)."""
+        spent = self.spent
+        return {
+            "site_id": self.site_id,
+            "requested": {"epsilon": self.epsilon, "delta": self.delta},
+            "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
+            "mu_by_rows": self.mu_by_rows(),
+            "records": [
+                {"label": r.label, "rows": r.rows, "rho": r.budget.rho, "noise": r.noise}
+                for r in self.records
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Public parameters shared by every party (the ``setup`` message).
+
+    Attributes
+    ----------
+    protocol_id : str
+        Random run id; every later message must carry it.
+    sites : tuple of SiteSpec
+    feature_bounds : tuple of (lo, hi)
+    bandwidth : float
+        h in unit-box units, common to all sites.
+    grid_shape : tuple of int
+        Nodes per axis of the public grid on [0, 1]^d.
+    depth : int
+        Tree depth M (2^M bins on [−1, 1]).
+    alpha, alpha_margin, rho, c_omega, eta_fail : float
+        α, the margin (target α − margin), the tolerance band ρ, C_ω, and η of ω.
+    correction : str
+        "alg6", "alg4", "isotonic" or "none".
+    tail : str
+        "dyadic" (paper: sum of O(M) nodes) or "consistent" (Honaker BLUE).
+    cross_fit : bool
+    s1_share, count_share : float
+    """
+
+    protocol_id: str
+    sites: tuple[SiteSpec, ...]
+    feature_bounds: tuple[tuple[float, float], ...]
+    bandwidth: float
+    grid_shape: tuple[int, ...]
+    depth: int
+    alpha: float
+    alpha_margin: float
+    rho: float
+    c_omega: float
+    eta_fail: float
+    correction: str
+    tail: str
+    cross_fit: bool
+    s1_share: float
+    count_share: float
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def n_folds(self) -> int:
+        """2 with cross-fitting, else 1."""
+        return 2 if self.cross_fit else 1
+
+    @property
+    def site_ids(self) -> tuple[str, ...]:
+        """Site ids in protocol order."""
+        return tuple(s.site_id for s in self.sites)
+
+    def site(self, site_id: str) -> SiteSpec:
+        """The spec of ``site_id`` (ProtocolError if unknown)."""
+        for s in self.sites:
+            if s.site_id == site_id:
+                return s
+        raise ProtocolError(site_id, "sender", f"not a site of this protocol {self.site_ids}.")
+
+    def plan(self, site_id: str) -> SitePlan:
+        """The noise plan of ``site_id`` (recomputable by anyone from public parameters)."""
+        s = self.site(site_id)
+        return site_plan(
+            s.epsilon,
+            s.delta,
+            self.depth,
+            cross_fit=self.cross_fit,
+            s1_share=self.s1_share,
+            count_share=self.count_share,
+        )
+
+    def grid(self) -> KroneckerGaussianGrid:
+        """The public grid (rebuilt identically by every party)."""
+        return KroneckerGaussianGrid.uniform(
+            len(self.grid_shape), self.grid_shape, length_scale=self.bandwidth
+        )
+
+    def weights(self) -> np.ndarray:
+        """ν_s = μ_s ∝ min(N_s, N_s² ε_s²), normalised to sum to 1 (paper §4, Theorem 2)."""
+        w = np.array([effective_size(s.n, s.epsilon) for s in self.sites], dtype=np.float64)
+        return w / w.sum()
+
+    def tau_grid(self) -> np.ndarray:
+        """τ_j = −1 + 2j/2^M, j = 0..2^M (contains 0 exactly)."""
+        k = 1 << self.depth
+        return -1.0 + 2.0 * np.arange(k + 1, dtype=np.float64) / k
+
+    # ------------------------------------------------------------------ messages
+    def to_envelope(self) -> Envelope:
+        """The ``setup`` message."""
+        return Envelope(
+            "setup",
+            self.protocol_id,
+            "centre",
+            fields={
+                "sites": [s.to_dict() for s in self.sites],
+                "feature_bounds": [list(b) for b in self.feature_bounds],
+                "bandwidth": self.bandwidth,
+                "grid_shape": list(self.grid_shape),
+                "depth": self.depth,
+                "alpha": self.alpha,
+                "alpha_margin": self.alpha_margin,
+                "rho": self.rho,
+                "c_omega": self.c_omega,
+                "eta_fail": self.eta_fail,
+                "correction": self.correction,
+                "tail": self.tail,
+                "cross_fit": self.cross_fit,
+                "s1_share": self.s1_share,
+                "count_share": self.count_share,
+            },
+        )
+
+    @classmethod
+    def from_envelope(cls, env: Envelope) -> ProtocolConfig:
+        """Validate a ``setup`` message."""
+        if env.kind != "setup":
+            raise ProtocolError(env.sender, "kind", f"expected 'setup', got {env.kind!r}.")
+        raw_sites = env.get("sites", list)
+        sites = []
+        for i, s in enumerate(raw_sites):
+            if not isinstance(s, dict):
+                raise ProtocolError(env.sender, f"fields.sites[{i}]", "expected an object.")
+            try:
+                spec = SiteSpec(
+                    str(s["site_id"]), int(s["n"]), float(s["epsilon"]), float(s["delta"])
+                )
+            except (KeyError, TypeError, ValueError):
+                raise ProtocolError(env.sender, f"fields.sites[{i}]", "malformed.") from None
+            sites.append(spec)
+        try:
+            return make_protocol(
+                sites,
+                feature_bounds=env.get("feature_bounds", list),
+                alpha=env.number("alpha"),
+                alpha_margin=env.number("alpha_margin"),
+                rho=env.number("rho"),
+                c_omega=env.number("c_omega"),
+                eta_fail=env.number("eta_fail"),
+                correction=env.get("correction", str),
+                tail=env.get("tail", str),
+                cross_fit=env.get("cross_fit", bool),
+                s1_share=env.number("s1_share"),
+                count_share=env.number("count_share"),
+                bandwidth=env.number("bandwidth", positive=True),
+                grid_shape=tuple(int(g) for g in env.get("grid_shape", list)),
+                depth=int(env.number("depth", positive=True)),
+                protocol_id=env.protocol_id,
+            )
+        except InvalidParameterError as exc:
+            if isinstance(exc, ProtocolError):
+                raise
+            raise ProtocolError(env.sender, "fields", str(exc)) from None
+
+
+def _share(name: str, v: Any) -> float:
+    x = float(v)
+    if not 0.0 < x < 1.0:
+        raise InvalidParameterError(f"{name}={v!r}: must lie strictly between 0 and 1.")
+    return x
+
+
+def make_protocol(
+    sites: list[SiteSpec] | list[tuple[str, int, float, float]],
+    *,
+    feature_bounds: Any,
+    alpha: float,
+    alpha_margin: float = 0.0,
+    rho: float = 0.03,
+    c_omega: float = 0.1,
+    eta_fail: float = 0.05,
+    correction: str = "alg6",
+    tail: str = "dyadic",
+    cross_fit: bool = True,
+    s1_share: float = 0.5,
+    count_share: float = 0.05,
+    bandwidth: float | None = None,
+    grid_shape: tuple[int, ...] | None = None,
+    depth: int | None = None,
+    grid_resolution: float = 4.0,
+    max_grid_nodes: int = 2**18,
+    protocol_id: str | None = None,
+) -> ProtocolConfig:
+    """Build and validate the public protocol parameters (the centre's ``setup``).
+
+    Parameters
+    ----------
+    sites : list of SiteSpec or (site_id, N_s, ε_s, δ_s)
+        Public size and budget of every site (replace-one DP: N_s is public).
+    feature_bounds : sequence of (lo, hi)
+        Public feature box.
+    alpha : float
+        Disparity tolerance α ∈ (0, 1).
+    alpha_margin : float, default 0
+        Target α − margin in the threshold search (paper §4.2: α − ρ keeps the population
+        disparity below α with high probability).
+    rho : float, default 0.03
+        Tolerance band ρ of the threshold search (paper §5.1.2).
+    c_omega : float, default 0.1
+        C_ω of the monotone band ω.
+    eta_fail : float, default 0.05
+        η in ω's log(M/η).
+    correction : {"alg6", "alg4", "isotonic", "none"}, default "alg6"
+    tail : {"dyadic", "consistent"}, default "dyadic"
+        Tail counts from the O(M) canonical nodes (paper), or from Honaker's consistent
+        (BLUE) estimate of each tree — also post-processing, lower variance.
+    cross_fit : bool, default True
+        Two folds with the halves swapped; budget composed per row (module docstring).
+    s1_share : float in (0, 1), default 0.5
+        Round 1's share of μ*² when cross-fitting.
+    count_share : float in (0, 1), default 0.05
+        The group count's share of round 1's μ₁².
+    bandwidth : float, optional
+        h in unit-box units; default :func:`dpfair.fairclass.bandwidth_rule` with
+        n = Σ_s ⌊N_s/2⌋ and the privacy term at the aggregate's noise level
+        (n·μ_f)_eff = 1/sqrt(Σ_s ν_s²/(n_s μ_{f,s})²) — public quantities only.
+    grid_shape, depth : optional
+        Override the grid (default :func:`dpfair.fairclass._model.make_grid`) and M (default
+        :func:`depth_rule`).
+    """
+    specs: list[SiteSpec] = []
+    for s in sites:
+        spec = s if isinstance(s, SiteSpec) else SiteSpec(*s)
+        if not isinstance(spec.site_id, str) or not spec.site_id:
+            raise InvalidParameterError(f"site id {spec.site_id!r}: expected a non-empty string.")
+        eps, dl = check_budget(spec.epsilon, spec.delta)
+        if int(spec.n) < 8:
+            raise InvalidParameterError(f"site {spec.site_id!r}: n={spec.n!r} is too small.")
+        specs.append(SiteSpec(spec.site_id, int(spec.n), eps, dl))
+    if not specs:
+        raise InvalidParameterError("sites: at least one site is required.")
+    ids = [s.site_id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise InvalidParameterError(f"sites: duplicate site ids in {ids}.")
+    a, margin = check_alpha(alpha, alpha_margin)
+    for name, v in (("rho", rho), ("c_omega", c_omega)):
+        if not (math.isfinite(float(v)) and float(v) >= 0):
+            raise InvalidParameterError(f"{name}={v!r}: must be a finite number >= 0.")
+    eta_f = _share("eta_fail", eta_fail)
+    if correction not in CORRECTIONS:
+        raise InvalidParameterError(f"correction={correction!r}: expected one of {CORRECTIONS}.")
+    if tail not in TAIL_ESTIMATORS:
+        raise InvalidParameterError(f"tail={tail!r}: expected one of {TAIL_ESTIMATORS}.")
+    if not isinstance(cross_fit, (bool, np.bool_)):
+        raise InvalidParameterError(f"cross_fit={cross_fit!r}: expected True or False.")
+    s1 = _share("s1_share", s1_share)
+    cs = _share("count_share", count_share)
+    fb = np.asarray(feature_bounds, dtype=np.float64) if feature_bounds is not None else None
+    d = 0 if fb is None or fb.ndim != 2 else fb.shape[0]
+    lows, highs = check_feature_bounds(feature_bounds, max(d, 1))
+    d = lows.size
+    m = depth_rule([s.n for s in specs], [s.epsilon for s in specs]) if depth is None else depth
+    if isinstance(m, bool) or int(m) != m or not 1 <= int(m) <= 24:
+        raise InvalidParameterError(f"depth={depth!r}: expected an integer in [1, 24].")
+    m = int(m)
+    tmp_id = protocol_id or secrets.token_hex(8)
+    cfg_partial = ProtocolConfig(
+        tmp_id,
+        tuple(specs),
+        tuple(zip(lows.tolist(), highs.tolist(), strict=True)),
+        1.0,
+        (2,) * d,
+        m,
+        a,
+        margin,
+        float(rho),
+        float(c_omega),
+        eta_f,
+        correction,
+        tail,
+        bool(cross_fit),
+        s1,
+        cs,
+    )
+    if bandwidth is None:
+        n_train = [s.n // 2 for s in specs]
+        nu = cfg_partial.weights()
+        mu_f = [
+            KERNEL_SUM_RKHS_SENSITIVITY / cfg_partial.plan(s.site_id).sigma_function for s in specs
+        ]
+        inv = math.sqrt(
+            sum((w / (n * mf)) ** 2 for w, n, mf in zip(nu, n_train, mu_f, strict=True))
+        )
+        n_tot = sum(n_train)
+        h = bandwidth_rule(n_tot, d, (1.0 / inv) / n_tot)
+    else:
+        h = float(bandwidth)
+        if not (math.isfinite(h) and 0 < h <= 10):
+            raise InvalidParameterError(f"bandwidth={bandwidth!r}: expected a number in (0, 10].")
+    if grid_shape is None:
+        shape = make_grid(d, h, resolution=grid_resolution, max_nodes=max_grid_nodes).shape
+    else:
+        shape = tuple(int(g) for g in grid_shape)
+        if len(shape) != d or min(shape) < 2:
+            raise InvalidParameterError(
+                f"grid_shape={grid_shape!r}: need {d} axis sizes, each >= 2."
+            )
+    return ProtocolConfig(
+        tmp_id,
+        tuple(specs),
+        cfg_partial.feature_bounds,
+        h,
+        tuple(shape),
+        m,
+        a,
+        margin,
+        float(rho),
+        float(c_omega),
+        eta_f,
+        correction,
+        tail,
+        bool(cross_fit),
+        s1,
+        cs,
+    )

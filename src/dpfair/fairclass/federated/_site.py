@@ -1,0 +1,289 @@
+"""The site role of FDP-Fair: one data holder, its own data only, two messages out.
+
+A :class:`Site` never receives another site's data: its inputs are its own rows, the public
+``setup`` message and the centre's broadcast model (a post-processing of all sites' noisy
+round-1 releases).
+
+Releases and their privacy shares (derivations in ``_protocol.py`` and
+``docs/proofs/fairclass_fdp_fair.md``):
+
+* round 1, per fold, on the fold's training half T: ñ_{s,1} = n_1(T) + N(0, σ_c²) and the
+  four binned kernel sums F_{a,y} + σ_f·W_{a,y} on the public grid — one μ₁-GDP release;
+* round 2, per fold, on the calibration half C: Z_i = 2(2a−1)·π̃_a·(η̃_a(X_i) − 1/2) with the
+  broadcast (η̃, π̃); a binary tree of counts of Z over group 0 and of −Z over group 1
+  (2^M bins of [−1, 1], noisy roots), N(0, σ_t²) on every node — one μ₂-GDP release.
+
+Without cross-fitting the halves are disjoint (parallel composition, μ₁ = μ₂ = μ*); with it
+each half is in one release of each round and the site's ledger composes them exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpfair._errors import InsufficientDataError, InvalidDataError
+from dpfair._rng import as_generator
+from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
+from dpfair.fairclass._model import ReleasedFold, kernel_cell_sums
+from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
+from dpfair.fairclass.federated._messages import Envelope, ProtocolError
+from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
+from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism
+from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts
+
+__all__ = ["Site", "flatten_levels", "unflatten_levels"]
+
+_HALVES = ("half A", "half B")
+#: Each group needs at least this many rows in each half of each site.
+MIN_GROUP_ROWS_PER_HALF = 2
+
+
+def flatten_levels(levels: tuple[NDArray[np.float64], ...]) -> NDArray[np.float64]:
+    """Concatenate tree levels 0..M into one vector of length 2^(M+1) − 1."""
+    return np.concatenate([np.asarray(lv, dtype=np.float64) for lv in levels])
+
+
+def unflatten_levels(flat: NDArray[np.float64], depth: int) -> tuple[NDArray[np.float64], ...]:
+    """Inverse of :func:`flatten_levels`."""
+    out = []
+    start = 0
+    for ell in range(depth + 1):
+        out.append(np.asarray(flat[start : start + (1 << ell)], dtype=np.float64))
+        start += 1 << ell
+    return tuple(out)
+
+
+def folds_of(cross_fit: bool) -> list[tuple[int, int]]:
+    """(training half, calibration half) per fold."""
+    return [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
+
+
+class Site:
+    """One data holder of the FDP-Fair protocol.
+
+    Parameters
+    ----------
+    site_id : str
+        Must be one of the setup's sites; its public N_s must equal ``len(X)``.
+    X : array-like of shape (N_s, d)
+    y : array-like of shape (N_s,)
+        Labels 0/1.
+    sensitive_features : array-like of shape (N_s,)
+        Groups 0/1.
+    config : ProtocolConfig
+        The public ``setup``.
+    random_state : None, int, SeedSequence or Generator
+        Source of the split and of all of this site's noise (fresh OS entropy if None).
+    clip : bool, default False
+        Clip features into the public box instead of raising.
+
+    Attributes
+    ----------
+    ledger : SiteLedger
+        The site's own accountant over both rounds.
+    """
+
+    def __init__(
+        self,
+        site_id: str,
+        X: ArrayLike,
+        y: ArrayLike,
+        sensitive_features: ArrayLike,
+        *,
+        config: ProtocolConfig,
+        random_state: Any = None,
+        clip: bool = False,
+    ) -> None:
+        spec = config.site(site_id)
+        self.site_id = site_id
+        self.config = config
+        self.plan = config.plan(site_id)
+        try:
+            X_arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ProtocolError(site_id, "X", "expected a numeric 2-D array.") from None
+        d = len(config.feature_bounds)
+        if X_arr.ndim != 2 or X_arr.shape[1] != d:
+            raise ProtocolError(
+                site_id, "X", f"has shape {X_arr.shape}; the protocol has {d} features."
+            )
+        if not np.all(np.isfinite(X_arr)):
+            raise ProtocolError(site_id, "X", "contains NaN or inf.")
+        n = X_arr.shape[0]
+        if n != spec.n:
+            raise ProtocolError(
+                site_id,
+                "n",
+                f"the site holds {n} rows but the setup declares N_s = {spec.n}: the public "
+                "size must match (replace-one DP assumes N_s public).",
+            )
+        try:
+            self._y = check_binary("y", y, n_samples=n)
+            self._A = check_sensitive(sensitive_features, n)
+            bounds = np.asarray(config.feature_bounds)
+            self._U = scale_to_unit_box(X_arr, bounds[:, 0], bounds[:, 1], clip=clip)
+        except InvalidDataError as exc:
+            raise ProtocolError(site_id, "data", str(exc)) from None
+        gen = as_generator(random_state, name="random_state")
+        # Three independent streams: the split, round 1's noise, round 2's noise (so a site
+        # re-created from the same seed in another process never reuses round 1's noise).
+        keys = np.random.SeedSequence(gen.integers(0, 2**63 - 1, size=4).tolist()).spawn(3)
+        perm = np.random.default_rng(keys[0]).permutation(n)
+        self._halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
+        for h, rows in enumerate(self._halves):
+            for a in (0, 1):
+                c = int(np.sum(self._A[rows] == a))
+                if c < MIN_GROUP_ROWS_PER_HALF:
+                    raise InsufficientDataError(
+                        f"site {site_id!r}, field 'sensitive_features': group {a} has {c} "
+                        f"row(s) in {_HALVES[h]} of the site's random split; each group "
+                        f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
+                        "cannot take part until it has more rows of that group."
+                    )
+        self._rng1 = np.random.default_rng(keys[1])
+        self._rng2 = np.random.default_rng(keys[2])
+        self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
+        self._round = 0
+
+    # ------------------------------------------------------------------ round 1
+    def round1(self) -> Envelope:
+        """S1 on each fold's training half → the ``round1`` message.
+
+        Privacy: per fold one μ₁-GDP release on the training half (count with Δ = 1 and
+        four kernel sums with joint RKHS sensitivity √2; μ₁² = 1/σ_c² + 2/σ_f²), charged to
+        the site's ledger before any noise is drawn.
+        """
+        if self._round != 0:
+            raise ProtocolError(self.site_id, "round", "round 1 was already run.")
+        cfg, plan = self.config, self.plan
+        grid = cfg.grid()
+        folds = folds_of(cfg.cross_fit)
+        self._charge_round1()
+        mech = GaussianProcessMechanism(
+            sigma=plan.sigma_function, rkhs_sensitivity=KERNEL_SUM_RKHS_SENSITIVITY
+        )
+        counts, sums, n_train = [], [], []
+        for tr, _cal in folds:
+            rows = self._halves[tr]
+            U, A, y = self._U[rows], self._A[rows], self._y[rows]
+            n1 = float(np.sum(A == 1))
+            counts.append(n1 + plan.sigma_count * float(self._rng1.standard_normal()))
+            sums.append(mech.release(kernel_cell_sums(grid, U, A, y), grid, self._rng1))
+            n_train.append(int(rows.size))
+        self._round = 1
+        return Envelope(
+            "round1",
+            cfg.protocol_id,
+            self.site_id,
+            fields={
+                "n_train": n_train,
+                "sigma_count": plan.sigma_count,
+                "sigma_function": plan.sigma_function,
+            },
+            arrays={"count": np.array(counts), "sums": np.stack(sums)},
+        )
+
+    def _charge_round1(self) -> None:
+        plan = self.plan
+        for k, (tr, _cal) in enumerate(folds_of(self.config.cross_fit), start=1):
+            self.ledger.charge(
+                f"fold {k} / round 1 / count + 4 kernel sums (one Gaussian mechanism)",
+                _HALVES[tr],
+                plan.mu_round1,
+                f"N(0, {plan.sigma_count:.6g}^2) and {plan.sigma_function:.6g}*GP(0, k_h)",
+            )
+
+    def resume_after_round1(self) -> None:
+        """Mark round 1 as done in a new process (same data and seed): re-charge its spend.
+
+        Used by the command line, where rounds 1 and 2 run in separate processes; the
+        ledger then shows both rounds, as in one process.
+        """
+        if self._round != 0:
+            raise ProtocolError(self.site_id, "round", "round 1 state already present.")
+        self._charge_round1()
+        self._round = 1
+
+    # ------------------------------------------------------------------ round 2
+    def round2(self, model: Envelope) -> Envelope:
+        """S2 on each fold's calibration half with the broadcast model → ``round2``.
+
+        Privacy: per fold one μ₂-GDP release — the pair of noisy-root trees with
+        σ_t = sqrt(2(M + 1))/μ₂ — on the calibration half.
+        """
+        if self._round != 1:
+            raise ProtocolError(self.site_id, "round", "run round 1 before round 2, once.")
+        cfg, plan = self.config, self.plan
+        grid = cfg.grid()
+        folds = folds_of(cfg.cross_fit)
+        eta, pi = check_model(model, cfg)
+        depth = cfg.depth
+        mech = NoisyBinaryTree(depth=depth, sigma=plan.sigma_tree, root="noisy")
+        for k, (_tr, cal) in enumerate(folds, start=1):
+            self.ledger.charge(
+                f"fold {k} / round 2 / two noisy binary trees (depth {depth}, noisy roots)",
+                _HALVES[cal],
+                plan.mu_round2,
+                f"N(0, {plan.sigma_tree:.6g}^2) per node",
+            )
+        trees, n_cal = [], []
+        for k, (_tr, cal) in enumerate(folds):
+            rows = self._halves[cal]
+            U, A = self._U[rows], self._A[rows]
+            fold = ReleasedFold(eta=eta[k], pi=pi[k], tau=0.0)
+            z = np.clip(fold.scores(grid, U, A), -1.0, 1.0)
+            pair = []
+            for a, values in ((0, z[A == 0]), (1, -z[A == 1])):
+                del a
+                released = mech.release(leaf_counts(values, (-1.0, 1.0), depth), self._rng2)
+                pair.append(flatten_levels(released.levels))
+            trees.append(np.stack(pair))
+            n_cal.append(int(rows.size))
+        self._round = 2
+        return Envelope(
+            "round2",
+            cfg.protocol_id,
+            self.site_id,
+            fields={
+                "n_cal": n_cal,
+                "depth": depth,
+                "sigma_tree": plan.sigma_tree,
+                "privacy": self.ledger.to_dict(),
+            },
+            arrays={"trees": np.stack(trees)},
+        )
+
+    # ------------------------------------------------------------------ state
+    @property
+    def privacy_spent(self) -> Any:
+        """The site's (ε, δ) so far (:attr:`SiteLedger.spent`)."""
+        return self.ledger.spent
+
+    def data_fingerprint(self) -> str:
+        """SHA-256 of the site's scaled data (kept locally to check round 2 uses the same)."""
+        h = hashlib.sha256()
+        for arr in (self._U, self._A, self._y):
+            h.update(np.ascontiguousarray(arr).tobytes())
+        return h.hexdigest()
+
+
+def check_model(
+    model: Envelope, cfg: ProtocolConfig
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Validate the broadcast ``model`` against the setup; return (η̃, π̃) per fold."""
+    if model.kind != "model":
+        raise ProtocolError(model.sender, "kind", f"expected 'model', got {model.kind!r}.")
+    if model.protocol_id != cfg.protocol_id:
+        raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
+    nf = cfg.n_folds
+    eta = model.array("eta", (nf, *cfg.grid_shape, 2))
+    pi = model.array("pi", (nf, 2))
+    if np.any((eta < 0) | (eta > 1)):
+        raise ProtocolError(model.sender, "arrays.eta", "values outside [0, 1].")
+    if np.any((pi <= 0) | (pi >= 1)):
+        raise ProtocolError(model.sender, "arrays.pi", "values outside (0, 1).")
+    return eta, pi

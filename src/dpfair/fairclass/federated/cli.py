@@ -1,0 +1,327 @@
+"""``dpfair fdp …``: the FDP-Fair protocol as separate processes exchanging message files.
+
+Register on the main app with ``register(app)``; also runnable standalone as
+``python -m dpfair.fairclass.federated.cli fdp …``.
+
+    dpfair fdp centre setup    --site ID:N:EPS:DELTA … --bounds LO HI … --alpha A --out setup.json
+    dpfair fdp site round1     DATA --setup setup.json --site-id ID --features F1,F2 \\
+                               --target Y --sensitive A --state ID.state.json --out ID.r1.json
+    dpfair fdp centre aggregate --setup setup.json R1 … --out model.json
+    dpfair fdp site round2     DATA --setup setup.json --site-id ID --features … \\
+                               --target … --sensitive … --state ID.state.json \\
+                               --model model.json --out ID.r2.json
+    dpfair fdp centre finalize --setup setup.json --model model.json R2 … --out released.json
+    dpfair fdp predict         released.json DATA --features … --sensitive A [--target Y]
+
+The ``state`` file stays at the site (seed entropy and a fingerprint of the site's data, so
+that round 2 re-creates the same split with fresh, independent noise); it is never sent.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import numpy as np
+import typer
+
+from dpfair._errors import DPFairError, InvalidParameterError
+from dpfair.fairclass._io import read_columns
+from dpfair.fairclass.federated._centre import Centre
+from dpfair.fairclass.federated._classifier import FederatedModel
+from dpfair.fairclass.federated._messages import read_message, write_message
+from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
+from dpfair.fairclass.federated._site import Site
+
+__all__ = ["register"]
+
+EXIT_USER_ERROR = 2
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo("dpfair: error: " + " ".join(str(message).split()), err=True)
+    raise typer.Exit(EXIT_USER_ERROR)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    try:
+        yield
+    except DPFairError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{exc.filename or 'file'}: {exc.strerror or exc}")
+
+
+def _load_setup(path: Path) -> ProtocolConfig:
+    return ProtocolConfig.from_envelope(read_message(path, kind="setup"))
+
+
+def _read_site_data(
+    path: Path, features: str, target: str | None, sensitive: str
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    names = [f.strip() for f in features.split(",") if f.strip()]
+    if not names:
+        raise InvalidParameterError("--features: give the feature columns, e.g. x1,x2.")
+    cols = names + [sensitive] + ([target] if target else [])
+    data = read_columns(path, cols)
+    X = np.column_stack([data[n] for n in names])
+    return X, (data[target] if target else None), data[sensitive]
+
+
+def _print(payload: dict[str, Any]) -> None:
+    typer.echo(json.dumps(payload, indent=2, sort_keys=True))
+
+
+DataArg = Annotated[Path, typer.Argument(help="The site's own CSV/Parquet file.")]
+SetupOpt = Annotated[Path, typer.Option("--setup", help="The centre's setup message.")]
+SiteOpt = Annotated[str, typer.Option("--site-id", help="This site's id (as in the setup).")]
+FeatOpt = Annotated[str, typer.Option("--features", help="Comma-separated feature columns.")]
+TargetOpt = Annotated[str, typer.Option("--target", help="Label column (0/1).")]
+SensOpt = Annotated[str, typer.Option("--sensitive", help="Group column (0/1).")]
+StateOpt = Annotated[Path, typer.Option("--state", help="Local state file (never sent).")]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Message file to write.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``fdp`` sub-app (``site`` and ``centre`` groups, ``predict``) to ``app``."""
+    fdp = typer.Typer(
+        help="FDP-Fair: federated DP fair classification (paper 003).", no_args_is_help=True
+    )
+    site_app = typer.Typer(
+        help="Site role: rounds 1 and 2 on the site's own data.", no_args_is_help=True
+    )
+    centre_app = typer.Typer(help="Centre role: setup, aggregate, finalize.", no_args_is_help=True)
+    fdp.add_typer(site_app, name="site")
+    fdp.add_typer(centre_app, name="centre")
+    app.add_typer(fdp, name="fdp")
+
+    # ------------------------------------------------------------------ centre setup
+    @centre_app.command("setup")
+    def centre_setup(
+        site: Annotated[
+            list[str], typer.Option("--site", help="ID:N:EPSILON:DELTA, repeat per site.")
+        ],
+        bounds: Annotated[
+            list[float],
+            typer.Option("--bounds", help="LO HI per feature, repeat: --bounds 0 --bounds 1 …"),
+        ],
+        alpha: Annotated[float, typer.Option("--alpha", help="Disparity tolerance α.")],
+        out: OutOpt,
+        rho: Annotated[float, typer.Option("--rho", help="Tolerance band ρ.")] = 0.03,
+        c_omega: Annotated[float, typer.Option("--c-omega", help="C_ω of the band ω.")] = 0.1,
+        margin: Annotated[float, typer.Option("--margin", help="Target α − margin.")] = 0.0,
+        correction: Annotated[
+            str, typer.Option("--correction", help="alg6, alg4, isotonic or none.")
+        ] = "alg6",
+        tail: Annotated[str, typer.Option("--tail", help="dyadic or consistent.")] = "dyadic",
+        depth: Annotated[
+            int | None, typer.Option("--depth", help="Tree depth M (default: paper's rule).")
+        ] = None,
+        bandwidth: Annotated[
+            float | None, typer.Option("--bandwidth", help="Common bandwidth (unit box).")
+        ] = None,
+        cross_fit: Annotated[bool, typer.Option("--cross-fit/--no-cross-fit")] = True,
+    ) -> None:
+        """Write the public ``setup`` message (sites, grid, M, α, ρ, C_ω)."""
+        with _user_errors():
+            specs = []
+            for s in site:
+                parts = s.split(":")
+                if len(parts) != 4:
+                    raise InvalidParameterError(f"--site {s!r}: expected ID:N:EPSILON:DELTA.")
+                specs.append(SiteSpec(parts[0], int(parts[1]), float(parts[2]), float(parts[3])))
+            if len(bounds) % 2:
+                raise InvalidParameterError("--bounds: give LO HI pairs, one per feature.")
+            fb = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)]
+            cfg = make_protocol(
+                specs,
+                feature_bounds=fb,
+                alpha=alpha,
+                alpha_margin=margin,
+                rho=rho,
+                c_omega=c_omega,
+                correction=correction,
+                tail=tail,
+                depth=depth,
+                bandwidth=bandwidth,
+                cross_fit=cross_fit,
+            )
+            write_message(out, cfg.to_envelope())
+            _print(
+                {
+                    "setup": str(out),
+                    "protocol_id": cfg.protocol_id,
+                    "depth": cfg.depth,
+                    "bandwidth": cfg.bandwidth,
+                    "grid_shape": list(cfg.grid_shape),
+                }
+            )
+
+    # ------------------------------------------------------------------ site round 1
+    @site_app.command("round1")
+    def site_round1(
+        data: DataArg,
+        setup: SetupOpt,
+        site_id: SiteOpt,
+        features: FeatOpt,
+        target: TargetOpt,
+        sensitive: SensOpt,
+        state: StateOpt,
+        out: OutOpt,
+        seed: Annotated[
+            int | None, typer.Option("--seed", help="Seed (default: OS entropy).")
+        ] = None,
+    ) -> None:
+        """Round 1 on this site's training half: write the ``round1`` message."""
+        with _user_errors():
+            cfg = _load_setup(setup)
+            X, y, A = _read_site_data(data, features, target, sensitive)
+            assert y is not None
+            entropy = int(seed) if seed is not None else secrets.randbits(128)
+            site = Site(site_id, X, y, A, config=cfg, random_state=np.random.SeedSequence(entropy))
+            msg = site.round1()
+            state.write_text(
+                json.dumps(
+                    {
+                        "site_id": site_id,
+                        "protocol_id": cfg.protocol_id,
+                        "entropy": str(entropy),
+                        "fingerprint": site.data_fingerprint(),
+                    }
+                )
+            )
+            write_message(out, msg)
+            _print(
+                {"site": site_id, "round1": str(out), "privacy_spent": site.ledger.spent.to_dict()}
+            )
+
+    # ------------------------------------------------------------------ centre aggregate
+    @centre_app.command("aggregate")
+    def centre_aggregate(
+        messages: Annotated[list[Path], typer.Argument(help="One round1 file per site.")],
+        setup: SetupOpt,
+        out: OutOpt,
+    ) -> None:
+        """Validate the sites' round-1 messages and write the broadcast ``model``."""
+        with _user_errors():
+            cfg = _load_setup(setup)
+            env = [read_message(m, kind="round1", protocol_id=cfg.protocol_id) for m in messages]
+            write_message(out, Centre(cfg).aggregate(env))
+            _print({"model": str(out), "sites": list(cfg.site_ids)})
+
+    # ------------------------------------------------------------------ site round 2
+    @site_app.command("round2")
+    def site_round2(
+        data: DataArg,
+        setup: SetupOpt,
+        site_id: SiteOpt,
+        features: FeatOpt,
+        target: TargetOpt,
+        sensitive: SensOpt,
+        state: StateOpt,
+        out: OutOpt,
+        model: Annotated[Path, typer.Option("--model", help="The centre's broadcast model.")],
+    ) -> None:
+        """Round 2 on this site's calibration half: write the ``round2`` message."""
+        with _user_errors():
+            cfg = _load_setup(setup)
+            st = json.loads(state.read_text())
+            if st.get("site_id") != site_id or st.get("protocol_id") != cfg.protocol_id:
+                raise InvalidParameterError(
+                    f"--state {str(state)!r} belongs to another site or run."
+                )
+            X, y, A = _read_site_data(data, features, target, sensitive)
+            assert y is not None
+            site = Site(
+                site_id,
+                X,
+                y,
+                A,
+                config=cfg,
+                random_state=np.random.SeedSequence(int(st["entropy"])),
+            )
+            if site.data_fingerprint() != st.get("fingerprint"):
+                raise InvalidParameterError(
+                    f"site {site_id!r}: DATA differs from the data used in round 1."
+                )
+            site.resume_after_round1()
+            broadcast = read_message(model, kind="model", protocol_id=cfg.protocol_id)
+            write_message(out, site.round2(broadcast))
+            _print(
+                {"site": site_id, "round2": str(out), "privacy_spent": site.ledger.spent.to_dict()}
+            )
+
+    # ------------------------------------------------------------------ centre finalize
+    @centre_app.command("finalize")
+    def centre_finalize(
+        messages: Annotated[list[Path], typer.Argument(help="One round2 file per site.")],
+        setup: SetupOpt,
+        out: OutOpt,
+        model: Annotated[Path, typer.Option("--model", help="The broadcast model.")],
+        seed: Annotated[
+            int | None, typer.Option("--seed", help="Seed of the tie-break salt.")
+        ] = None,
+    ) -> None:
+        """Search τ̂ from the sites' trees and write the ``released_model``."""
+        with _user_errors():
+            cfg = _load_setup(setup)
+            broadcast = read_message(model, kind="model", protocol_id=cfg.protocol_id)
+            env = [read_message(m, kind="round2", protocol_id=cfg.protocol_id) for m in messages]
+            final = Centre(cfg, random_state=seed).finalize(env, broadcast)
+            write_message(out, final)
+            _print(
+                {
+                    "released_model": str(out),
+                    "thresholds": final.fields["thresholds"],
+                    "site_privacy": {
+                        k: v.get("spent") for k, v in final.fields["site_privacy"].items()
+                    },
+                }
+            )
+
+    # ------------------------------------------------------------------ predict
+    @fdp.command("predict")
+    def predict(
+        released: Annotated[Path, typer.Argument(help="The released_model message.")],
+        data: DataArg,
+        features: FeatOpt,
+        sensitive: SensOpt,
+        target: Annotated[
+            str | None, typer.Option("--target", help="Label column: report error and |DD|.")
+        ] = None,
+        out: Annotated[
+            Path | None, typer.Option("--out", "-o", help="Write predictions (one per line).")
+        ] = None,
+    ) -> None:
+        """Predict with the released model (post-processing: no data of the sites, no noise)."""
+        from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+
+        with _user_errors():
+            model = FederatedModel.from_envelope(read_message(released, kind="released_model"))
+            X, y, A = _read_site_data(data, features, target, sensitive)
+            pred = model.predict(X, A)
+            payload: dict[str, Any] = {"n": int(pred.size), "positive_rate": float(pred.mean())}
+            if y is not None:
+                payload["error"] = misclassification_error(y, pred)
+                payload["abs_dd"] = abs(demographic_disparity(pred, A))
+            if out is not None:
+                out.write_text("\n".join(str(int(v)) for v in pred) + "\n")
+                payload["predictions"] = str(out)
+            _print(payload)
+
+
+def _standalone() -> typer.Typer:
+    app = typer.Typer(
+        no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False
+    )
+    register(app)
+    return app
+
+
+if __name__ == "__main__":
+    _standalone()()
