@@ -50,6 +50,24 @@ DEFAULT_GRANULARITY_FRACTION: Final[dict[str, float]] = {
 _MAX_DEPTH: Final[int] = 24
 
 
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise InvalidParameterError(
+            f"method={method!r}: unknown method; choose one of {', '.join(METHODS)}."
+        )
+
+
+def _check_request(
+    rho: float, alpha: float, bounds: tuple[float, float] | None, method: str
+) -> tuple[float, float, tuple[float, float]]:
+    """Validate the arguments every entry point shares; returns (rho, alpha, bounds)."""
+    r = check_positive("rho", rho)
+    a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
+    bnds = check_interval_bounds("bounds", bounds, example="(-5.0, 15.0)")
+    _check_method(method)
+    return r, a, bnds
+
+
 def nonprivate_interval(x: ArrayLike, alpha: float = 0.05) -> NonPrivateInterval:
     """Classical distribution-free confidence interval for the median (NOT private).
 
@@ -152,13 +170,7 @@ def confidence_interval(
     >>> r.low < 1.5 < r.high
     True
     """
-    r = check_positive("rho", rho)
-    a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
-    lo, hi = check_interval_bounds("bounds", bounds, example="(-5.0, 15.0)")
-    if method not in METHODS:
-        raise InvalidParameterError(
-            f"method={method!r}: unknown method; choose one of {', '.join(METHODS)}."
-        )
+    r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
     width = hi - lo
     if granularity is None:
         theta = width * DEFAULT_GRANULARITY_FRACTION[method]
@@ -320,10 +332,7 @@ def aggregation_depth(
     """Tree depth D of the 2^D-bin histogram that :func:`confidence_interval_from_counts`
     needs for ``method`` at this granularity (the method's default if None)."""
     lo, hi = check_interval_bounds("bounds", bounds)
-    if method not in METHODS:
-        raise InvalidParameterError(
-            f"method={method!r}: unknown method; choose one of {', '.join(METHODS)}."
-        )
+    _check_method(method)
     theta = (
         (hi - lo) * DEFAULT_GRANULARITY_FRACTION[method]
         if granularity is None
@@ -381,13 +390,7 @@ def confidence_interval_from_counts(
     :func:`confidence_interval`); since med ∈ [u(med) − w, u(med)], the released lower end
     is moved down by w.
     """
-    r = check_positive("rho", rho)
-    a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
-    lo, hi = check_interval_bounds("bounds", bounds, example="(-5.0, 15.0)")
-    if method not in METHODS:
-        raise InvalidParameterError(
-            f"method={method!r}: unknown method; choose one of {', '.join(METHODS)}."
-        )
+    r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
     arr = _check_counts("counts", counts)
     depth = round(math.log2(arr.size))
     width = (hi - lo) / arr.size
