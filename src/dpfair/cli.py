@@ -8,22 +8,17 @@ code 2, without a traceback.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 import dpfair
 import dpfair.data
+from dpfair._cli_support import EXIT_USER_ERROR, describe_os_error, emit, fmt, user_errors
 from dpfair._errors import DPFairError
 from dpfair.experiments.cli import register as _register_experiments
 from dpfair.facility.cli import register as _register_facility
@@ -32,7 +27,6 @@ from dpfair.fairclass.federated.cli import register as _register_fdp
 
 __all__ = ["app", "main"]
 
-EXIT_USER_ERROR = 2
 _AGGREGATE_BYTES = 256 * 2**20  # files above this size are aggregated by default
 _REPORT_DELTA = 1e-6  # δ at which the table also shows the (ε, δ)-DP equivalent of ρ-zCDP
 
@@ -43,83 +37,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals could hold private data
     rich_markup_mode="markdown",
 )
-
-
-# --------------------------------------------------------------------------- helpers
-def _fail(message: str) -> NoReturn:
-    """Print ``dpfair: error: message`` on one line to stderr and exit with code 2."""
-    one_line = " ".join(str(message).split())
-    typer.echo(f"dpfair: error: {one_line}", err=True)
-    raise typer.Exit(EXIT_USER_ERROR)
-
-
-def _describe_os_error(exc: OSError) -> str:
-    where = f"'{exc.filename}'" if exc.filename else "file"
-    return f"{where}: {exc.strerror or exc}"
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn dpfair errors and file errors raised inside a command into exit code 2."""
-    try:
-        yield
-    except DPFairError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(_describe_os_error(exc))
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}" if math.isfinite(value) else str(value)
-    if value is None:
-        return "-"
-    return str(value)
-
-
-def emit(
-    payload: Mapping[str, Any],
-    *,
-    as_json: bool,
-    title: str,
-    rows: Sequence[tuple[str, str]] | None = None,
-) -> None:
-    """Print a command's result: JSON with ``--json``, else a two-column table.
-
-    Parameters
-    ----------
-    payload : mapping
-        The machine-readable result (printed as JSON, keys in insertion order).
-    as_json : bool
-        Print JSON instead of a table.
-    title : str
-        Table title.
-    rows : sequence of (label, text), optional
-        Human-readable rows; by default the top-level scalar entries of ``payload``.
-    """
-    if as_json:
-        typer.echo(json.dumps(payload, indent=2, default=_json_default, allow_nan=False))
-        return
-    if rows is None:
-        rows = [(k, _fmt(v)) for k, v in payload.items() if not isinstance(v, (dict, list))]
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column("field", style="bold")
-    table.add_column("value")
-    for label, text in rows:
-        table.add_row(Text(label), Text(text))  # Text: no markup parsing of values
-    Console(soft_wrap=False).print(table)
 
 
 def _version_callback(value: bool) -> None:
@@ -216,7 +133,7 @@ def median_ci(
     interval, its midpoint and the privacy spent; the non-private interval is never
     printed, because it would be a release of the raw order statistics.
     """
-    with _user_errors():
+    with user_errors():
         if aggregate not in ("auto", "always", "never"):
             raise dpfair.InvalidParameterError(
                 f"aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
@@ -261,12 +178,12 @@ def median_ci(
             ("data", f"{data} [{column}]"),
             ("n", str(result.n)),
             ("method", result.method),
-            (f"{1 - result.alpha:.3g} CI", f"[{_fmt(result.low)}, {_fmt(result.high)}]"),
-            ("estimate", _fmt(result.estimate)),
-            ("public bounds", f"[{_fmt(result.bounds[0])}, {_fmt(result.bounds[1])}]"),
-            ("granularity", _fmt(result.granularity)),
+            (f"{1 - result.alpha:.3g} CI", f"[{fmt(result.low)}, {fmt(result.high)}]"),
+            ("estimate", fmt(result.estimate)),
+            ("public bounds", f"[{fmt(result.bounds[0])}, {fmt(result.bounds[1])}]"),
+            ("granularity", fmt(result.granularity)),
             ("privacy spent", spent),
-            ("seed", _fmt(seed) if seed is not None else "none (OS entropy)"),
+            ("seed", fmt(seed) if seed is not None else "none (OS entropy)"),
         ]
     emit(payload, as_json=as_json, title="Private median confidence interval", rows=rows)
 
@@ -290,7 +207,7 @@ def report(
     """
     from dpfair.report import build_report  # matplotlib is only imported when needed
 
-    with _user_errors():
+    with user_errors():
         path = _run_with_progress(
             lambda progress: build_report(out, quick=quick, seed=seed, progress=progress)
         )
@@ -346,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         typer.echo(f"dpfair: error: {' '.join(str(exc).split())}", err=True)
         sys.exit(EXIT_USER_ERROR)
     except OSError as exc:
-        typer.echo(f"dpfair: error: {_describe_os_error(exc)}", err=True)
+        typer.echo(f"dpfair: error: {describe_os_error(exc)}", err=True)
         sys.exit(EXIT_USER_ERROR)
 
 

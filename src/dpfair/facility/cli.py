@@ -8,78 +8,18 @@ flags, call the public API (:class:`dpfair.facility.DPExpMed`,
 
 from __future__ import annotations
 
-import json
-import math
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
-import numpy as np
 import typer
 
-from dpfair._errors import DPFairError
+from dpfair._cli_support import emit, fmt, user_errors
 
 __all__ = ["register"]
 
-EXIT_USER_ERROR = 2
 _LEVEL = 0.95  # quantile level reported with --report-metrics
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"dpfair: error: {' '.join(str(message).split())}", err=True)
-    raise typer.Exit(EXIT_USER_ERROR)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    try:
-        yield
-    except DPFairError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        where = f"'{exc.filename}'" if exc.filename else "file"
-        _fail(f"{where}: {exc.strerror or exc}")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}" if math.isfinite(value) else str(value)
-    if value is None:
-        return "-"
-    return str(value)
-
-
-def _emit(
-    payload: Mapping[str, Any], *, as_json: bool, title: str, rows: Sequence[tuple[str, str]]
-) -> None:
-    """JSON with ``--json``, else a two-column table (rich)."""
-    if as_json:
-        typer.echo(json.dumps(payload, indent=2, default=_json_default, allow_nan=False))
-        return
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column("field", style="bold")
-    table.add_column("value")
-    for label, text in rows:
-        table.add_row(Text(label), Text(text))
-    Console(soft_wrap=False).print(table)
 
 
 def facility(
@@ -143,7 +83,7 @@ def facility(
     import dpfair.data
     from dpfair.facility import DPExpMed
 
-    with _user_errors():
+    with user_errors():
         x = dpfair.data.read_column(data, column)
         mech = DPExpMed(epsilon, domain, widening=widening)
         location = mech.sample(x, rng=seed)
@@ -163,11 +103,11 @@ def facility(
         rows = [
             ("data", f"{data} [{column}]"),
             ("n", str(x.size)),
-            ("location", _fmt(location)),
-            ("public domain", f"[{_fmt(mech.domain[0])}, {_fmt(mech.domain[1])}]"),
-            ("widening α", f"{_fmt(alpha)} ({payload['widening_rule']})"),
+            ("location", fmt(location)),
+            ("public domain", f"[{fmt(mech.domain[0])}, {fmt(mech.domain[1])}]"),
+            ("widening α", f"{fmt(alpha)} ({payload['widening_rule']})"),
             ("privacy spent", f"{mech.privacy} (pure, replace-one neighbours)"),
-            ("seed", _fmt(seed) if seed is not None else "none (OS entropy)"),
+            ("seed", fmt(seed) if seed is not None else "none (OS entropy)"),
         ]
         if report_metrics:
             dist = mech.distribution(x)
@@ -182,12 +122,12 @@ def facility(
             }
             payload["metrics"] = metrics
             rows += [
-                ("E[FAIR] (not private)", _fmt(metrics["expected_fair"])),
-                ("E[SWDIFF] (not private)", _fmt(metrics["expected_swdiff"])),
-                (f"FAIR {_LEVEL:g}-quantile", _fmt(metrics["fair_quantile"])),
-                (f"SWDIFF {_LEVEL:g}-quantile", _fmt(metrics["swdiff_quantile"])),
+                ("E[FAIR] (not private)", fmt(metrics["expected_fair"])),
+                ("E[SWDIFF] (not private)", fmt(metrics["expected_swdiff"])),
+                (f"FAIR {_LEVEL:g}-quantile", fmt(metrics["fair_quantile"])),
+                (f"SWDIFF {_LEVEL:g}-quantile", fmt(metrics["swdiff_quantile"])),
             ]
-    _emit(payload, as_json=as_json, title="Private facility location (DPExpMed)", rows=rows)
+    emit(payload, as_json=as_json, title="Private facility location (DPExpMed)", rows=rows)
 
 
 def facility_experiment(
@@ -213,7 +153,7 @@ def facility_experiment(
     """
     from dpfair.facility.experiments import run_experiment
 
-    with _user_errors():
+    with user_errors():
         progress = _progress_printer() if sys.stderr.isatty() else None
         result = run_experiment(name, out, quick=quick, seed=seed, progress=progress)
     if sys.stderr.isatty():
@@ -226,7 +166,7 @@ def facility_experiment(
     rows += [(k, _short(v)) for k, v in _flatten(result.summary).items()]
     rows += [("figure", f) for f in result.figures]
     rows.append(("results", json_path))
-    _emit(payload, as_json=as_json, title=f"facility experiment: {result.name}", rows=rows)
+    emit(payload, as_json=as_json, title=f"facility experiment: {result.name}", rows=rows)
 
 
 def _progress_printer() -> Any:
@@ -251,7 +191,7 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _short(value: Any) -> str:
     if isinstance(value, float):
-        return _fmt(value)
+        return fmt(value)
     text = str(value)
     return text if len(text) <= 90 else text[:87] + "..."
 
