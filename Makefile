@@ -1,8 +1,9 @@
 # dpfair developer commands. Each target bootstraps .venv itself on a fresh machine.
-#   make demo    build the quick HTML report (median CIs, facility location) into out/report
+#   make demo    build the quick HTML report (median CIs, facility location, fair classification) into out/report
 #   make test    ruff, mypy, then the test suite without the slow sweeps
 #   make bench   timed comparisons (benchmarks/run.py)
 #   make bench-facility   DPExpMed at n = 10^7 against numpy.sort and OpenDP (BENCH_ARGS="--n 1e6")
+#   make bench-fairclass  CDP-Fair fit+predict at N = 9000 against diffprivlib + Fairlearn
 #   make reproduce EXPERIMENT=median-width ARGS="--jobs 2"   a registered study (dpfair reproduce)
 #   make lint    ruff + mypy only
 #   make clean   remove build/test/report artefacts (make distclean also removes .venv)
@@ -17,10 +18,10 @@ PYTEST_ARGS ?= -m "not slow" -n auto
 BENCH_ARGS ?=
 LINT_PATHS := src tests $(wildcard benchmarks)
 
-.PHONY: help install demo test lint bench bench-facility reproduce clean distclean
+.PHONY: help install demo test lint bench bench-facility bench-fairclass reproduce clean distclean
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^#//'
+	@sed -n '2,10p' Makefile | sed 's/^#//'
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "dpfair needs Python >= 3.11; run e.g. make PYTHON=python3.11")'
@@ -51,6 +52,9 @@ bench: $(STAMP)
 
 bench-facility: $(STAMP)
 	$(BIN)/python benchmarks/facility_bench.py $(BENCH_ARGS)
+
+bench-fairclass: $(STAMP)
+	$(BIN)/python benchmarks/fairclass_bench.py $(BENCH_ARGS)
 
 EXPERIMENT ?= median-smoke
 ARGS ?=

@@ -35,13 +35,15 @@ def test_report_is_self_contained_html_with_embedded_pngs(tiny_report: Path) -> 
 def test_every_figure_states_setting_seed_and_privacy(tiny_report: Path) -> None:
     html = tiny_report.read_text(encoding="utf-8")
     captions = re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S)
-    assert len(captions) >= 7  # 4 median + 3 facility figures
+    assert len(captions) >= 10  # 4 median + 3 facility + 3 fair-classification figures
     for caption in captions:
         assert "Setting:" in caption
         assert "Seed 0" in caption
         assert "Privacy" in caption
-        # the unit of the budget spent: zCDP (medians) or pure ε-DP (facility location)
-        assert "zCDP" in caption or re.search(r"\d(\.\d+)?-DP", caption), caption
+        # the unit of the budget spent: zCDP (medians), pure ε-DP (facility location) or
+        # (ε, δ)-DP per fit (fair classification)
+        assert ("zCDP" in caption or re.search(r"\d(\.\d+)?-DP", caption)
+                or re.search(r"\(\d[\d.]*, [\d.e+-]+\)-DP", caption)), caption
 
 
 def test_results_json_matches_configuration(tiny_report: Path) -> None:

@@ -25,14 +25,17 @@ from dpfair.fairclass._threshold import (
     exact_fair_threshold,
     private_fair_threshold,
 )
-from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
 from dpfair.fairclass.federated import FDPFairClassifier
+from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+from dpfair.fairclass.sweep import fit_alpha_path
 
 __all__ = [
     "BudgetPlan",
     "CDPFairClassifier",
     "FDPFairClassifier",
     "FairPlugInClassifier",
+    "GridAggregate",
     "LedgerRecord",
     "PlugInClassifier",
     "PrivacyLedger",
@@ -44,6 +47,8 @@ __all__ = [
     "dd_steps",
     "demographic_disparity",
     "exact_fair_threshold",
+    "fit_alpha_path",
+    "kernel_grid_weights",
     "metrics",
     "misclassification_error",
     "plan_budget",

@@ -18,6 +18,7 @@ import numpy as np
 import dpfair
 from dpfair._errors import InvalidParameterError
 from dpfair.report._facility import FacilityReportConfig, facility_section
+from dpfair.report._fairclass import FairclassReportConfig, fairclass_section
 from dpfair.report._html import render_page
 from dpfair.report._median import MedianReportConfig, median_section
 
@@ -28,31 +29,46 @@ ProgressCallback = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class ReportConfig:
-    """Settings of every section: median CIs (paper 004) and facility location (paper 000).
+    """Settings of every section: median CIs (paper 004), facility location (paper 000)
+    and fair classification (paper 003).
 
     Attributes
     ----------
     median : MedianReportConfig
     facility : FacilityReportConfig
+    fairclass : FairclassReportConfig
     """
 
     median: MedianReportConfig = field(default_factory=MedianReportConfig.quick)
     facility: FacilityReportConfig = field(default_factory=FacilityReportConfig.quick)
+    fairclass: FairclassReportConfig = field(default_factory=FairclassReportConfig.quick)
 
     @classmethod
     def quick(cls) -> ReportConfig:
         """Small repetition counts and sizes: the demo (well under 3 minutes on 2 cores)."""
-        return cls(median=MedianReportConfig.quick(), facility=FacilityReportConfig.quick())
+        return cls(
+            median=MedianReportConfig.quick(),
+            facility=FacilityReportConfig.quick(),
+            fairclass=FairclassReportConfig.quick(),
+        )
 
     @classmethod
     def full(cls) -> ReportConfig:
         """The papers' repetition counts and settings (n up to 10^6 + 1 for facility)."""
-        return cls(median=MedianReportConfig.full(), facility=FacilityReportConfig.full())
+        return cls(
+            median=MedianReportConfig.full(),
+            facility=FacilityReportConfig.full(),
+            fairclass=FairclassReportConfig.full(),
+        )
 
     @classmethod
     def tiny(cls) -> ReportConfig:
         """A handful of repetitions: checks that the report builds (unit tests)."""
-        return cls(median=MedianReportConfig.tiny(), facility=FacilityReportConfig.tiny())
+        return cls(
+            median=MedianReportConfig.tiny(),
+            facility=FacilityReportConfig.tiny(),
+            fairclass=FairclassReportConfig.tiny(),
+        )
 
 
 def _finite(value: Any) -> Any:
@@ -102,7 +118,9 @@ def build_report(
     Every private interval in the median section comes from
     :func:`dpfair.median.confidence_interval`; the facility section computes exact output
     laws of :class:`dpfair.facility.DPExpMed` and its baselines (and runs the registered
-    ``facility-*`` studies' ``run_one`` cell by cell). Each figure states, in its caption,
+    ``facility-*`` studies' ``run_one`` cell by cell); the fair-classification section runs
+    the registered ``fairclass-*`` studies' ``run_one`` cell by cell (CDP-Fair and its
+    baselines through :mod:`dpfair.fairclass`). Each figure states, in its caption,
     the setting, the seed and the privacy spent as reported by the result or mechanism.
     Non-private intervals are drawn for reference only, on synthetic data or on a bundled
     data set that is already public.
@@ -113,7 +131,7 @@ def build_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    total = cfg.median.units() + cfg.facility.units()
+    total = cfg.median.units() + cfg.facility.units() + cfg.fairclass.units()
     done = 0
 
     def tick(label: str, units: int) -> None:
@@ -126,6 +144,7 @@ def build_report(
     sections = [
         median_section(cfg.median, int(seed), tick),
         facility_section(cfg.facility, int(seed), tick),
+        fairclass_section(cfg.fairclass, int(seed), tick),
     ]
     elapsed = time.perf_counter() - started
 

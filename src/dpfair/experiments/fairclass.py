@@ -1,0 +1,49 @@
+"""Public helpers of the registered fair-classification studies (paper 003).
+
+The studies themselves are registered by the private extension module
+``dpfair.experiments._fairclass`` (see its documentation, or ``dpfair reproduce --list``);
+this module gives other packages (the report) the names they need to build the same cells
+and read the same columns: the grids, the α column names and the data-set locations.
+"""
+
+from dpfair.experiments._fairclass import (
+    ADULT_ENV,
+    DATASET_CODES,
+    LAW_SCHOOL_DEFAULT,
+    LAW_SCHOOL_ENV,
+    METHODS,
+    PRIVATE_METHODS,
+    REAL_EPSILONS,
+    SIM_EPSILONS,
+    SIM_NS,
+    DataUnavailableError,
+    alpha_column,
+    alphas_text,
+    data_seed,
+    law_school_path,
+    load_dataset,
+    parse_alphas,
+    real_grid,
+    simulation_grid,
+)
+
+__all__ = [
+    "ADULT_ENV",
+    "DATASET_CODES",
+    "LAW_SCHOOL_DEFAULT",
+    "LAW_SCHOOL_ENV",
+    "METHODS",
+    "PRIVATE_METHODS",
+    "REAL_EPSILONS",
+    "SIM_EPSILONS",
+    "SIM_NS",
+    "DataUnavailableError",
+    "alpha_column",
+    "alphas_text",
+    "data_seed",
+    "law_school_path",
+    "load_dataset",
+    "parse_alphas",
+    "real_grid",
+    "simulation_grid",
+]

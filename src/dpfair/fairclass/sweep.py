@@ -1,0 +1,101 @@
+"""Sweeps for studies: one S1 release shared by several fairness levels α.
+
+A study that plots error against α (paper 003, Figures 3, 6 and 7) fits S1 once per
+repetition and runs S2 once per α with fresh noise. :func:`fit_alpha_path` exposes that to
+code outside :mod:`dpfair.fairclass` (the experiments registry, the report) through the
+public API.
+
+Privacy. Every returned model is, on its own, exactly the (ε, δ)-DP release that ``fit``
+would produce with that α (same S1 law, its own S2 noise; its ``privacy_spent_`` says
+so). The models share the S1 release, so *publishing several of them* composes: the S1
+part is paid once and each S2 is paid again. That is why ``fit`` releases one model and why
+this helper is meant for simulation studies, where nothing is released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+from numpy.typing import ArrayLike
+from sklearn.base import clone
+
+from dpfair._errors import InvalidParameterError
+from dpfair.fairclass._estimators import _PlugInBase
+from dpfair.fairclass._validation import check_alpha
+
+__all__ = ["fit_alpha_path"]
+
+_Est = TypeVar("_Est", bound=_PlugInBase)
+
+
+def fit_alpha_path(
+    estimator: _Est,
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    sensitive_features: ArrayLike,
+    alphas: Sequence[float] | None,
+    alpha_margin: float = 0.0,
+) -> list[_Est]:
+    """Fit S1 once and S2 once per α: one fitted copy of ``estimator`` per α.
+
+    Parameters
+    ----------
+    estimator : CDPFairClassifier, FairPlugInClassifier, PrivatePlugInClassifier or PlugInClassifier
+        An (unfitted) estimator; its own ``alpha`` is ignored. Its ``random_state`` seeds
+        the split, the S1 noise and then the S2 noise of every α in order, so the result
+        depends on the seed and on the list of α.
+    X, y, sensitive_features
+        As in ``fit``.
+    alphas : sequence of float, or None
+        Disparity levels, each in (``alpha_margin``, 1). ``None`` for the unconstrained
+        estimators (:class:`PrivatePlugInClassifier`, :class:`PlugInClassifier`): one model.
+    alpha_margin : float, default=0.0
+        As the estimators' ``alpha_margin`` (target α − margin on the calibration half).
+
+    Returns
+    -------
+    list of fitted estimators
+        Same class and parameters as ``estimator`` (``alpha`` set to each α), in the order
+        of ``alphas``. Each equals in law a fresh ``fit`` at that α; with one α and the same
+        ``random_state`` it equals ``estimator.set_params(alpha=α).fit(...)`` exactly.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``alphas`` given for an estimator without a fairness step, or missing for one
+        with it; an α outside (margin, 1).
+    """
+    fair = bool(type(estimator)._fair)
+    if fair and alphas is None:
+        raise InvalidParameterError(
+            f"alphas=None: {type(estimator).__name__} has a fairness step; pass the α grid."
+        )
+    if not fair and alphas is not None:
+        raise InvalidParameterError(
+            f"alphas={list(alphas)!r}: {type(estimator).__name__} has no fairness step; "
+            "pass alphas=None."
+        )
+    if alphas is not None and len(alphas) == 0:
+        raise InvalidParameterError("alphas=[]: pass at least one α.")
+    entries: list[tuple[float, float] | None] = (
+        [None] if alphas is None else [(float(a), float(alpha_margin)) for a in alphas]
+    )
+    for a in alphas or ():
+        check_alpha(a, alpha_margin)  # before anything is drawn
+    base = clone(estimator)  # the caller's estimator stays unfitted
+    states = base._fit_path(X, y, sensitive_features, entries)
+    models: list[_Est] = []
+    for entry, state in zip(entries, states, strict=True):
+        params = base.get_params()
+        if entry is not None:
+            params["alpha"] = entry[0]
+            params["alpha_margin"] = entry[1]
+        model = type(estimator)(**params)
+        model.n_features_in_ = base.n_features_in_
+        if hasattr(base, "feature_names_in_"):
+            model.feature_names_in_ = base.feature_names_in_
+        model.__dict__.update(state)
+        models.append(model)
+    return models

@@ -1,0 +1,61 @@
+"""The fair-classification section of the report (paper 003): figures, numbers, settings."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpfair.experiments import get_experiment, rep_seed
+from dpfair.experiments.fairclass import alpha_column, simulation_grid
+from dpfair.report import FairclassReportConfig
+from dpfair.report._fairclass import fairclass_section
+
+
+@pytest.fixture(scope="module")
+def section() -> Any:
+    return fairclass_section(FairclassReportConfig.tiny(), seed=0)
+
+
+def test_section_has_its_figures_and_captions(section: Any) -> None:
+    html = "\n".join(section.blocks)
+    figures = re.findall(r'<figure id="(fig-fairclass-[a-z]+)">', html)
+    assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real"]
+    assert html.count("<table>") == 1
+    for caption in re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S):
+        assert "Setting:" in caption and "Seed 0" in caption and "Privacy:" in caption
+        assert "y = x" in caption or "ε" in caption
+        # the (ε, δ) per fit as reported by privacy_spent_
+        assert re.search(r"\(1, [\d.e+-]+\)-DP", caption) or re.search(
+            r"\(2, [\d.e+-]+\)-DP", caption), caption
+        assert "MISMATCH" not in caption
+
+
+def test_numbers_are_the_registered_study_rows(section: Any) -> None:
+    """A summary mean equals the mean of run_one over the same cells and seeds."""
+    cfg = FairclassReportConfig.tiny()
+    cells = simulation_grid(cfg.sim_ns, cfg.sim_epsilons, cfg.sim_alphas, cfg.sim_n_test)
+    i = next(k for k, c in enumerate(cells) if c["method"] == "cdp_fair")
+    run_one = get_experiment("fairclass-simulation").run_one
+    outs = [run_one(cells[i], rep_seed(0, i, r)) for r in range(cfg.sim_reps)]
+    a = cfg.sim_alphas[0]
+    want = float(np.mean([o[alpha_column("error", a)] for o in outs]))
+    got = next(s for s in section.results["simulation"]["summary"]
+               if s["method"] == "cdp_fair" and s["epsilon"] == cells[i]["epsilon"])
+    assert got["error_mean"][f"{a:g}"] == pytest.approx(want, rel=1e-12)
+    assert got["reps"] == cfg.sim_reps
+
+
+def test_full_config_is_the_registered_grid() -> None:
+    full = FairclassReportConfig.full()
+    assert full.sim_cells() == list(get_experiment("fairclass-simulation").grid)
+    assert full.real_cells("adult") == list(get_experiment("fairclass-adult").grid)
+    assert full.sim_reps == 200 and full.real_reps == 200
+
+
+def test_federated_extension_point_adds_nothing_yet(section: Any) -> None:
+    assert "federated" not in section.results
+    assert math.isfinite(len(section.blocks))
