@@ -8,6 +8,8 @@
 * :mod:`dpfair.fairclass.metrics` — error and disparity; :mod:`dpfair.fairclass.datasets` —
   the paper's simulation with its oracle, Adult and Law School loaders, a bundled Adult copy;
   :mod:`dpfair.fairclass.study` — the reproductions of Figures 3, 6 and 7.
+* :func:`fit_cdp_fair_from_file` — CDP-Fair on a CSV/Parquet file larger than memory
+  (DuckDB aggregates on the public grid, streamed calibration scores).
 """
 
 from dpfair.fairclass import datasets, metrics
@@ -28,6 +30,7 @@ from dpfair.fairclass._threshold import (
 from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
 from dpfair.fairclass.federated import FDPFairClassifier
 from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+from dpfair.fairclass.outofcore import OutOfCoreFit, fit_cdp_fair_from_file
 from dpfair.fairclass.sweep import fit_alpha_path
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "FairPlugInClassifier",
     "GridAggregate",
     "LedgerRecord",
+    "OutOfCoreFit",
     "PlugInClassifier",
     "PrivacyLedger",
     "PrivatePlugInClassifier",
@@ -48,6 +52,7 @@ __all__ = [
     "demographic_disparity",
     "exact_fair_threshold",
     "fit_alpha_path",
+    "fit_cdp_fair_from_file",
     "kernel_grid_weights",
     "metrics",
     "misclassification_error",

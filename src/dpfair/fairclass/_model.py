@@ -37,6 +37,8 @@ __all__ = [
     "eta_from_sums",
     "kernel_cell_sums",
     "make_grid",
+    "release_s1",
+    "release_s1_from_sums",
     "row_uniforms",
 ]
 
@@ -136,16 +138,42 @@ def release_s1(
     Gaussian-process noise σ_f·W on the four cell sums form one Gaussian mechanism of level
     μ₁ = sqrt(1/σ_c² + 2/σ_f²). Without ``mechanism`` this is the non-private plug-in.
     """
-    n = U.shape[0]
-    n1 = float(np.sum(A == 1))
-    sums = kernel_cell_sums(grid, U, A, y)
+    return release_s1_from_sums(
+        grid,
+        kernel_cell_sums(grid, U, A, y),
+        n=U.shape[0],
+        n1=int(np.sum(A == 1)),
+        sigma_count=sigma_count,
+        mechanism=mechanism,
+        rng=rng,
+    )
+
+
+def release_s1_from_sums(
+    grid: KroneckerGaussianGrid,
+    sums: NDArray[np.float64],
+    *,
+    n: int,
+    n1: int,
+    sigma_count: float | None,
+    mechanism: GaussianProcessMechanism | None,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """S1 from the four cell sums F_{a,y} (shape ``grid.shape + (2, 2)``) and the counts.
+
+    The data enter only through ``sums``, ``n`` (the public half size) and ``n1`` (rows of
+    group 1): :func:`release_s1` calls this with in-memory sums, the out-of-core fit
+    (:mod:`dpfair.fairclass.outofcore`) with ``grid.kernel_apply`` of DuckDB-aggregated
+    weights. Same noise, drawn from ``rng`` in the same order (count, then the process).
+    """
+    count1 = float(n1)
     if mechanism is None:
-        pi1 = n1 / n
+        pi1 = count1 / n
         eta = eta_from_sums(sums, 0.0)
     else:
         if sigma_count is None:
             raise InvalidParameterError("release_s1: sigma_count is required with a mechanism.")
-        n1_noisy = n1 + sigma_count * float(rng.standard_normal())
+        n1_noisy = count1 + sigma_count * float(rng.standard_normal())
         pi1 = n1_noisy / n
         noisy = mechanism.release(sums, grid, rng)
         eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)

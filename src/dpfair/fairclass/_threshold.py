@@ -34,9 +34,11 @@ __all__ = [
     "ThresholdLaw",
     "ThresholdResult",
     "dd_steps",
+    "dd_steps_from_counts",
     "exact_fair_threshold",
     "private_fair_threshold",
     "threshold_law",
+    "threshold_law_from_steps",
 ]
 
 
@@ -64,6 +66,47 @@ class DDSteps:
         if k < self.breaks.size and self.breaks[k] == tau:
             return float(self.atom[k])
         return float(self.gap[k])
+
+
+def dd_steps_from_counts(
+    values: NDArray[np.float64],
+    c1: NDArray[np.int64],
+    c0: NDArray[np.int64],
+    m1: float | None = None,
+    m0: float | None = None,
+) -> DDSteps:
+    """:class:`DDSteps` of scores given as a histogram: value ``values[k]`` occurs ``c1[k]``
+    times in group 1 and ``c0[k]`` times in group 0 (``values`` strictly increasing).
+
+    Equal to ``dd_steps(np.repeat(values, c1), np.repeat(values, c0), m1, m0)`` — the same
+    integer counts enter the same divisions — in O(len(values)) memory, whatever the
+    number of records.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    k1 = np.asarray(c1, dtype=np.int64)
+    k0 = np.asarray(c0, dtype=np.int64)
+    if v.ndim != 1 or k1.shape != v.shape or k0.shape != v.shape or np.any(np.diff(v) <= 0):
+        raise InvalidParameterError(
+            "dd_steps_from_counts: expected increasing values and two count arrays of its shape."
+        )
+    if np.any(k1 < 0) or np.any(k0 < 0):
+        raise InvalidParameterError("dd_steps_from_counts: counts must be >= 0.")
+    n1 = int(k1.sum())
+    d1 = float(n1 if m1 is None else m1)
+    d0 = float(int(k0.sum()) if m0 is None else m0)
+    if d1 <= 0 or d0 <= 0:
+        raise InvalidParameterError("dd_steps: both group denominators must be > 0.")
+    occ = (k1 + k0) > 0
+    breaks = v[occ]
+    k1, k0 = k1[occ], k0[occ]
+    le1 = np.cumsum(k1)  # #{z1 <= b}
+    lt1 = le1 - k1  # #{z1 < b}
+    le0 = np.cumsum(k0)  # #{z0 <= b}
+    gap_c1 = np.concatenate(([n1], n1 - le1))
+    gap_c0 = np.concatenate(([0], le0))
+    gap = gap_c1 / d1 - gap_c0 / d0
+    atom = (n1 - lt1) / d1 - le0 / d0
+    return DDSteps(breaks=breaks, gap=gap, atom=atom)
 
 
 def dd_steps(
@@ -291,6 +334,38 @@ def threshold_law(
     if not (m1 > 0 and m0 > 0):
         raise InvalidParameterError("m1 and m0 must be > 0.")
     steps = dd_steps(z1, z0, m1, m0)
+    n_cal = max(int(np.size(z1) + np.size(z0)), 1)
+    return threshold_law_from_steps(
+        steps, m1, m0, alpha, eps, r, n_cal=n_cal, atom_mass=atom_mass, base=base
+    )
+
+
+def threshold_law_from_steps(
+    steps: DDSteps,
+    m1: float,
+    m0: float,
+    alpha: float,
+    epsilon: float,
+    radius: float,
+    *,
+    n_cal: int,
+    atom_mass: float | None = None,
+    base: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+) -> ThresholdLaw:
+    """:func:`threshold_law` from an already built step function (denominators m1, m0).
+
+    ``n_cal`` is the number of calibration records (it sets the default atom mass 2r/n_cal).
+    The out-of-core fit builds ``steps`` from score histograms
+    (:func:`dd_steps_from_counts`); the law is then the same function of the curve.
+    """
+    eps = float(epsilon)
+    r = float(radius)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
+    if not (r > 0 and math.isfinite(r)):
+        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
+    if not (m1 > 0 and m0 > 0):
+        raise InvalidParameterError("m1 and m0 must be > 0.")
     sens = 1.0 / m1 + 1.0 / m0
     b = steps.breaks
     inner = b[(b > -r) & (b < r)]
@@ -326,8 +401,7 @@ def threshold_law(
         base_total = float(np.sum(np.exp(log_base) * np.diff(edges)))
     law = PiecewiseConstantLaw(edges, log_base - eps * loss / (2.0 * sens))
     loss0 = max(abs(steps.at(0.0)) - alpha, 0.0)
-    n_cal = max(int(np.size(z1) + np.size(z0)), 1)
-    b0 = base_total / n_cal if atom_mass is None else float(atom_mass)
+    b0 = base_total / max(int(n_cal), 1) if atom_mass is None else float(atom_mass)
     if not b0 >= 0:
         raise InvalidParameterError(f"atom_mass={atom_mass!r}: must be >= 0.")
     log_atom = (math.log(b0) if b0 > 0 else -math.inf) - eps * loss0 / (2.0 * sens)

@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
+from dpfair.fairclass._split import PositionSplit
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 
 __all__ = ["GridAggregate", "kernel_grid_weights"]
@@ -47,11 +48,18 @@ def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def _source(path: Path) -> str:
+def _is_parquet(path: Path) -> bool:
     with path.open("rb") as fh:
-        magic = fh.read(4)
+        return fh.read(4) == b"PAR1"
+
+
+def _source(path: Path, *, row_numbers: bool = False) -> str:
     lit = "'" + str(path).replace("'", "''") + "'"
-    return f"read_parquet({lit})" if magic == b"PAR1" else f"read_csv({lit})"
+    if _is_parquet(path):
+        return f"read_parquet({lit}, file_row_number = true)" if row_numbers else (
+            f"read_parquet({lit})"
+        )
+    return f"read_csv({lit})"
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,7 @@ def kernel_grid_weights(
     clip: bool = False,
     memory_limit: str = "1GB",
     threads: int | None = None,
+    half: tuple[PositionSplit, int] | None = None,
 ) -> GridAggregate:
     """Linear-binning weights of a CSV/Parquet file per (group, label), out of core.
 
@@ -111,10 +120,15 @@ def kernel_grid_weights(
         DuckDB's memory cap (it spills beyond it).
     threads : int, optional
         DuckDB worker threads.
+    half : (PositionSplit, 0 or 1), optional
+        Aggregate only the rows of this half of the position split (Parquet only: the
+        position is DuckDB's ``file_row_number``). *Every* row of the file is still
+        validated, so an error counts the problems of the whole file.
 
     Returns
     -------
     GridAggregate
+        With ``half``: weights, counts and n of that half's rows only.
 
     Raises
     ------
@@ -149,6 +163,18 @@ def kernel_grid_weights(
                for lo, hi in zip(lows, highs, strict=True)):
         raise InvalidParameterError(f"feature_bounds={list(feature_bounds)!r}: need lo < hi.")
 
+    keep = "TRUE"
+    if half is not None:
+        split, which = half
+        if not isinstance(split, PositionSplit) or which not in (0, 1):
+            raise InvalidParameterError("half: expected (PositionSplit, 0 or 1).")
+        if not _is_parquet(p):
+            raise InvalidParameterError(
+                f"'{p.name}': a half of the position split needs a Parquet file (row positions "
+                "come from DuckDB's file_row_number); convert CSV to Parquet first."
+            )
+        keep = f"{split.sql('file_row_number')} = {int(which)}"
+
     fq = [_quote(f) for f in features]
     u_exprs = [
         f"(CAST({q} AS DOUBLE) - {lo!r}) / ({hi!r} - {lo!r})"
@@ -179,19 +205,20 @@ def kernel_grid_weights(
     a_q, y_q = _quote(sensitive), _quote(target)
     i_list = ", ".join(f"i{j}" for j in range(d))
     sql = f"""
-        WITH src AS (SELECT * FROM {_source(p)}),
+        WITH src AS (SELECT * FROM {_source(p, row_numbers=half is not None)}),
         checked AS (
             SELECT CASE WHEN {bad_checks} OR {a_q} IS NULL OR {y_q} IS NULL THEN 'missing'
                         WHEN CAST({a_q} AS DOUBLE) NOT IN (0, 1)
                              OR CAST({y_q} AS DOUBLE) NOT IN (0, 1) THEN 'notbinary'
                         ELSE 'ok' END AS kind,
                    CAST({a_q} AS DOUBLE) AS a, CAST({y_q} AS DOUBLE) AS y,
+                   ({keep}) AS keep,
                    {', '.join(f'{q}' for q in fq)}
             FROM src),
-        unit AS (SELECT kind, a, y, {u_cols} FROM checked WHERE kind = 'ok'),
+        unit AS (SELECT kind, a, y, keep, {u_cols} FROM checked WHERE kind = 'ok'),
         flagged AS (SELECT *, ({outside}) AS out FROM unit),
         cells AS (SELECT a, y, {', '.join(f'u{j}' for j in range(d))}, {cell_cols}
-                  FROM flagged WHERE NOT out),
+                  FROM flagged WHERE NOT out AND keep),
         fracs AS (SELECT a, y, {i_list}, {frac_cols} FROM cells)
         SELECT 'ok' AS kind, CAST(a AS INTEGER) AS a, CAST(y AS INTEGER) AS y, {i_list},
                count(*) AS n, {', '.join(corners)}
@@ -234,7 +261,8 @@ def kernel_grid_weights(
         )
     ok = [r for r in rows if r[0] == "ok"]
     if not ok:
-        raise InvalidDataError(f"'{p.name}': no rows.")
+        where = "" if half is None else f" in half {half[1]} of the split"
+        raise InvalidDataError(f"'{p.name}': no rows{where}.")
     arr = np.array([r[1:] for r in ok], dtype=np.float64)
     a_idx, y_idx = arr[:, 0].astype(np.intp), arr[:, 1].astype(np.intp)
     cells = arr[:, 2 : 2 + d].astype(np.intp)

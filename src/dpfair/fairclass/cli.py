@@ -30,6 +30,7 @@ from dpfair._errors import DPFairError, InvalidParameterError
 __all__ = ["register"]
 
 EXIT_USER_ERROR = 2
+_AGGREGATE_BYTES = 256 * 2**20  # training files above this size are aggregated by default
 
 
 # --------------------------------------------------------------------------- parsing
@@ -216,17 +217,35 @@ def fair_classify(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = (
         False
     ),
+    aggregate: Annotated[
+        str,
+        typer.Option(
+            "--aggregate",
+            help=(
+                "auto | always | never. Fit from DuckDB aggregates of TRAIN (out of core: "
+                "O(grid + score bins + batch) memory) instead of loading it; 'auto' does so "
+                f"for training files over {_AGGREGATE_BYTES // 2**20} MiB. Same privacy; the "
+                "halves come from a seeded hash of the row position and the calibration "
+                "scores are rounded to a 2^-15 lattice (see "
+                "dpfair.fairclass.fit_cdp_fair_from_file). TEST is always loaded."
+            ),
+        ),
+    ] = "auto",
 ) -> None:
     """Fit CDP-Fair on TRAIN ((ε, δ)-DP) and report test error, |DD| and the privacy spent.
 
     The test metrics are computed on TEST in the clear: they are not private with respect to
     TEST (keep TEST out of any release that must be private).
     """
-    from dpfair.fairclass import CDPFairClassifier
+    from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file
     from dpfair.fairclass._io import read_columns
     from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
 
     with _user_errors():
+        if aggregate not in ("auto", "always", "never"):
+            raise InvalidParameterError(
+                f"--aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
+            )
         if len(bounds) != 2 * len(features):
             raise InvalidParameterError(
                 f"--bounds: {len(bounds)} value(s) for {len(features)} feature(s); give one "
@@ -234,21 +253,42 @@ def fair_classify(
             )
         pairs = [(float(bounds[2 * k]), float(bounds[2 * k + 1])) for k in range(len(features))]
         cols = [*features, target, sensitive]
-        tr = read_columns(train, cols)
+        big = train.is_file() and train.stat().st_size > _AGGREGATE_BYTES
+        use_aggregates = aggregate == "always" or (aggregate == "auto" and big)
+        if use_aggregates:
+            clf = fit_cdp_fair_from_file(
+                train,
+                features=list(features),
+                target=target,
+                sensitive=sensitive,
+                feature_bounds=pairs,
+                epsilon=epsilon,
+                delta=delta,
+                alpha=alpha,
+                bandwidth=bandwidth,
+                cross_fit=cross_fit,
+                clip=clip,
+                random_state=seed,
+            )
+            n_train = clf.outofcore_.n
+        else:
+            tr = read_columns(train, cols)
+            Xtr = np.column_stack([tr[f] for f in features])
+            n_train = int(Xtr.shape[0])
+            clf = CDPFairClassifier(
+                epsilon=epsilon,
+                delta=delta,
+                alpha=alpha,
+                feature_bounds=pairs,
+                bandwidth=bandwidth,
+                cross_fit=cross_fit,
+                clip=clip,
+                random_state=seed,
+            )
+            clf.fit(Xtr, tr[target], sensitive_features=tr[sensitive])
+            del tr, Xtr
         te = read_columns(test, cols)
-        Xtr = np.column_stack([tr[f] for f in features])
         Xte = np.column_stack([te[f] for f in features])
-        clf = CDPFairClassifier(
-            epsilon=epsilon,
-            delta=delta,
-            alpha=alpha,
-            feature_bounds=pairs,
-            bandwidth=bandwidth,
-            cross_fit=cross_fit,
-            clip=clip,
-            random_state=seed,
-        )
-        clf.fit(Xtr, tr[target], sensitive_features=tr[sensitive])
         pred = clf.predict(Xte, sensitive_features=te[sensitive])
         proba = clf.predict_proba(Xte, sensitive_features=te[sensitive])[:, 1]
         err = misclassification_error(te[target], pred)
@@ -263,7 +303,7 @@ def fair_classify(
         payload: dict[str, Any] = {
             "train": str(train),
             "test": str(test),
-            "n_train": int(Xtr.shape[0]),
+            "n_train": n_train,
             "n_test": int(Xte.shape[0]),
             "features": list(features),
             "feature_bounds": [list(b) for b in pairs],
@@ -281,9 +321,11 @@ def fair_classify(
             "cross_fit": cross_fit,
             "seed": seed,
             "saved_model": str(saved) if saved else None,
+            "aggregated": use_aggregates,
+            "score_resolution": clf.outofcore_.score_resolution if use_aggregates else None,
         }
         rows = [
-            ("data", f"train {train} (n = {Xtr.shape[0]}), test {test} (n = {Xte.shape[0]})"),
+            ("data", f"train {train} (n = {n_train}), test {test} (n = {Xte.shape[0]})"),
             (
                 "features",
                 ", ".join(
@@ -297,6 +339,13 @@ def fair_classify(
             ("bandwidth", _fmt(clf.bandwidth_)),
             ("tau", ", ".join(_fmt(t) for t in clf.tau_)),
             ("seed", str(seed) if seed is not None else "none (OS entropy)"),
+            (
+                "training input",
+                "DuckDB aggregates (out of core; position-hash split, scores on a "
+                f"{clf.outofcore_.score_resolution:.3g} lattice)"
+                if use_aggregates
+                else "loaded in memory",
+            ),
         ]
         if saved is not None:
             rows.append(("saved model", str(saved)))
