@@ -23,8 +23,9 @@ def section() -> Any:
 def test_section_has_its_figures_and_captions(section: Any) -> None:
     html = "\n".join(section.blocks)
     figures = re.findall(r'<figure id="(fig-fairclass-[a-z]+)">', html)
-    assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real"]
-    assert html.count("<table>") == 1
+    assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real",
+                       "fig-fairclass-federated"]
+    assert html.count("<table>") == 2  # shares above α; FDP-Fair by S
     for caption in re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S):
         assert "Setting:" in caption and "Seed 0" in caption and "Privacy:" in caption
         assert "y = x" in caption or "ε" in caption
@@ -56,6 +57,11 @@ def test_full_config_is_the_registered_grid() -> None:
     assert full.sim_reps == 200 and full.real_reps == 200
 
 
-def test_federated_extension_point_adds_nothing_yet(section: Any) -> None:
-    assert "federated" not in section.results
-    assert math.isfinite(len(section.blocks))
+def test_federated_part_reports_each_number_of_sites(section: Any) -> None:
+    rows = section.results["federated"]
+    cfg = FairclassReportConfig.tiny()
+    assert [r["S"] for r in rows] == list(cfg.federated_sites)
+    for r in rows:
+        assert r["reps"] == cfg.federated_reps
+        assert 0.0 <= r["pop_abs_dd"] <= 1.0 and 0.0 < r["error"] < 0.5
+        assert math.isfinite(r["pop_risk"])

@@ -35,7 +35,7 @@ def test_report_is_self_contained_html_with_embedded_pngs(tiny_report: Path) -> 
 def test_every_figure_states_setting_seed_and_privacy(tiny_report: Path) -> None:
     html = tiny_report.read_text(encoding="utf-8")
     captions = re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S)
-    assert len(captions) >= 10  # 4 median + 3 facility + 3 fair-classification figures
+    assert len(captions) >= 11  # 4 median + 3 facility + 4 fair-classification figures
     for caption in captions:
         assert "Setting:" in caption
         assert "Seed 0" in caption

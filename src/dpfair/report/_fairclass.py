@@ -10,8 +10,8 @@ the cells are exactly the registered grids, so every number equals a row of
 ``dpfair reproduce fairclass-simulation --seed SEED`` (and ``fairclass-adult``,
 ``fairclass-law``).
 
-FDP-Fair (the federated protocol, effect of the number of sites S) has its extension point
-in :func:`_federated_part`; it adds nothing until it is implemented.
+FDP-Fair (the federated protocol): the effect of the number of sites S, in
+:func:`_federated_part`.
 """
 
 from __future__ import annotations
@@ -84,11 +84,16 @@ class FairclassReportConfig:
     real_reps: int = 3
     test_fraction: float = 0.3
     jobs: int = 1
-    federated_sites: tuple[int, ...] = ()
+    federated_sites: tuple[int, ...] = (1, 3, 5)
+    federated_reps: int = 2
+    federated_n_total: int = 7200
+    federated_epsilon: float = 1.0
+    federated_alpha: float = 0.1
 
     @classmethod
     def quick(cls) -> FairclassReportConfig:
-        """N = 5000, 4 budgets, 5 α, 12 repetitions; real data: 3 splits (about 30 s)."""
+        """N = 5000, 4 budgets, 5 α, 12 repetitions; real data: 3 splits; FDP-Fair with
+        S ∈ {1, 3, 5}, 2 repetitions (about 45 s)."""
         return cls()
 
     @classmethod
@@ -107,6 +112,8 @@ class FairclassReportConfig:
             real_alphas=ALPHA_GRID_REAL,
             real_reps=200,
             jobs=max(1, os.cpu_count() or 1),
+            federated_sites=(1, 2, 3, 4, 5),
+            federated_reps=50,
         )
 
     @classmethod
@@ -124,6 +131,9 @@ class FairclassReportConfig:
             real_alphas=(0.1, 0.2),
             real_reps=2,
             test_fraction=0.9,
+            federated_sites=(1, 2),
+            federated_reps=1,
+            federated_n_total=3000,
         )
 
     def sim_cells(self) -> list[dict[str, Any]]:
@@ -137,7 +147,8 @@ class FairclassReportConfig:
     def units(self) -> int:
         """Number of (cell, repetition) fits, for progress reporting."""
         real = len(self.real_cells("adult")) * self.real_reps * len(self.real_datasets)
-        return len(self.sim_cells()) * self.sim_reps + real
+        federated = len(self.federated_sites) * self.federated_reps
+        return len(self.sim_cells()) * self.sim_reps + real + federated
 
 
 # --------------------------------------------------------------------------- running
@@ -451,20 +462,63 @@ def _real_part(
 def _federated_part(
     sec: Section, cfg: FairclassReportConfig, seed: int, tick: Progress
 ) -> None:
-    """Extension point: FDP-Fair (paper 003, the federated protocol) — the effect of S.
-
-    To be filled when ``dpfair.fairclass.FDPFairClassifier`` and its registered study
-    (e.g. ``fairclass-federated``) exist: for each S in ``cfg.federated_sites``, run the
-    study's ``run_one`` cell by cell with :func:`dpfair.experiments.rep_seed` (as
-    :func:`_sim_part` does through :func:`_run_cells`), then add one figure — error and
-    achieved |DD| against S (or against α per S) with CDP-Fair on the pooled data as the
-    reference — whose caption states "Setting:", "Seed {seed}" and "Privacy:" with each
-    site's (ε, δ) from the fits' ``privacy_spent_``, and store the numbers in
-    ``sec.results["federated"]``. Add the repetitions to :meth:`FairclassReportConfig.units`.
-    Until then the part adds nothing.
-    """
+    """FDP-Fair (paper 003, the federated protocol): error and |DD| against the number of
+    sites S for a fixed total sample (the paper's Figure 5 design), through the public
+    :func:`dpfair.fairclass.federated.study.effect_of_sites_table`."""
     if not cfg.federated_sites:
         return
+    from dpfair.fairclass.federated.study import effect_of_sites_table
+
+    rows = effect_of_sites_table(
+        n_total=cfg.federated_n_total,
+        sites=cfg.federated_sites,
+        epsilon=cfg.federated_epsilon,
+        alpha=cfg.federated_alpha,
+        reps=cfg.federated_reps,
+        n_jobs=cfg.jobs,
+        seed=seed,
+    )
+    tick("fairclass: FDP-Fair sites", len(cfg.federated_sites) * cfg.federated_reps)
+    sites = [int(r["S"]) for r in rows]
+    fig = new_figure(7.5, 3.2)
+    ax_err, ax_dd = fig.subplots(1, 2)
+    ax_err.plot(sites, [r["error"] for r in rows], "o-", label="test error")
+    ax_err.plot(sites, [r["pop_risk"] for r in rows], "s--", label="population risk")
+    ax_err.set_xlabel("number of sites S")
+    ax_err.set_ylabel("misclassification")
+    ax_err.legend(fontsize=7)
+    ax_err.grid(alpha=0.3)
+    ax_dd.plot(sites, [r["pop_abs_dd"] for r in rows], "o-", label="population |DD|")
+    ax_dd.plot(sites, [r["abs_dd"] for r in rows], "s--", label="test |DD|")
+    ax_dd.axhline(cfg.federated_alpha, color="k", ls=":", lw=1, label="cap α")
+    ax_dd.set_xlabel("number of sites S")
+    ax_dd.set_ylabel("|DD|")
+    ax_dd.legend(fontsize=7)
+    ax_dd.grid(alpha=0.3)
+    for ax in (ax_err, ax_dd):
+        ax.set_xticks(sites)
+    n_s = [cfg.federated_n_total // s for s in sites]
+    sec.figure(FigureBlock(
+        "fig-fairclass-federated",
+        "Figure 11: FDP-Fair — effect of the number of sites S at a fixed total sample",
+        figure_to_data_uri(fig),
+        f"Setting: N_total = {cfg.federated_n_total} rows of the paper's simulation split "
+        f"evenly over S ∈ {{{', '.join(map(str, sites))}}} sites (N_s = "
+        f"{', '.join(map(str, n_s))}), α = {cfg.federated_alpha:g}, "
+        f"{cfg.federated_reps} repetition(s) per S, population quantities from 200,000 fresh "
+        f"draws. Seed {seed}. Privacy: each site spends at most "
+        + ", ".join(f"({cfg.federated_epsilon:g}, {(n / 2) ** -2:.2g})-DP at S = {s}"
+                    for s, n in zip(sites, n_s, strict=True))
+        + " (ε, δ = (N_s/2)^-2) on its own data over both rounds of the protocol; sites "
+        "hold disjoint data (parallel composition).",
+    ))
+    sec.raw(table(
+        ["S", "reps", "test error", "population risk", "population |DD|",
+         "share |DD| > α", "test |DD|"],
+        [[r["S"], r["reps"], r["error"], r["pop_risk"], r["pop_abs_dd"],
+          r["share_above_alpha"], r["abs_dd"]] for r in rows],
+    ))
+    sec.results["federated"] = rows
 
 
 # --------------------------------------------------------------------------- the section

@@ -52,10 +52,6 @@ def test_three_site_processes(tmp_path: Path) -> None:
         "1",
         "--alpha",
         str(alpha),
-        "--tail",
-        "consistent",
-        "--margin",
-        "0.03",
         "--out",
         "setup.json",
         cwd=tmp_path,
@@ -135,7 +131,7 @@ def test_three_site_processes(tmp_path: Path) -> None:
         "y",
         cwd=tmp_path,
     )
-    assert res["abs_dd"] <= alpha + 0.1
+    assert res["abs_dd"] <= alpha + 0.05  # test-sample |DD| (default confidence rule)
     assert res["error"] <= 0.25
     # The site directories hold only their own data and local state; the centre's folder
     # only messages.

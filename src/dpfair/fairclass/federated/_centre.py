@@ -33,12 +33,18 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import as_generator
 from dpfair.fairclass._model import RIDGE, eta_from_sums
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
-from dpfair.fairclass.federated._monotone import correct, grid_threshold, omega
+from dpfair.fairclass.federated._monotone import (
+    confidence_threshold,
+    confidence_z,
+    correct,
+    grid_threshold,
+    omega,
+)
 from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import unflatten_levels
 from dpfair.mechanisms.tree import NoisyTree
 
-__all__ = ["Centre", "site_dd_curve"]
+__all__ = ["Centre", "site_dd_curve", "site_dd_terms"]
 
 _REL = 1e-9  # relative tolerance when comparing announced noise scales with the plan
 
@@ -62,21 +68,54 @@ def site_dd_curve(
     ``tail="consistent"``: Honaker's BLUE prefix (same cost class, lower variance).
     Denominators are the estimated roots, clipped below at 1.
     """
-    prefixes = []
-    totals = []
+    dd, totals, _ = site_dd_terms(trees, depth, sigma, tail)
+    return dd, totals
+
+
+def site_dd_terms(
+    trees: NDArray[np.float64], depth: int, sigma: float, tail: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`site_dd_curve` plus the variance bound v_s(τ_j) of DD_s(τ_j) around the truth.
+
+    With T̂ = T + e_T a noisy count and n̂ = n + e_n its group's noisy size,
+    T̂/n̂ − T/n = (e_T − p·e_n)/n̂ with p = T/n ∈ [0, 1], so the DP part of the error has
+    sd ≤ sqrt(sd_T² + sd_n²) when e_T and e_n are independent (dyadic: disjoint nodes, or
+    e_T = e_n at the root where the error vanishes) and ≤ sd_T + sd_n in general
+    (Cauchy–Schwarz; used for the consistent estimate). sd_T, sd_n are the exact standard
+    deviations of the tree estimates (``DyadicEstimate.std``, ``ConsistentTree.prefix_std``).
+    The calibration sample's own error (a binomial proportion given the released model)
+    adds at most 1/(4n) per group. Per site and group, with n̂ clipped below at 1::
+
+        v_s = Σ_a [ DP_a² / n̂_a² + 1/(4 n̂_a) ].
+
+    Everything is a function of released values and public (M, σ_t): post-processing.
+    """
+    prefixes, sds, totals, tot_sd = [], [], [], []
     for g in (0, 1):
         tree = NoisyTree(
             levels=unflatten_levels(trees[g], depth), sigma=sigma, depth=depth, root="noisy"
         )
         if tail == "consistent":
-            pref = tree.consistent().prefix
+            est = tree.consistent()
+            pref, psd = est.prefix, est.prefix_std
         else:
-            pref = tree.dyadic_prefix().estimate
+            dy = tree.dyadic_prefix()
+            pref, psd = dy.estimate, dy.std
         prefixes.append(pref)
+        sds.append(np.asarray(psd, dtype=np.float64))
         totals.append(max(float(pref[-1]), 1.0))
+        tot_sd.append(float(psd[-1]))
     p0, p1 = prefixes
     dd = p1[::-1] / totals[1] - p0 / totals[0]
-    return dd, np.array(totals)
+    var = np.zeros_like(dd)
+    for g, count_sd in ((0, sds[0]), (1, sds[1][::-1])):
+        if tail == "consistent":
+            dp = count_sd + tot_sd[g]
+            var += dp * dp / totals[g] ** 2
+        else:
+            var += (count_sd**2 + tot_sd[g] ** 2) / totals[g] ** 2
+        var += 0.25 / totals[g]
+    return dd, np.array(totals), var
 
 
 class Centre:
@@ -219,6 +258,7 @@ class Centre:
         mu = cfg.weights()
         taus = cfg.tau_grid()
         curves = np.zeros((nf, taus.size))
+        variances = np.zeros((nf, taus.size))
         n_cal_all, eps2, deltas, privacy = [], [], [], {}
         for w, sid in zip(mu, cfg.site_ids, strict=True):
             msg = by_site[sid]
@@ -246,8 +286,9 @@ class Centre:
                 raise ProtocolError(sid, "fields.n_cal", f"{n_cal!r} does not match N_s.")
             trees = msg.array("trees", (nf, 2, n_nodes))
             for k in range(nf):
-                dd_s, _ = site_dd_curve(trees[k], depth, sig, cfg.tail)
+                dd_s, _, var_s = site_dd_terms(trees[k], depth, sig, cfg.tail)
                 curves[k] += w * dd_s
+                variances[k] += w * w * var_s
             n_cal_all.append(float(np.mean(n_cal)))
             eps2.append(plan.round2_epsilon(spec.delta))
             deltas.append(spec.delta)
@@ -255,8 +296,31 @@ class Centre:
             privacy[sid] = priv if isinstance(priv, dict) else {}
         om = omega(cfg.c_omega, mu, n_cal_all, eps2, deltas, depth, cfg.eta_fail)
         target = cfg.alpha - cfg.alpha_margin
+        sds = np.sqrt(variances)
+        z = confidence_z(cfg.fail_prob, nf)
         taus_out, diags = [], []
         for k in range(nf):
+            if cfg.threshold_rule == "confidence":
+                # The raw combined curve (exact sd known pointwise); its monotone envelopes
+                # are the correction (see confidence_threshold). ω is not used.
+                cs = confidence_threshold(taus, curves[k], sds[k], target, z)
+                taus_out.append(cs.tau)
+                diags.append(
+                    {
+                        "fold": k + 1,
+                        "tau": cs.tau,
+                        "rule": "confidence",
+                        "outcome": cs.outcome,
+                        "dd_at_tau": cs.dd_at_tau,
+                        "sd_at_tau": cs.sd_at_tau,
+                        "upper_at_tau": cs.upper,
+                        "lower_at_tau": cs.lower,
+                        "z": z,
+                        "dd_at_zero": float(curves[k][taus.size // 2]),
+                        "sd_at_zero": float(sds[k][taus.size // 2]),
+                    }
+                )
+                continue
             res = correct(curves[k], cfg.correction, om)
             if not res.feasible or res.values is None:
                 raise ProtocolError(
@@ -273,6 +337,7 @@ class Centre:
                 {
                     "fold": k + 1,
                     "tau": search.tau,
+                    "rule": "paper",
                     "outcome": search.outcome,
                     "dd_at_tau": search.dd_at_tau,
                     "dd_at_zero": float(res.values[taus.size // 2]),
@@ -289,6 +354,8 @@ class Centre:
                 "bandwidth": cfg.bandwidth,
                 "grid_shape": list(cfg.grid_shape),
                 "alpha": cfg.alpha,
+                "threshold_rule": cfg.threshold_rule,
+                "fail_prob": cfg.fail_prob,
                 "omega": om,
                 "depth": depth,
                 "thresholds": diags,
@@ -296,5 +363,11 @@ class Centre:
                 "site_privacy": privacy,
                 "weights": {s: float(w) for s, w in zip(cfg.site_ids, mu, strict=True)},
             },
-            arrays={"eta": eta, "pi": pi, "tau": np.array(taus_out), "dd_curve": curves},
+            arrays={
+                "eta": eta,
+                "pi": pi,
+                "tau": np.array(taus_out),
+                "dd_curve": curves,
+                "dd_sd": sds,
+            },
         )

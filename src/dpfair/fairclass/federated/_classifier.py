@@ -183,13 +183,25 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     alpha_margin : float, default=0.0
         Target α − margin in the search (paper §4.2 suggests ρ to keep |DD| ≤ α w.h.p.).
     correction : {"alg6", "alg4", "isotonic", "none"}, default="alg6"
-    tail : {"dyadic", "consistent"}, default="dyadic"
-    depth : int or None, default=None
-        Tree depth M; None: the paper's rule max(⌊log2 Σ min(N_s, N_s²ε_s²)⌋ + 1, 6).
+        Monotone correction of the paper rule (unused by the confidence rule).
+    tail : {"consistent", "dyadic"}, default="consistent"
+        Honaker's consistent tail counts (lower variance) or the paper's dyadic sums.
+    threshold_rule : {"confidence", "paper"}, default="confidence"
+        "confidence": τ̂ = smallest |τ| of the set where the running-max upper confidence
+        envelope D̂ + z·sd is ≤ α and the running-min lower envelope D̂ − z·sd is ≥ −α,
+        with sd the exact noise sd of each grid point (from σ_t, μ_s and the released
+        counts) and z from ``fail_prob``; holds |DD| ≤ α with probability ≥ 1 − β when
+        certified. "paper": monotone correction (``correction``, ω) + tolerance band ρ.
+    fail_prob : float, default=0.05
+        β of the confidence rule (per released classifier, both folds and both sides).
+    depth : int, "paper" or None, default=None
+        Tree depth M; None: 8 for the confidence rule, the paper's rule
+        max(⌊log2 Σ min(N_s, N_s²ε_s²)⌋ + 1, 6) for the paper rule; "paper": that rule.
     bandwidth : float or None, default=None
         Common bandwidth (unit-box units); None: public rule (see
         :func:`~dpfair.fairclass.federated.make_protocol`).
-    cross_fit : bool, default=True
+    cross_fit : bool or None, default=None
+        None: False for the confidence rule, True (paper §5.1.1) for the paper rule.
     s1_share : float, default=0.5
         Round 1's share of each site's μ*² with cross-fitting.
     count_share : float, default=0.05
@@ -230,10 +242,12 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         c_omega: float = 0.1,
         alpha_margin: float = 0.0,
         correction: str = "alg6",
-        tail: str = "dyadic",
-        depth: int | None = None,
+        tail: str = "consistent",
+        threshold_rule: str = "confidence",
+        fail_prob: float = 0.05,
+        depth: int | str | None = None,
         bandwidth: float | None = None,
-        cross_fit: bool = True,
+        cross_fit: bool | None = None,
         s1_share: float = 0.5,
         count_share: float = 0.05,
         eta_fail: float = 0.05,
@@ -249,6 +263,8 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.alpha_margin = alpha_margin
         self.correction = correction
         self.tail = tail
+        self.threshold_rule = threshold_rule
+        self.fail_prob = fail_prob
         self.depth = depth
         self.bandwidth = bandwidth
         self.cross_fit = cross_fit
@@ -303,6 +319,8 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
             eta_fail=self.eta_fail,
             correction=self.correction,
             tail=self.tail,
+            threshold_rule=self.threshold_rule,
+            fail_prob=self.fail_prob,
             cross_fit=self.cross_fit,
             s1_share=self.s1_share,
             count_share=self.count_share,

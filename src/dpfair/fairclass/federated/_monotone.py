@@ -30,9 +30,12 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InvalidParameterError
 
 __all__ = [
+    "ConfidenceSearch",
     "CorrectionMethod",
     "MonotoneResult",
     "ThresholdSearch",
+    "confidence_threshold",
+    "confidence_z",
     "correct",
     "grid_threshold",
     "monotone_alg4",
@@ -225,3 +228,91 @@ def grid_threshold(taus: ArrayLike, dd: ArrayLike, alpha: float, rho: float) -> 
             return ThresholdSearch(float(t[j]), j, outcome, float(f[j]), alpha)
     j = int(np.argmin(absd))
     return ThresholdSearch(float(t[j]), j, "infeasible", float(f[j]), alpha)
+
+
+THRESHOLD_RULES: tuple[str, ...] = ("confidence", "paper")
+
+
+@dataclass(frozen=True)
+class ConfidenceSearch:
+    """τ̂ of the confidence rule and its certificate.
+
+    Attributes
+    ----------
+    tau : float
+    index : int
+    outcome : str
+        ``"certified"`` (τ̂ lies in the certified set C, see :func:`confidence_threshold`)
+        or ``"uncertified"`` (C is empty: the noise is too large for α at this z; τ̂ is the
+        grid point that violates the two envelopes least).
+    dd_at_tau, sd_at_tau : float
+        The raw combined estimate and its standard deviation at τ̂.
+    upper, lower : float
+        The envelopes Ū(τ̂) and L̲(τ̂).
+    z : float
+    """
+
+    tau: float
+    index: int
+    outcome: str
+    dd_at_tau: float
+    sd_at_tau: float
+    upper: float
+    lower: float
+    z: float
+
+
+def confidence_threshold(
+    taus: ArrayLike, dd: ArrayLike, sd: ArrayLike, alpha: float, z: float
+) -> ConfidenceSearch:
+    """τ̂ = the point of smallest |τ| of the certified set C (the default rule).
+
+    With U(τ) = D̂(τ) + z·sd(τ) and L(τ) = D̂(τ) − z·sd(τ), the monotone envelopes
+
+        Ū(τ_j) = max_{i ≥ j} U(τ_i),     L̲(τ_j) = min_{i ≤ j} L(τ_i)
+
+    are non-increasing, so C = {τ_j : Ū(τ_j) ≤ α and L̲(τ_j) ≥ −α} is a run of consecutive
+    grid points. If C is not empty, τ̂ is its point of smallest |τ| (0 when 0 ∈ C).
+
+    Guarantee (``docs/proofs/fairclass_fdp_fair.md`` §Threshold): let D be the population
+    DD curve of the released model (non-increasing), τ⁻ the largest grid point with
+    D > α and τ⁺ the smallest with D < −α (both fixed given the model). If τ̂ ∈ C and
+    D(τ̂) > α then τ̂ ≤ τ⁻, so U(τ⁻) ≤ Ū(τ̂) ≤ α: the estimate at the single fixed point τ⁻
+    is more than z·sd below its mean. Likewise D(τ̂) < −α forces L(τ⁺) ≥ −α. Hence
+    P(|D(τ̂)| > α and C ≠ ∅) ≤ 2·Φ(−z) when D̂(τ) ~ N(D(τ), ≤ sd(τ)²) at each fixed τ — no
+    union bound over the grid is needed.
+
+    If C is empty, τ̂ minimises max(Ū − α, −α − L̲) (ties: smallest |τ|) and the outcome is
+    ``"uncertified"`` (reported, not hidden).
+    """
+    t = np.asarray(taus, dtype=np.float64)
+    f = np.asarray(dd, dtype=np.float64)
+    s = np.asarray(sd, dtype=np.float64)
+    if t.shape != f.shape or t.shape != s.shape or t.ndim != 1:
+        raise InvalidParameterError("confidence_threshold: taus, dd, sd must have one shape.")
+    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(s)) and np.all(s >= 0)):
+        raise InvalidParameterError("confidence_threshold: dd, sd must be finite, sd >= 0.")
+    zz = float(z)
+    if not (math.isfinite(zz) and zz >= 0):
+        raise InvalidParameterError(f"z={z!r}: must be a finite number >= 0.")
+    upper = np.maximum.accumulate((f + zz * s)[::-1])[::-1]
+    lower = np.minimum.accumulate(f - zz * s)
+    order = np.argsort(np.abs(t), kind="stable")
+    ok = (upper <= alpha) & (lower >= -alpha)
+    hits = order[ok[order]]
+    if hits.size:
+        j, outcome = int(hits[0]), "certified"
+    else:
+        excess = np.maximum(upper - alpha, -alpha - lower)
+        j = int(order[np.argmin(excess[order])])
+        outcome = "uncertified"
+    return ConfidenceSearch(
+        float(t[j]), j, outcome, float(f[j]), float(s[j]), float(upper[j]), float(lower[j]), zz
+    )
+
+
+def confidence_z(fail_prob: float, n_folds: int) -> float:
+    """z with 2·n_folds·Φ(−z) = fail_prob (two sides per fold; the folds' DDs average)."""
+    from scipy.stats import norm
+
+    return float(norm.isf(fail_prob / (2.0 * n_folds)))

@@ -41,7 +41,7 @@ from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, LedgerRecord
 from dpfair.fairclass._model import bandwidth_rule, make_grid
 from dpfair.fairclass._validation import check_alpha, check_budget, check_feature_bounds
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
-from dpfair.fairclass.federated._monotone import CORRECTIONS
+from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 from dpfair.mechanisms import analytic_gaussian_delta, analytic_gaussian_sigma
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 from dpfair.privacy import Accountant, Budget
@@ -59,6 +59,11 @@ __all__ = [
 ]
 
 TAIL_ESTIMATORS = ("dyadic", "consistent")
+
+#: Tree depth M used by the confidence rule when ``depth`` is not given (see
+#: ``docs/proofs/fairclass_fdp_fair.md`` §Depth: the DD noise grows like M while the grid
+#: step 2^(1−M) only needs to be small against α; the paper's rule applies to "paper").
+DEFAULT_CONFIDENCE_DEPTH = 8
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
@@ -245,6 +250,12 @@ class ProtocolConfig:
         "dyadic" (paper: sum of O(M) nodes) or "consistent" (Honaker BLUE).
     cross_fit : bool
     s1_share, count_share : float
+    threshold_rule : str
+        "confidence" (default: certified set of the pointwise confidence envelopes) or
+        "paper" (monotone correction + tolerance band ρ).
+    fail_prob : float
+        β of the confidence rule: P(population |DD| > α) ≤ β (up to the approximations
+        stated in ``docs/proofs/fairclass_fdp_fair.md``) whenever the outcome is certified.
     """
 
     protocol_id: str
@@ -263,6 +274,8 @@ class ProtocolConfig:
     cross_fit: bool
     s1_share: float
     count_share: float
+    threshold_rule: str = "confidence"
+    fail_prob: float = 0.05
 
     # ------------------------------------------------------------------ derived
     @property
@@ -333,6 +346,8 @@ class ProtocolConfig:
                 "cross_fit": self.cross_fit,
                 "s1_share": self.s1_share,
                 "count_share": self.count_share,
+                "threshold_rule": self.threshold_rule,
+                "fail_prob": self.fail_prob,
             },
         )
 
@@ -367,6 +382,8 @@ class ProtocolConfig:
                 cross_fit=env.get("cross_fit", bool),
                 s1_share=env.number("s1_share"),
                 count_share=env.number("count_share"),
+                threshold_rule=env.get("threshold_rule", str),
+                fail_prob=env.number("fail_prob"),
                 bandwidth=env.number("bandwidth", positive=True),
                 grid_shape=tuple(int(g) for g in env.get("grid_shape", list)),
                 depth=int(env.number("depth", positive=True)),
@@ -395,13 +412,15 @@ def make_protocol(
     c_omega: float = 0.1,
     eta_fail: float = 0.05,
     correction: str = "alg6",
-    tail: str = "dyadic",
-    cross_fit: bool = True,
+    tail: str = "consistent",
+    cross_fit: bool | None = None,
     s1_share: float = 0.5,
     count_share: float = 0.05,
+    threshold_rule: str = "confidence",
+    fail_prob: float = 0.05,
     bandwidth: float | None = None,
     grid_shape: tuple[int, ...] | None = None,
-    depth: int | None = None,
+    depth: int | str | None = None,
     grid_resolution: float = 4.0,
     max_grid_nodes: int = 2**18,
     protocol_id: str | None = None,
@@ -426,11 +445,16 @@ def make_protocol(
     eta_fail : float, default 0.05
         η in ω's log(M/η).
     correction : {"alg6", "alg4", "isotonic", "none"}, default "alg6"
-    tail : {"dyadic", "consistent"}, default "dyadic"
+    tail : {"consistent", "dyadic"}, default "consistent"
         Tail counts from the O(M) canonical nodes (paper), or from Honaker's consistent
         (BLUE) estimate of each tree — also post-processing, lower variance.
-    cross_fit : bool, default True
+    cross_fit : bool or None, default None
         Two folds with the halves swapped; budget composed per row (module docstring).
+        None: True for the paper rule, False for the confidence rule (each fold must be
+        certified on its own, and a fold's round 2 then gets μ* instead of μ*/√2).
+    threshold_rule : {"confidence", "paper"}, default "confidence"
+    fail_prob : float in (0, 1), default 0.05
+        β of the confidence rule.
     s1_share : float in (0, 1), default 0.5
         Round 1's share of μ*² when cross-fitting.
     count_share : float in (0, 1), default 0.05
@@ -440,8 +464,9 @@ def make_protocol(
         n = Σ_s ⌊N_s/2⌋ and the privacy term at the aggregate's noise level
         (n·μ_f)_eff = 1/sqrt(Σ_s ν_s²/(n_s μ_{f,s})²) — public quantities only.
     grid_shape, depth : optional
-        Override the grid (default :func:`dpfair.fairclass._model.make_grid`) and M (default
-        :func:`depth_rule`).
+        Override the grid (default :func:`dpfair.fairclass._model.make_grid`) and M
+        (default: :data:`DEFAULT_CONFIDENCE_DEPTH` for the confidence rule,
+        :func:`depth_rule` for the paper rule; ``depth="paper"`` forces the paper's rule).
     """
     specs: list[SiteSpec] = []
     for s in sites:
@@ -464,8 +489,15 @@ def make_protocol(
     eta_f = _share("eta_fail", eta_fail)
     if correction not in CORRECTIONS:
         raise InvalidParameterError(f"correction={correction!r}: expected one of {CORRECTIONS}.")
+    if threshold_rule not in THRESHOLD_RULES:
+        raise InvalidParameterError(
+            f"threshold_rule={threshold_rule!r}: expected one of {THRESHOLD_RULES}."
+        )
+    beta = _share("fail_prob", fail_prob)
     if tail not in TAIL_ESTIMATORS:
         raise InvalidParameterError(f"tail={tail!r}: expected one of {TAIL_ESTIMATORS}.")
+    if cross_fit is None:
+        cross_fit = threshold_rule == "paper"
     if not isinstance(cross_fit, (bool, np.bool_)):
         raise InvalidParameterError(f"cross_fit={cross_fit!r}: expected True or False.")
     s1 = _share("s1_share", s1_share)
@@ -474,7 +506,13 @@ def make_protocol(
     d = 0 if fb is None or fb.ndim != 2 else fb.shape[0]
     lows, highs = check_feature_bounds(feature_bounds, max(d, 1))
     d = lows.size
-    m = depth_rule([s.n for s in specs], [s.epsilon for s in specs]) if depth is None else depth
+    sizes, epss = [s.n for s in specs], [s.epsilon for s in specs]
+    if depth is None:
+        m: Any = depth_rule(sizes, epss) if threshold_rule == "paper" else DEFAULT_CONFIDENCE_DEPTH
+    elif depth == "paper":
+        m = depth_rule(sizes, epss)
+    else:
+        m = depth
     if isinstance(m, bool) or int(m) != m or not 1 <= int(m) <= 24:
         raise InvalidParameterError(f"depth={depth!r}: expected an integer in [1, 24].")
     m = int(m)
@@ -496,6 +534,8 @@ def make_protocol(
         bool(cross_fit),
         s1,
         cs,
+        str(threshold_rule),
+        beta,
     )
     if bandwidth is None:
         n_train = [s.n // 2 for s in specs]
@@ -537,4 +577,6 @@ def make_protocol(
         bool(cross_fit),
         s1,
         cs,
+        str(threshold_rule),
+        beta,
     )

@@ -118,14 +118,24 @@ def register(app: typer.Typer) -> None:
         correction: Annotated[
             str, typer.Option("--correction", help="alg6, alg4, isotonic or none.")
         ] = "alg6",
-        tail: Annotated[str, typer.Option("--tail", help="dyadic or consistent.")] = "dyadic",
+        tail: Annotated[str, typer.Option("--tail", help="consistent or dyadic.")] = "consistent",
+        rule: Annotated[
+            str, typer.Option("--rule", help="Threshold rule: confidence (default) or paper.")
+        ] = "confidence",
+        fail_prob: Annotated[
+            float, typer.Option("--fail-prob", help="β of the confidence rule.")
+        ] = 0.05,
         depth: Annotated[
-            int | None, typer.Option("--depth", help="Tree depth M (default: paper's rule).")
+            int | None,
+            typer.Option("--depth", help="Tree depth M (default: 8, or the paper's rule)."),
         ] = None,
         bandwidth: Annotated[
             float | None, typer.Option("--bandwidth", help="Common bandwidth (unit box).")
         ] = None,
-        cross_fit: Annotated[bool, typer.Option("--cross-fit/--no-cross-fit")] = True,
+        cross_fit: Annotated[
+            bool | None,
+            typer.Option("--cross-fit/--no-cross-fit", help="Default: only with --rule paper."),
+        ] = None,
     ) -> None:
         """Write the public ``setup`` message (sites, grid, M, α, ρ, C_ω)."""
         with _user_errors():
@@ -147,6 +157,8 @@ def register(app: typer.Typer) -> None:
                 c_omega=c_omega,
                 correction=correction,
                 tail=tail,
+                threshold_rule=rule,
+                fail_prob=fail_prob,
                 depth=depth,
                 bandwidth=bandwidth,
                 cross_fit=cross_fit,
