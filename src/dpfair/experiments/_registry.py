@@ -35,7 +35,7 @@ RunOne: TypeAlias = Callable[[dict[str, Any], np.random.SeedSequence], Mapping[s
 
 #: Modules of :mod:`dpfair.experiments` that register experiments when imported. A module
 #: that does not exist (yet) is skipped; an error inside an existing one is raised.
-EXTENSION_MODULES: tuple[str, ...] = ("_median", "_facility", "_fairclass")
+EXTENSION_MODULES: tuple[str, ...] = ("_median", "_facility", "_fairclass", "_fdp")
 
 #: Column names the runner and the store use; neither parameters nor outputs may use them.
 RESERVED_COLUMNS: frozenset[str] = frozenset({"cell", "rep", "filename"})
