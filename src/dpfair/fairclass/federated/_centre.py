@@ -118,6 +118,22 @@ def site_dd_terms(
     return dd, np.array(totals), var
 
 
+def _half_sizes_ok(sizes: list[Any], n_folds: int, n: int) -> bool:
+    """Plausible half sizes of a site with N_s = n: one per fold, each in [2, n − 2].
+
+    An in-memory site splits n into ⌊n/2⌋ and ⌈n/2⌉; an out-of-core site (``FileSite``)
+    splits by a seeded position hash, so its halves are data-independent and public but
+    only about n/2. With cross-fitting the two folds' halves are complementary.
+    """
+    try:
+        vals = [int(v) for v in sizes]
+    except (TypeError, ValueError):
+        return False
+    if len(vals) != n_folds or any(not 2 <= v <= n - 2 for v in vals):
+        return False
+    return n_folds != 2 or vals[0] + vals[1] == n
+
+
 class Centre:
     """The aggregator of FDP-Fair.
 
@@ -196,9 +212,7 @@ class Centre:
                     )
             n_train = msg.get("n_train", list)
             spec = cfg.site(sid)
-            if len(n_train) != nf or any(
-                int(v) not in (spec.n // 2, spec.n - spec.n // 2) for v in n_train
-            ):
+            if not _half_sizes_ok(n_train, nf, spec.n):
                 raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
             count = msg.array("count", (nf,))
             sums = msg.array("sums", (nf, *cfg.grid_shape, 2, 2))
@@ -280,9 +294,7 @@ class Centre:
                     f"{sig!r} differs from {plan.sigma_tree!r} derived from the setup.",
                 )
             n_cal = msg.get("n_cal", list)
-            if len(n_cal) != nf or any(
-                int(v) not in (spec.n // 2, spec.n - spec.n // 2) for v in n_cal
-            ):
+            if not _half_sizes_ok(n_cal, nf, spec.n):
                 raise ProtocolError(sid, "fields.n_cal", f"{n_cal!r} does not match N_s.")
             trees = msg.array("trees", (nf, 2, n_nodes))
             for k in range(nf):

@@ -32,7 +32,7 @@ from dpfair.fairclass._model import ReleasedFold, kernel_cell_sums
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism
+from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts
 
 __all__ = ["Site", "flatten_levels", "unflatten_levels"]
@@ -168,12 +168,10 @@ class Site:
         )
         counts, sums, n_train = [], [], []
         for tr, _cal in folds:
-            rows = self._halves[tr]
-            U, A, y = self._U[rows], self._A[rows], self._y[rows]
-            n1 = float(np.sum(A == 1))
-            counts.append(n1 + plan.sigma_count * float(self._rng1.standard_normal()))
-            sums.append(mech.release(kernel_cell_sums(grid, U, A, y), grid, self._rng1))
-            n_train.append(int(rows.size))
+            n1, cell_sums, n_rows = self._training_stats(tr, grid)
+            counts.append(float(n1) + plan.sigma_count * float(self._rng1.standard_normal()))
+            sums.append(mech.release(cell_sums, grid, self._rng1))
+            n_train.append(n_rows)
         self._round = 1
         return Envelope(
             "round1",
@@ -230,19 +228,19 @@ class Site:
                 plan.mu_round2,
                 f"N(0, {plan.sigma_tree:.6g}^2) per node",
             )
+        leaves = self._calibration_leaves(
+            [(cal, ReleasedFold(eta=eta[k], pi=pi[k], tau=0.0)) for k, (_tr, cal) in
+             enumerate(folds)],
+            grid,
+        )
         trees, n_cal = [], []
-        for k, (_tr, cal) in enumerate(folds):
-            rows = self._halves[cal]
-            U, A = self._U[rows], self._A[rows]
-            fold = ReleasedFold(eta=eta[k], pi=pi[k], tau=0.0)
-            z = np.clip(fold.scores(grid, U, A), -1.0, 1.0)
+        for pair_counts, n_rows in leaves:
             pair = []
-            for a, values in ((0, z[A == 0]), (1, -z[A == 1])):
-                del a
-                released = mech.release(leaf_counts(values, (-1.0, 1.0), depth), self._rng2)
+            for counts in pair_counts:  # group 0 (Z), then group 1 (−Z)
+                released = mech.release(counts, self._rng2)
                 pair.append(flatten_levels(released.levels))
             trees.append(np.stack(pair))
-            n_cal.append(int(rows.size))
+            n_cal.append(n_rows)
         self._round = 2
         return Envelope(
             "round2",
@@ -257,6 +255,29 @@ class Site:
             arrays={"trees": np.stack(trees)},
         )
 
+    # ------------------------------------------------------------------ data access
+    # The only two places that read the site's rows; everything that adds noise or charges
+    # the ledger is above and shared by every subclass (e.g. the out-of-core ``FileSite``).
+    def _training_stats(
+        self, half: int, grid: KroneckerGaussianGrid
+    ) -> tuple[int, NDArray[np.float64], int]:
+        """(group-1 count, the four kernel sums F_{a,y}, rows) of training half ``half``."""
+        rows = self._halves[half]
+        U, A, y = self._U[rows], self._A[rows], self._y[rows]
+        return int(np.sum(A == 1)), kernel_cell_sums(grid, U, A, y), int(rows.size)
+
+    def _calibration_leaves(
+        self, folds: list[tuple[int, ReleasedFold]], grid: KroneckerGaussianGrid
+    ) -> list[tuple[tuple[NDArray[np.int64], NDArray[np.int64]], int]]:
+        """Per (calibration half, model): leaf counts of Z over group 0 and −Z over group 1
+        on the 2^M dyadic bins of [−1, 1], and the half's rows."""
+        out = []
+        for half, fold in folds:
+            rows = self._halves[half]
+            U, A = self._U[rows], self._A[rows]
+            out.append((score_leaf_counts(fold, grid, U, A, self.config.depth), int(rows.size)))
+        return out
+
     # ------------------------------------------------------------------ state
     @property
     def privacy_spent(self) -> Any:
@@ -269,6 +290,24 @@ class Site:
         for arr in (self._U, self._A, self._y):
             h.update(np.ascontiguousarray(arr).tobytes())
         return h.hexdigest()
+
+
+def score_leaf_counts(
+    fold: ReleasedFold,
+    grid: KroneckerGaussianGrid,
+    U: NDArray[np.float64],
+    A: NDArray[np.int8],
+    depth: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Leaf counts of clip(Z, ±1) over group 0 and of −clip(Z, ±1) over group 1.
+
+    Row-wise, so counts of a partition of the rows add up to the counts of all of them.
+    """
+    z = np.clip(fold.scores(grid, U, A), -1.0, 1.0)
+    return (
+        leaf_counts(z[A == 0], (-1.0, 1.0), depth),
+        leaf_counts(-z[A == 1], (-1.0, 1.0), depth),
+    )
 
 
 def check_model(

@@ -33,6 +33,7 @@ from dpfair._errors import DPFairError, InvalidParameterError
 from dpfair.fairclass._io import read_columns
 from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._classifier import FederatedModel
+from dpfair.fairclass.federated._filesite import FileSite
 from dpfair.fairclass.federated._messages import read_message, write_message
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
 from dpfair.fairclass.federated._site import Site
@@ -40,6 +41,10 @@ from dpfair.fairclass.federated._site import Site
 __all__ = ["register"]
 
 EXIT_USER_ERROR = 2
+#: Site files above this size are read out of core by default (``--aggregate auto``).
+_AGGREGATE_BYTES = 256 * 2**20
+#: The two ways a site splits its rows; round 2 must use round 1's (same halves).
+_SPLITS = {False: "permutation", True: "position"}
 
 
 def _fail(message: str) -> NoReturn:
@@ -64,9 +69,7 @@ def _load_setup(path: Path) -> ProtocolConfig:
 def _read_site_data(
     path: Path, features: str, target: str | None, sensitive: str
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    names = [f.strip() for f in features.split(",") if f.strip()]
-    if not names:
-        raise InvalidParameterError("--features: give the feature columns, e.g. x1,x2.")
+    names = _features(features)
     cols = names + [sensitive] + ([target] if target else [])
     data = read_columns(path, cols)
     X = np.column_stack([data[n] for n in names])
@@ -85,6 +88,57 @@ TargetOpt = Annotated[str, typer.Option("--target", help="Label column (0/1).")]
 SensOpt = Annotated[str, typer.Option("--sensitive", help="Group column (0/1).")]
 StateOpt = Annotated[Path, typer.Option("--state", help="Local state file (never sent).")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Message file to write.")]
+AggOpt = Annotated[
+    str,
+    typer.Option(
+        "--aggregate",
+        help=(
+            "auto | always | never. Read DATA out of core (DuckDB aggregates, streamed "
+            "batches; position-hash split). 'auto': in round 1 for files over "
+            f"{_AGGREGATE_BYTES // 2**20} MiB, in round 2 as in round 1. Same privacy."
+        ),
+    ),
+]
+
+
+def _features(features: str) -> list[str]:
+    names = [f.strip() for f in features.split(",") if f.strip()]
+    if not names:
+        raise InvalidParameterError("--features: give the feature columns, e.g. x1,x2.")
+    return names
+
+
+def _check_aggregate(aggregate: str) -> None:
+    if aggregate not in ("auto", "always", "never"):
+        raise InvalidParameterError(
+            f"--aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
+        )
+
+
+def _make_site(
+    data: Path,
+    cfg: ProtocolConfig,
+    site_id: str,
+    features: str,
+    target: str,
+    sensitive: str,
+    entropy: int,
+    out_of_core: bool,
+) -> Site:
+    seed = np.random.SeedSequence(entropy)
+    if out_of_core:
+        return FileSite(
+            site_id,
+            data,
+            features=_features(features),
+            target=target,
+            sensitive=sensitive,
+            config=cfg,
+            random_state=seed,
+        )
+    X, y, A = _read_site_data(data, features, target, sensitive)
+    assert y is not None
+    return Site(site_id, X, y, A, config=cfg, random_state=seed)
 
 
 def register(app: typer.Typer) -> None:
@@ -188,14 +242,17 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[
             int | None, typer.Option("--seed", help="Seed (default: OS entropy).")
         ] = None,
+        aggregate: AggOpt = "auto",
     ) -> None:
         """Round 1 on this site's training half: write the ``round1`` message."""
         with _user_errors():
+            _check_aggregate(aggregate)
             cfg = _load_setup(setup)
-            X, y, A = _read_site_data(data, features, target, sensitive)
-            assert y is not None
+            ooc = aggregate == "always" or (
+                aggregate == "auto" and data.is_file() and data.stat().st_size > _AGGREGATE_BYTES
+            )
             entropy = int(seed) if seed is not None else secrets.randbits(128)
-            site = Site(site_id, X, y, A, config=cfg, random_state=np.random.SeedSequence(entropy))
+            site = _make_site(data, cfg, site_id, features, target, sensitive, entropy, ooc)
             msg = site.round1()
             state.write_text(
                 json.dumps(
@@ -203,13 +260,19 @@ def register(app: typer.Typer) -> None:
                         "site_id": site_id,
                         "protocol_id": cfg.protocol_id,
                         "entropy": str(entropy),
+                        "split": _SPLITS[ooc],
                         "fingerprint": site.data_fingerprint(),
                     }
                 )
             )
             write_message(out, msg)
             _print(
-                {"site": site_id, "round1": str(out), "privacy_spent": site.ledger.spent.to_dict()}
+                {
+                    "site": site_id,
+                    "round1": str(out),
+                    "aggregated": ooc,
+                    "privacy_spent": site.ledger.spent.to_dict(),
+                }
             )
 
     # ------------------------------------------------------------------ centre aggregate
@@ -238,24 +301,27 @@ def register(app: typer.Typer) -> None:
         state: StateOpt,
         out: OutOpt,
         model: Annotated[Path, typer.Option("--model", help="The centre's broadcast model.")],
+        aggregate: AggOpt = "auto",
     ) -> None:
         """Round 2 on this site's calibration half: write the ``round2`` message."""
         with _user_errors():
+            _check_aggregate(aggregate)
             cfg = _load_setup(setup)
             st = json.loads(state.read_text())
             if st.get("site_id") != site_id or st.get("protocol_id") != cfg.protocol_id:
                 raise InvalidParameterError(
                     f"--state {str(state)!r} belongs to another site or run."
                 )
-            X, y, A = _read_site_data(data, features, target, sensitive)
-            assert y is not None
-            site = Site(
-                site_id,
-                X,
-                y,
-                A,
-                config=cfg,
-                random_state=np.random.SeedSequence(int(st["entropy"])),
+            # Round 2 must re-create round 1's halves: same split, so the same reader.
+            ooc = st.get("split", _SPLITS[False]) == _SPLITS[True]
+            if aggregate != "auto" and (aggregate == "always") != ooc:
+                raise InvalidParameterError(
+                    f"--aggregate={aggregate}: round 1 used the {_SPLITS[ooc]} split "
+                    f"({'out of core' if ooc else 'in memory'}); round 2 must use the same "
+                    "(use --aggregate auto)."
+                )
+            site = _make_site(
+                data, cfg, site_id, features, target, sensitive, int(st["entropy"]), ooc
             )
             if site.data_fingerprint() != st.get("fingerprint"):
                 raise InvalidParameterError(
@@ -265,7 +331,12 @@ def register(app: typer.Typer) -> None:
             broadcast = read_message(model, kind="model", protocol_id=cfg.protocol_id)
             write_message(out, site.round2(broadcast))
             _print(
-                {"site": site_id, "round2": str(out), "privacy_spent": site.ledger.spent.to_dict()}
+                {
+                    "site": site_id,
+                    "round2": str(out),
+                    "aggregated": ooc,
+                    "privacy_spent": site.ledger.spent.to_dict(),
+                }
             )
 
     # ------------------------------------------------------------------ centre finalize
