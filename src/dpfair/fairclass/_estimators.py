@@ -110,7 +110,10 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         return None
 
     def _plan(self, eps: float, delta: float) -> BudgetPlan:
-        raise NotImplementedError
+        """The budget split of a private estimator (overridden by the private ones)."""
+        raise TypeError(
+            f"{type(self).__name__} releases nothing privately, so it has no budget plan."
+        )
 
     # ------------------------------------------------------------------ fit
     def _validate_common(self) -> tuple[bool, bool, float, int]:
