@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 import typer
@@ -26,8 +27,12 @@ __all__ = [
     "fail",
     "fmt",
     "json_default",
+    "run_with_progress",
     "user_errors",
 ]
+
+T = TypeVar("T")
+ProgressCallback = Callable[[int, int, str], None]
 
 EXIT_USER_ERROR = 2
 
@@ -113,3 +118,30 @@ def emit(
     for label, text in rows:
         table.add_row(Text(label), Text(text))  # Text: no markup parsing of values
     Console(soft_wrap=False).print(table)
+
+
+def run_with_progress(work: Callable[[ProgressCallback | None], T], label: str = "work") -> T:
+    """Run ``work(progress)`` with a rich progress bar on a terminal, quietly when piped.
+
+    ``progress(done, total, label)`` updates the bar; ``work`` receives ``None`` when
+    stderr is not a terminal.
+    """
+    if not sys.stderr.isatty():
+        return work(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def progress(done: int, total: int, text: str) -> None:
+            bar.update(task, completed=done, total=total, description=text)
+
+        return work(progress)

@@ -9,16 +9,22 @@ code 2, without a traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 import dpfair
 import dpfair.data
-from dpfair._cli_support import EXIT_USER_ERROR, describe_os_error, emit, fmt, user_errors
+from dpfair._cli_support import (
+    EXIT_USER_ERROR,
+    describe_os_error,
+    emit,
+    fmt,
+    run_with_progress,
+    user_errors,
+)
 from dpfair._errors import DPFairError
 from dpfair.experiments.cli import register as _register_experiments
 from dpfair.facility.cli import register as _register_facility
@@ -208,32 +214,10 @@ def report(
     from dpfair.report import build_report  # matplotlib is only imported when needed
 
     with user_errors():
-        path = _run_with_progress(
+        path = run_with_progress(
             lambda progress: build_report(out, quick=quick, seed=seed, progress=progress)
         )
     typer.echo(str(path))
-
-
-def _run_with_progress(work: Callable[[Callable[[int, int, str], None] | None], Path]) -> Path:
-    """Run ``work(progress)`` with a rich progress bar on a terminal, quietly otherwise."""
-    if not sys.stderr.isatty():
-        return work(None)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("report", total=None)
-
-        def progress(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=label)
-
-        return work(progress)
 
 
 _register_experiments(app)

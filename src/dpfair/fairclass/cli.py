@@ -15,21 +15,19 @@ from __future__ import annotations
 import json
 import math
 import pickle
-import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import numpy as np
 import typer
 from typer.core import TyperCommand
 
-from dpfair._errors import DPFairError, InvalidParameterError
+from dpfair._cli_support import run_with_progress, user_errors
+from dpfair._errors import InvalidParameterError
 
 __all__ = ["register"]
 
-EXIT_USER_ERROR = 2
 _AGGREGATE_BYTES = 256 * 2**20  # training files above this size are aggregated by default
 
 
@@ -100,22 +98,6 @@ class _MultiValueCommand(TyperCommand):
 
 
 # --------------------------------------------------------------------------- output
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"dpfair: error: {' '.join(str(message).split())}", err=True)
-    raise typer.Exit(EXIT_USER_ERROR)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    try:
-        yield
-    except DPFairError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        where = f"'{exc.filename}'" if exc.filename else "file"
-        _fail(f"{where}: {exc.strerror or exc}")
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
@@ -241,7 +223,7 @@ def fair_classify(
     from dpfair.fairclass._io import read_columns
     from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
 
-    with _user_errors():
+    with user_errors():
         if aggregate not in ("auto", "always", "never"):
             raise InvalidParameterError(
                 f"--aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
@@ -400,8 +382,8 @@ def fair_reproduce(
     """
     from dpfair.fairclass.study import reproduce
 
-    with _user_errors():
-        files = _with_progress(
+    with user_errors():
+        files = run_with_progress(
             lambda progress: reproduce(
                 name,
                 out,
@@ -415,28 +397,6 @@ def fair_reproduce(
         )
     for kind, path in files.items():
         typer.echo(f"{kind}: {path}")
-
-
-def _with_progress(work: Any) -> Any:
-    if not sys.stderr.isatty():
-        return work(None)
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("repetitions", total=None)
-
-        def progress(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=label)
-
-        return work(progress)
 
 
 def register(app: typer.Typer) -> None:

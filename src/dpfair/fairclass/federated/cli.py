@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import numpy as np
 import typer
 
-from dpfair._errors import DPFairError, InvalidParameterError
+from dpfair._cli_support import user_errors
+from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._io import read_columns
 from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._classifier import FederatedModel
@@ -40,26 +39,10 @@ from dpfair.fairclass.federated._site import Site
 
 __all__ = ["register"]
 
-EXIT_USER_ERROR = 2
 #: Site files above this size are read out of core by default (``--aggregate auto``).
 _AGGREGATE_BYTES = 256 * 2**20
 #: The two ways a site splits its rows; round 2 must use round 1's (same halves).
 _SPLITS = {False: "permutation", True: "position"}
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo("dpfair: error: " + " ".join(str(message).split()), err=True)
-    raise typer.Exit(EXIT_USER_ERROR)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    try:
-        yield
-    except DPFairError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"{exc.filename or 'file'}: {exc.strerror or exc}")
 
 
 def _load_setup(path: Path) -> ProtocolConfig:
@@ -192,7 +175,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Write the public ``setup`` message (sites, grid, M, α, ρ, C_ω)."""
-        with _user_errors():
+        with user_errors():
             specs = []
             for s in site:
                 parts = s.split(":")
@@ -245,7 +228,7 @@ def register(app: typer.Typer) -> None:
         aggregate: AggOpt = "auto",
     ) -> None:
         """Round 1 on this site's training half: write the ``round1`` message."""
-        with _user_errors():
+        with user_errors():
             _check_aggregate(aggregate)
             cfg = _load_setup(setup)
             ooc = aggregate == "always" or (
@@ -283,7 +266,7 @@ def register(app: typer.Typer) -> None:
         out: OutOpt,
     ) -> None:
         """Validate the sites' round-1 messages and write the broadcast ``model``."""
-        with _user_errors():
+        with user_errors():
             cfg = _load_setup(setup)
             env = [read_message(m, kind="round1", protocol_id=cfg.protocol_id) for m in messages]
             write_message(out, Centre(cfg).aggregate(env))
@@ -304,7 +287,7 @@ def register(app: typer.Typer) -> None:
         aggregate: AggOpt = "auto",
     ) -> None:
         """Round 2 on this site's calibration half: write the ``round2`` message."""
-        with _user_errors():
+        with user_errors():
             _check_aggregate(aggregate)
             cfg = _load_setup(setup)
             st = json.loads(state.read_text())
@@ -351,7 +334,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Search τ̂ from the sites' trees and write the ``released_model``."""
-        with _user_errors():
+        with user_errors():
             cfg = _load_setup(setup)
             broadcast = read_message(model, kind="model", protocol_id=cfg.protocol_id)
             env = [read_message(m, kind="round2", protocol_id=cfg.protocol_id) for m in messages]
@@ -384,7 +367,7 @@ def register(app: typer.Typer) -> None:
         """Predict with the released model (post-processing: no data of the sites, no noise)."""
         from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
 
-        with _user_errors():
+        with user_errors():
             model = FederatedModel.from_envelope(read_message(released, kind="released_model"))
             X, y, A = _read_site_data(data, features, target, sensitive)
             pred = model.predict(X, A)
