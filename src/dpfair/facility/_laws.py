@@ -452,17 +452,11 @@ class FacilityDistribution(OutputDistribution):
 
 
 # --------------------------------------------------------------------------- baselines
-@dataclass(frozen=True, eq=False)
-class LaplaceDistribution(OutputDistribution):
-    """Exact law of the Laplace baseline: clip(T + Laplace(m/ε), lo, hi).
+class _DelegatedLaw:
+    """cdf, sf, sampling, mean and the one-sided probabilities of a baseline's output,
+    read from its exact 1-D law object ``self.law`` (Laplace or discrete)."""
 
-    Atoms at the domain's ends carry the clipped mass.
-    """
-
-    law: ClippedLaplaceLaw
-    profile: Profile
-    domain: tuple[float, float]
-    epsilon: float
+    law: Any
 
     def cdf(self, t: ArrayLike) -> NDArray[np.float64]:
         """P(L ≤ t)."""
@@ -487,6 +481,21 @@ class LaplaceDistribution(OutputDistribution):
 
     def _above(self, t: NDArray[np.float64], strict: bool) -> NDArray[np.float64]:
         return self.law.sf(t) if strict else self.law.prob_above(t)
+
+
+@dataclass(frozen=True, eq=False)
+class LaplaceDistribution(_DelegatedLaw, OutputDistribution):
+    """Exact law of the Laplace baseline: clip(T + Laplace(m/ε), lo, hi).
+
+    Atoms at the domain's ends carry the clipped mass.
+    """
+
+    law: ClippedLaplaceLaw
+    profile: Profile
+    domain: tuple[float, float]
+    epsilon: float
+
+
 
     def _side_moments(
         self, side: str, knots: NDArray[np.float64]
@@ -501,7 +510,7 @@ class LaplaceDistribution(OutputDistribution):
 
 
 @dataclass(frozen=True, eq=False)
-class GridDistribution(OutputDistribution):
+class GridDistribution(_DelegatedLaw, OutputDistribution):
     """Exact law of the grid (discrete-candidate) exponential-mechanism baseline."""
 
     law: DiscreteLaw
@@ -509,33 +518,11 @@ class GridDistribution(OutputDistribution):
     domain: tuple[float, float]
     epsilon: float
 
-    def cdf(self, t: ArrayLike) -> NDArray[np.float64]:
-        """P(L ≤ t)."""
-        return self.law.cdf(t)
-
-    def sf(self, t: ArrayLike) -> NDArray[np.float64]:
-        """P(L > t)."""
-        return self.law.sf(t)
 
     def pmf(self, t: ArrayLike) -> NDArray[np.float64]:
         """P(L = t)."""
         return self.law.pmf(t)
 
-    def sample(
-        self, size: int | tuple[int, ...] | None = None, rng: RandomLike = None
-    ) -> NDArray[np.float64] | float:
-        """Exact draws."""
-        return self.law.sample(size=size, rng=rng)
-
-    def mean(self) -> float:
-        """E[L]."""
-        return self.law.mean()
-
-    def _below(self, t: NDArray[np.float64], strict: bool) -> NDArray[np.float64]:
-        return self.law.prob_below(t) if strict else self.law.cdf(t)
-
-    def _above(self, t: NDArray[np.float64], strict: bool) -> NDArray[np.float64]:
-        return self.law.sf(t) if strict else self.law.prob_above(t)
 
     def _side_moments(
         self, side: str, knots: NDArray[np.float64]
