@@ -12,11 +12,14 @@ from dpfair import data, facility, fairclass, mechanisms, median, privacy
 from dpfair._errors import (
     BudgetExceededError,
     DPFairError,
+    IncompatibleBudgetError,
     InsufficientDataError,
     InvalidDataError,
     InvalidParameterError,
+    LedgerError,
     MissingPublicBoundError,
     NotFittedError,
+    ReleaseReplayError,
 )
 
 __version__ = "0.1.0"
@@ -24,11 +27,14 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetExceededError",
     "DPFairError",
+    "IncompatibleBudgetError",
     "InsufficientDataError",
     "InvalidDataError",
     "InvalidParameterError",
+    "LedgerError",
     "MissingPublicBoundError",
     "NotFittedError",
+    "ReleaseReplayError",
     "__version__",
     "data",
     "facility",

@@ -9,11 +9,14 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "DPFairError",
+    "IncompatibleBudgetError",
     "InsufficientDataError",
     "InvalidDataError",
     "InvalidParameterError",
+    "LedgerError",
     "MissingPublicBoundError",
     "NotFittedError",
+    "ReleaseReplayError",
 ]
 
 
@@ -43,3 +46,18 @@ class BudgetExceededError(DPFairError, ValueError):
 
 class NotFittedError(DPFairError, ValueError, AttributeError):
     """An estimator was used before ``fit``."""
+
+
+class IncompatibleBudgetError(InvalidParameterError):
+    """A release's privacy measure cannot be charged to a cap of another measure without an
+    explicit conversion (e.g. (ε, δ)-DP to a ρ-zCDP cap)."""
+
+
+class LedgerError(DPFairError, ValueError):
+    """A persistent privacy ledger is unusable: not a ledger, corrupt, truncated, or bound
+    to another data set. Nothing was charged."""
+
+
+class ReleaseReplayError(BudgetExceededError):
+    """A single-use release (a protocol round, keyed by run and round) was already made;
+    running it again is refused. Nothing was charged or released."""
