@@ -5,7 +5,8 @@ Subpackages: :mod:`dpfair.privacy` (budgets, accountant), :mod:`dpfair.mechanism
 for the median under zCDP), :mod:`dpfair.facility` (paper 000: private facility location
 with welfare and fairness guarantees), :mod:`dpfair.fairclass` (paper 003: classification
 under a demographic-disparity cap with DP), :mod:`dpfair.data` (readers, synthetic designs,
-bundled data), :mod:`dpfair.experiments` (reproducible studies).
+bundled data), :mod:`dpfair.experiments` (reproducible studies), :class:`dpfair.Session`
+(one privacy budget across many releases on one data set).
 """
 
 from dpfair import data, facility, fairclass, mechanisms, median, privacy
@@ -21,6 +22,7 @@ from dpfair._errors import (
     NotFittedError,
     ReleaseReplayError,
 )
+from dpfair.session import Session
 
 __version__ = "0.1.0"
 
@@ -35,6 +37,7 @@ __all__ = [
     "MissingPublicBoundError",
     "NotFittedError",
     "ReleaseReplayError",
+    "Session",
     "__version__",
     "data",
     "facility",

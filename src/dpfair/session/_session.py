@@ -1,0 +1,568 @@
+"""``dpfair.Session``: one total privacy budget for every release on one data set."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from dpfair._errors import InvalidParameterError, LedgerError
+from dpfair._validation import check_in_open_interval, check_positive
+from dpfair.privacy import Budget, Ledger, LedgerFile, LedgerRecord
+from dpfair.session._sources import DataSource, FileSource, as_source
+
+__all__ = ["AGGREGATE_BYTES", "Session"]
+
+T = TypeVar("T")
+
+#: Files above this size are aggregated (DuckDB, out of core) by ``aggregate="auto"``.
+AGGREGATE_BYTES = 256 * 2**20
+
+_AGGREGATE_CHOICES = ("auto", "always", "never")
+
+
+def _check_cap(budget: Any) -> Budget:
+    """A total budget: a :class:`Budget` whose numbers are finite and > 0."""
+    if not isinstance(budget, Budget):
+        raise InvalidParameterError(
+            f"budget={budget!r}: expected a dpfair Budget, e.g. Budget.zcdp(1.0), "
+            "Budget.approx(3.0, 1e-6) or Budget.pure(1.0)."
+        )
+    values = {"rho": budget.rho, "epsilon": budget.epsilon, "delta": budget.delta}
+    for name, v in values.items():
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or v < 0 or (
+            math.isinf(v)
+        ):
+            raise InvalidParameterError(f"budget: {name}={v!r} must be a finite number >= 0.")
+    main = budget.rho if budget.kind == "zcdp" else budget.epsilon
+    if main is None or main <= 0:
+        raise InvalidParameterError(
+            f"budget={budget}: a total budget must be > 0 (nothing could be released)."
+        )
+    return budget
+
+
+def _check_aggregate(aggregate: str) -> str:
+    if aggregate not in _AGGREGATE_CHOICES:
+        raise InvalidParameterError(
+            f"aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
+        )
+    return aggregate
+
+
+class Session:
+    """One total privacy budget for every release on one data set.
+
+    A session holds a data set and a *ledger* with a hard cap. Each method runs one
+    release of the three papers on the data — :meth:`median_ci` (paper 004),
+    :meth:`place_facility` (paper 000), :meth:`fit_fair_classifier` (paper 003) — and
+
+    1. validates its arguments, then checks the ledger *before* reading the data: a request
+       that would pass the cap raises :class:`~dpfair.BudgetExceededError` and costs no
+       computation;
+    2. computes the release;
+    3. charges the ledger with what the release *really* spent (its ``privacy`` /
+       ``privacy_spent_``), converted to the cap's measure, *before* returning it. If the
+       charge is refused (another process sharing a ledger file spent the budget in the
+       meantime) the result is discarded and the error raised: nothing is released,
+       nothing is charged.
+
+    Composition (the single table is :func:`dpfair.privacy.cost_in_measure`; neighbours
+    differ by replacing one record, n is public):
+
+    ==================  ==============================  ================================
+    session budget      release                         charged
+    ==================  ==============================  ================================
+    ρ-zCDP              median_ci (ρ-zCDP)              ρ
+    ρ-zCDP              place_facility (ε-DP, an        ε²/8 (bounded range; Cesar &
+                        exponential mechanism)          Rogers 2021)
+    ρ-zCDP              any other pure ε-DP release     ε²/2 (Bun & Steinke 2016)
+    ρ-zCDP              fit_fair_classifier ((ε, δ))    refused: no zCDP equivalent
+    (E, Δ)              (ε, δ) or pure ε                ε and δ add (basic composition)
+    (E, Δ)              ρ-zCDP                          refused unless ``convert_delta``
+                                                        δ' is set: then (ε(ρ, δ'), δ')
+                                                        per release (CKS 2020)
+    pure E              pure ε                          ε adds; anything else refused
+    ==================  ==============================  ================================
+
+    The cap works as a privacy filter (adaptive choice of each release's parameters is
+    allowed: Whitehouse et al. 2023 for zCDP, Rogers et al. 2016 for (ε, δ)).
+
+    Parameters
+    ----------
+    data : array, DataFrame, mapping, path or Dask DataFrame
+        A 1-D NumPy array (one column, named ``"x"``; ``column`` may then be omitted), a
+        2-D array (columns 0, 1, …), a pandas DataFrame, a mapping ``{name: column}``, a
+        CSV/Parquet path (read through DuckDB; big files are aggregated out of core), or a
+        Dask DataFrame (sufficient statistics computed on the cluster). Values are never
+        dropped or imputed silently: NaN, missing and infinite values raise.
+    budget : Budget, optional
+        The total: ``Budget.zcdp(ρ)``, ``Budget.approx(ε, δ)`` or ``Budget.pure(ε)``
+        (finite, > 0). Required unless ``ledger`` names an existing ledger file, whose cap
+        is then used (if both are given they must agree).
+    ledger : path or LedgerFile, optional
+        Back the session with a persistent ledger file (the one ``dpfair ledger`` and
+        ``--ledger`` use), so Python and the command line share one budget across
+        processes and crashes. An existing file is opened (and must be bound to this data
+        file's content, if bound); a new one is created with ``budget`` and bound to
+        ``data`` when that is a file. Default: an in-memory ledger that lives with the
+        session.
+    convert_delta : float, optional
+        δ' at which ρ-zCDP releases are converted for an (ε, δ) budget (in-memory ledger or
+        a new ledger file). Without it, a zCDP release on an (ε, δ) budget is refused.
+
+    Attributes
+    ----------
+    budget : Budget
+        The cap.
+    spent, remaining : Budget
+        In the cap's measure.
+    ledger : Ledger or LedgerFile
+        Every release: ``records`` (what, when, public parameters, cost in its own measure
+        and in the session's), ``summary()``.
+
+    Examples
+    --------
+    >>> import numpy as np, dpfair
+    >>> from dpfair.privacy import Budget
+    >>> x = np.random.default_rng(0).normal(10.0, 2.0, 2000)
+    >>> s = dpfair.Session(x, budget=Budget.zcdp(1.0))
+    >>> ci = s.median_ci(rho=0.5, bounds=(0.0, 20.0), rng=1)
+    >>> loc = s.place_facility(epsilon=1.0, domain=(-100.0, 100.0), rng=2)
+    >>> round(s.spent.rho, 6)  # 0.5 + 1²/8
+    0.625
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        budget: Budget | None = None,
+        *,
+        ledger: str | os.PathLike[str] | LedgerFile | None = None,
+        convert_delta: float | None = None,
+    ) -> None:
+        self._source: DataSource = as_source(data)
+        self._lock = threading.Lock()
+        self._ledger: Ledger | LedgerFile
+        if ledger is None:
+            if budget is None:
+                raise InvalidParameterError(
+                    "budget=None: a session needs a total budget, e.g. "
+                    "budget=Budget.zcdp(1.0), or ledger=FILE naming an existing ledger."
+                )
+            self._ledger = Ledger(_check_cap(budget), convert_delta=convert_delta)
+        else:
+            self._ledger = self._open_ledger(ledger, budget, convert_delta)
+            self._check_binding()
+
+    # ------------------------------------------------------------------ ledger
+    def _open_ledger(
+        self,
+        ledger: str | os.PathLike[str] | LedgerFile,
+        budget: Budget | None,
+        convert_delta: float | None,
+    ) -> LedgerFile:
+        if isinstance(ledger, LedgerFile):
+            led = ledger
+        elif isinstance(ledger, (str, os.PathLike)):
+            path = Path(ledger).expanduser()
+            if path.exists():
+                led = LedgerFile.open(path)
+            else:
+                if budget is None:
+                    raise InvalidParameterError(
+                        f"ledger={ledger}: no such ledger file; pass budget=... to create it "
+                        "(or create it with `dpfair ledger init`)."
+                    )
+                bind = self._source.path if isinstance(self._source, FileSource) else None
+                return LedgerFile.create(
+                    path, _check_cap(budget), data=bind, convert_delta=convert_delta
+                )
+        else:
+            raise InvalidParameterError(
+                f"ledger={ledger!r}: expected a path to a ledger file or a LedgerFile."
+            )
+        cap = led.cap
+        if budget is not None and _check_cap(budget).to_dict() | {"note": ""} != (
+            cap.to_dict() | {"note": ""}
+        ):
+            raise InvalidParameterError(
+                f"budget={budget}: the ledger {led.path} has the cap {cap}; a ledger's cap "
+                "never changes. Omit budget to use the ledger's, or use another ledger."
+            )
+        stored = led.header.get("convert_delta")
+        if convert_delta is not None and convert_delta != stored:
+            raise InvalidParameterError(
+                f"convert_delta={convert_delta!r}: the ledger {led.path} was created with "
+                f"convert_delta={stored!r}; it cannot be changed."
+            )
+        return led
+
+    def _check_binding(self) -> None:
+        """Refuse a ledger file bound to another data set (checked by content)."""
+        led = self._ledger
+        if not isinstance(led, LedgerFile):
+            return
+        if isinstance(self._source, FileSource):
+            assert self._source.path is not None
+            led.check_data(self._source.path)
+            return
+        if led.header.get("data") is not None:
+            raise LedgerError(
+                f"ledger={led.path} is bound to the file {led.header['data'].get('path')}; "
+                f"this session's data are {self._source.describe()}, whose content cannot be "
+                "checked against it. Open the session on that file."
+            )
+
+    @property
+    def budget(self) -> Budget:
+        """The total budget (cap)."""
+        return self._ledger.cap
+
+    @property
+    def spent(self) -> Budget:
+        """What every release so far cost in total, in the cap's measure."""
+        return self._ledger.spent
+
+    @property
+    def remaining(self) -> Budget:
+        """What can still be spent, in the cap's measure."""
+        return self._ledger.remaining
+
+    @property
+    def ledger(self) -> Ledger | LedgerFile:
+        """The ledger (in memory, or the shared file)."""
+        return self._ledger
+
+    @property
+    def records(self) -> list[LedgerRecord]:
+        """Every release charged to this session's ledger, oldest first."""
+        return list(self._ledger.records)
+
+    @property
+    def data(self) -> DataSource:
+        """The data source (columns, description)."""
+        return self._source
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: cap, spent, remaining and every release."""
+        return self._ledger.summary()
+
+    def __repr__(self) -> str:
+        return (
+            f"Session({self._source.describe()}, budget={self.budget}, spent={self.spent}, "
+            f"releases={len(self._ledger.records)})"
+        )
+
+    # ------------------------------------------------------------------ the release protocol
+    def _release(
+        self,
+        *,
+        label: str,
+        planned: Budget,
+        bounded_range: bool,
+        compute: Callable[[], T],
+        spent_of: Callable[[T], Budget],
+        params: Callable[[T], dict[str, Any]],
+    ) -> T:
+        """Pre-check ``planned``, compute, charge what was spent, then return."""
+        self._ledger.check(planned, label=label, bounded_range=bounded_range)
+        self._check_binding()
+        result = compute()
+        cost = spent_of(result)
+        with self._lock:  # LedgerFile.charge also locks the file across processes
+            self._ledger.charge(
+                cost, label=label, params=params(result), bounded_range=bounded_range
+            )
+        return result
+
+    def _use_aggregates(self, aggregate: str) -> bool:
+        if self._source.kind == "dask":
+            return aggregate != "never"
+        if isinstance(self._source, FileSource):
+            return aggregate == "always" or (
+                aggregate == "auto" and self._source.size_bytes() > AGGREGATE_BYTES
+            )
+        return False
+
+    # ------------------------------------------------------------------ releases
+    def median_ci(
+        self,
+        column: Hashable | None = None,
+        *,
+        rho: float,
+        bounds: tuple[float, float],
+        alpha: float = 0.05,
+        method: str = "expmech",
+        granularity: float | None = None,
+        rng: Any = None,
+        aggregate: str = "auto",
+    ) -> Any:
+        """Private (1 − α) confidence interval for the median of one column (ρ-zCDP).
+
+        Wraps :func:`dpfair.median.confidence_interval` (data in memory) and
+        :func:`dpfair.median.confidence_interval_from_counts` (big files through DuckDB,
+        Dask DataFrames on the cluster: only the 2^D bin counts come back). Charged
+        ``result.privacy`` (ρ-zCDP) before it is returned.
+
+        Parameters
+        ----------
+        column : hashable, optional
+            The column (may be omitted when the data have one).
+        rho, bounds, alpha, method, granularity, rng
+            As in :func:`dpfair.median.confidence_interval`. ``rng`` is a testing tool:
+            it is never stored in the ledger.
+        aggregate : {"auto", "always", "never"}
+            For a file: aggregate with DuckDB instead of loading the column ("auto": files
+            over 256 MiB). For a Dask DataFrame: "never" brings the column back instead of
+            the bin counts. Ignored for in-memory data.
+
+        Returns
+        -------
+        MedianInterval
+
+        Raises
+        ------
+        BudgetExceededError
+            ρ would pass the session's budget (nothing computed, released or charged).
+        IncompatibleBudgetError
+            The session's budget is (ε, δ) without ``convert_delta``, or pure ε.
+        """
+        from dpfair.median import (
+            aggregation_depth,
+            confidence_interval,
+            confidence_interval_from_counts,
+        )
+
+        col = self._source.resolve(column)
+        r = check_positive("rho", rho)
+        a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
+        depth = aggregation_depth(str(method), bounds, granularity)  # checks method, bounds
+        lo, hi = float(bounds[0]), float(bounds[1])
+        use_counts = self._use_aggregates(_check_aggregate(aggregate))
+        source = self._source
+
+        def compute() -> Any:
+            if use_counts:
+                def refine(sub: tuple[float, float], d: int) -> Any:
+                    return source.histogram(col, sub, d)  # type: ignore[attr-defined]
+
+                counts = source.histogram(col, (lo, hi), depth)  # type: ignore[attr-defined]
+                return confidence_interval_from_counts(
+                    counts, rho=r, bounds=(lo, hi), alpha=a, method=method,
+                    granularity=granularity, rng=rng, refine=refine,
+                )
+            return confidence_interval(
+                source.column(col), rho=r, bounds=(lo, hi), alpha=a, method=method,
+                granularity=granularity, rng=rng,
+            )
+
+        def params(res: Any) -> dict[str, Any]:
+            return {
+                "column": col, "rho": r, "bounds": [lo, hi], "alpha": a,
+                "method": str(method), "granularity": res.granularity, "n": res.n,
+                "aggregated": use_counts, "seeded": rng is not None,
+            }
+
+        return self._release(
+            label="median_ci",
+            planned=Budget.zcdp(r),
+            bounded_range=False,
+            compute=compute,
+            spent_of=lambda res: res.privacy,
+            params=params,
+        )
+
+    def place_facility(
+        self,
+        column: Hashable | None = None,
+        *,
+        epsilon: float,
+        domain: tuple[float, float],
+        widening: float | None = None,
+        median: str = "lower",
+        rng: Any = None,
+    ) -> float:
+        """Place one facility privately on ``domain`` (DPExpMed_α, paper 000): ε-DP.
+
+        Wraps :meth:`dpfair.facility.DPExpMed.sample` (one location). DPExpMed is an
+        exponential mechanism, hence ε-bounded-range: a ρ-zCDP session is charged ε²/8
+        (:attr:`~dpfair.facility.DPExpMed.privacy_zcdp`), an (ε, δ) or pure session ε.
+        The whole column is read (for a Dask DataFrame it is brought back to this
+        process: the exact sampler needs order statistics).
+
+        Parameters
+        ----------
+        column : hashable, optional
+            The locations (may be omitted when the data have one column).
+        epsilon, domain, widening, median
+            As in :class:`dpfair.facility.DPExpMed`.
+        rng : None, int, SeedSequence or Generator
+            Testing tool; never stored in the ledger.
+
+        Returns
+        -------
+        float
+            The released location.
+        """
+        from dpfair.facility import DPExpMed
+
+        col = self._source.resolve(column)
+        mech = DPExpMed(epsilon, domain, widening=widening, median=median)  # type: ignore[arg-type]
+        source = self._source
+        n_rows: list[int] = []
+
+        def compute() -> float:
+            x = source.column(col)
+            n_rows.append(int(x.size))
+            return float(mech.sample(x, rng=rng))
+
+        def params(_loc: float) -> dict[str, Any]:
+            return {
+                "column": col, "epsilon": mech.epsilon, "domain": list(mech.domain),
+                "widening": mech.widening_for(n_rows[0]),
+                "widening_rule": "1/(n*epsilon)" if widening is None else "given",
+                "median": mech.median, "n": n_rows[0], "seeded": rng is not None,
+            }
+
+        return self._release(
+            label="place_facility",
+            planned=mech.privacy,
+            bounded_range=True,
+            compute=compute,
+            spent_of=lambda _loc: mech.privacy,
+            params=params,
+        )
+
+    def fit_fair_classifier(
+        self,
+        *,
+        features: Sequence[Hashable],
+        target: Hashable,
+        sensitive: Hashable,
+        epsilon: float,
+        delta: float,
+        alpha: float,
+        feature_bounds: Sequence[tuple[float, float]],
+        random_state: Any = None,
+        cross_fit: bool = True,
+        aggregate: str = "auto",
+        **options: Any,
+    ) -> Any:
+        """Fit CDP-Fair (paper 003) on the session's data: an (ε, δ)-DP release.
+
+        Wraps :class:`dpfair.fairclass.CDPFairClassifier` (data in memory) and
+        :func:`dpfair.fairclass.fit_cdp_fair_from_file` (big files, out of core). The
+        request's planned total (``plan_budget(...).limit``) is checked first; the fitted
+        model's ``privacy_spent_`` is charged before the model is returned. An (ε, δ)
+        release cannot be charged to a ρ-zCDP budget (no zCDP equivalent): open the
+        session with ``Budget.approx``.
+
+        Parameters
+        ----------
+        features : sequence of column names
+            Feature columns, in the order of ``feature_bounds``.
+        target, sensitive : column names
+            0/1 label and 0/1 group columns.
+        epsilon, delta, alpha, feature_bounds, random_state, cross_fit
+            As in :class:`~dpfair.fairclass.CDPFairClassifier`. ``random_state`` is a
+            testing tool, never stored in the ledger.
+        aggregate : {"auto", "always", "never"}
+            For a file: fit from DuckDB aggregates ("auto": files over 256 MiB). For a Dask
+            DataFrame: "never" brings the columns back (the default computes the kernel-grid
+            weights and score histograms on the cluster).
+        **options
+            Other :class:`~dpfair.fairclass.CDPFairClassifier` parameters (``bandwidth``,
+            ``clip``, ``alpha_margin``, ``cross_fit_budget``, ``s1_share``, ``count_share``,
+            ``threshold_count_share``, ``grid_resolution``, ``max_grid_nodes``).
+
+        Returns
+        -------
+        CDPFairClassifier
+            Fitted; ``privacy_spent_`` is what was charged (in its own measure).
+        """
+        from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file, plan_budget
+        from dpfair.fairclass._validation import check_alpha, check_budget
+
+        allowed = {"bandwidth", "clip", "alpha_margin", "cross_fit_budget", "s1_share",
+                   "count_share", "threshold_count_share", "grid_resolution",
+                   "max_grid_nodes"}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise InvalidParameterError(
+                f"{', '.join(unknown)}: unknown option(s); accepted: {', '.join(sorted(allowed))}."
+            )
+        if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
+            raise InvalidParameterError(
+                f"features={features!r}: expected a list of column names."
+            )
+        names = list(features)
+        cols = [*names, target, sensitive]
+        if not names or len(set(cols)) != len(cols):
+            raise InvalidParameterError(
+                f"features={names!r}, target={target!r}, sensitive={sensitive!r}: need at "
+                "least one feature and distinct columns."
+            )
+        self._source.check_columns(cols)
+        eps, dl = check_budget(epsilon, delta)
+        check_alpha(alpha, options.get("alpha_margin", 0.0))
+        if not isinstance(cross_fit, (bool, np.bool_)):
+            raise InvalidParameterError(f"cross_fit={cross_fit!r}: expected True or False.")
+        plan_opts = {k: options[k] for k in ("cross_fit_budget", "s1_share", "count_share",
+                                             "threshold_count_share") if k in options}
+        planned = plan_budget(eps, dl, cross_fit=bool(cross_fit), has_s2=True,
+                              **plan_opts).limit
+        use_aggregates = self._use_aggregates(_check_aggregate(aggregate))
+        source = self._source
+        settings = dict(epsilon=eps, delta=dl, alpha=alpha, feature_bounds=feature_bounds,
+                        random_state=random_state, cross_fit=bool(cross_fit), **options)
+
+        def compute() -> Any:
+            if use_aggregates and isinstance(source, FileSource):
+                return fit_cdp_fair_from_file(
+                    source.path,  # type: ignore[arg-type]
+                    features=[str(f) for f in names], target=str(target),
+                    sensitive=str(sensitive), **settings,
+                )
+            if use_aggregates and source.kind == "dask":
+                from dpfair.session._dask_fair import fit_cdp_fair_from_dask
+
+                return fit_cdp_fair_from_dask(
+                    source.frame,  # type: ignore[attr-defined]
+                    features=names, target=target, sensitive=sensitive, **settings,
+                )
+            data = source.columns(cols)
+            X = np.column_stack([data[f] for f in names])
+            clf = CDPFairClassifier(**settings)
+            return clf.fit(X, data[target], sensitive_features=data[sensitive])
+
+        def params(clf: Any) -> dict[str, Any]:
+            return {
+                "features": names, "target": target, "sensitive": sensitive,
+                "feature_bounds": [list(map(float, b)) for b in feature_bounds],
+                "epsilon": eps, "delta": dl, "alpha": alpha, "cross_fit": bool(cross_fit),
+                "aggregated": use_aggregates, "seeded": random_state is not None,
+                **{k: v for k, v in options.items()},
+            }
+
+        def spent_of(clf: Any) -> Budget:
+            spent = clf.privacy_spent_
+            if not isinstance(spent, Budget):  # pragma: no cover - defensive
+                raise InvalidParameterError("internal: the fit reported no privacy spent.")
+            return spent
+
+        return self._release(
+            label="fit_fair_classifier",
+            planned=planned,
+            bounded_range=False,
+            compute=compute,
+            spent_of=spent_of,
+            params=params,
+        )
