@@ -17,6 +17,7 @@ import typer
 
 import dpfair
 import dpfair.data
+from dpfair._cli_ledger import LedgerOption, open_ledger
 from dpfair._cli_support import (
     EXIT_USER_ERROR,
     describe_os_error,
@@ -30,6 +31,7 @@ from dpfair.experiments.cli import register as _register_experiments
 from dpfair.facility.cli import register as _register_facility
 from dpfair.fairclass.cli import register as _register_fairclass
 from dpfair.fairclass.federated.cli import register as _register_fdp
+from dpfair.privacy.cli import register as _register_ledger
 
 __all__ = ["app", "main"]
 
@@ -132,6 +134,7 @@ def median_ci(
             ),
         ),
     ] = "auto",
+    ledger: LedgerOption = None,
 ) -> None:
     """Private confidence interval for the median of one column.
 
@@ -144,6 +147,8 @@ def median_ci(
             raise dpfair.InvalidParameterError(
                 f"aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
             )
+        led = open_ledger(ledger, data)
+        led.precheck(dpfair.privacy.Budget.zcdp(rho), label="median_ci")
         big = data.is_file() and data.stat().st_size > _AGGREGATE_BYTES
         if aggregate == "always" or (aggregate == "auto" and big):
             depth = dpfair.median.aggregation_depth(method, bounds, granularity)
@@ -172,9 +177,15 @@ def median_ci(
                 granularity=granularity,
                 rng=seed,
             )
+        charged = led.charge(result.privacy, label="median_ci", params={
+            "column": column, "rho": rho, "bounds": list(bounds), "alpha": alpha,
+            "method": method, "granularity": result.granularity, "n": result.n,
+            "data": str(data), "seeded": seed is not None})
         payload: dict[str, Any] = result.to_dict()
         payload["input"] = {"path": str(data), "column": column}
         payload["seed"] = seed
+        if charged:
+            payload["ledger"] = charged
         privacy = result.privacy
         spent = str(privacy)
         if privacy.kind == "zcdp" and privacy.rho:
@@ -191,6 +202,7 @@ def median_ci(
             ("privacy spent", spent),
             ("seed", fmt(seed) if seed is not None else "none (OS entropy)"),
         ]
+        rows += [r for r in [led.row(charged)] if r]
     emit(payload, as_json=as_json, title="Private median confidence interval", rows=rows)
 
 
@@ -224,6 +236,7 @@ _register_experiments(app)
 _register_facility(app)
 _register_fairclass(app)
 _register_fdp(app)
+_register_ledger(app)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dpfair._cli_ledger import LedgerOption, open_ledger
 from dpfair._cli_support import emit, fmt, user_errors
 
 __all__ = ["register"]
@@ -72,6 +73,7 @@ def facility(
             ),
         ),
     ] = False,
+    ledger: LedgerOption = None,
 ) -> None:
     """Place a facility privately on [LO, HI] from the locations in one column.
 
@@ -84,10 +86,16 @@ def facility(
     from dpfair.facility import DPExpMed
 
     with user_errors():
-        x = dpfair.data.read_column(data, column)
         mech = DPExpMed(epsilon, domain, widening=widening)
+        led = open_ledger(ledger, data)
+        # An exponential mechanism: ε-bounded-range, ε²/8 of a ρ-zCDP ledger.
+        led.precheck(mech.privacy, label="place_facility", bounded_range=True)
+        x = dpfair.data.read_column(data, column)
         location = mech.sample(x, rng=seed)
         alpha = mech.widening_for(x.size)
+        charged = led.charge(mech.privacy, label="place_facility", bounded_range=True, params={
+            "column": column, "epsilon": mech.epsilon, "domain": list(mech.domain),
+            "widening": alpha, "n": int(x.size), "data": str(data), "seeded": seed is not None})
         payload: dict[str, Any] = {
             "location": location,
             "n": int(x.size),
@@ -109,6 +117,9 @@ def facility(
             ("privacy spent", f"{mech.privacy} (pure, replace-one neighbours)"),
             ("seed", fmt(seed) if seed is not None else "none (OS entropy)"),
         ]
+        if charged:
+            payload["ledger"] = charged
+            rows += [r for r in [led.row(charged)] if r]
         if report_metrics:
             dist = mech.distribution(x)
             metrics = {

@@ -23,6 +23,7 @@ import numpy as np
 import typer
 from typer.core import TyperCommand
 
+from dpfair._cli_ledger import LedgerOption, open_ledger
 from dpfair._cli_support import run_with_progress, user_errors
 from dpfair._errors import InvalidParameterError
 
@@ -213,14 +214,16 @@ def fair_classify(
             ),
         ),
     ] = "auto",
+    ledger: LedgerOption = None,
 ) -> None:
     """Fit CDP-Fair on TRAIN ((ε, δ)-DP) and report test error, |DD| and the privacy spent.
 
     The test metrics are computed on TEST in the clear: they are not private with respect to
     TEST (keep TEST out of any release that must be private).
     """
-    from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file
+    from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file, plan_budget
     from dpfair.fairclass._io import read_columns
+    from dpfair.fairclass._validation import check_budget
     from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
 
     with user_errors():
@@ -235,6 +238,10 @@ def fair_classify(
             )
         pairs = [(float(bounds[2 * k]), float(bounds[2 * k + 1])) for k in range(len(features))]
         cols = [*features, target, sensitive]
+        led = open_ledger(ledger, train)  # the ledger of the TRAIN file (TEST is not private)
+        planned = plan_budget(*check_budget(epsilon, delta), cross_fit=cross_fit, has_s2=True)
+        led.precheck(planned.limit, label="fit_fair_classifier")
+        te = read_columns(test, cols) if ledger is not None else None  # fail before charging
         big = train.is_file() and train.stat().st_size > _AGGREGATE_BYTES
         use_aggregates = aggregate == "always" or (aggregate == "auto" and big)
         if use_aggregates:
@@ -269,7 +276,15 @@ def fair_classify(
             )
             clf.fit(Xtr, tr[target], sensitive_features=tr[sensitive])
             del tr, Xtr
-        te = read_columns(test, cols)
+        spent = clf.privacy_spent_
+        assert spent is not None
+        charged = led.charge(spent, label="fit_fair_classifier", params={
+            "features": list(features), "target": target, "sensitive": sensitive,
+            "feature_bounds": [list(b) for b in pairs], "epsilon": epsilon, "delta": delta,
+            "alpha": alpha, "cross_fit": cross_fit, "n": n_train, "data": str(train),
+            "aggregated": use_aggregates, "seeded": seed is not None})
+        if te is None:
+            te = read_columns(test, cols)
         Xte = np.column_stack([te[f] for f in features])
         pred = clf.predict(Xte, sensitive_features=te[sensitive])
         proba = clf.predict_proba(Xte, sensitive_features=te[sensitive])[:, 1]
@@ -277,8 +292,6 @@ def fair_classify(
         dd = demographic_disparity(pred, te[sensitive])
         exp_err = misclassification_error(te[target], proba)
         exp_dd = demographic_disparity(proba, te[sensitive])
-        spent = clf.privacy_spent_
-        assert spent is not None
         saved = None
         if save_model is not None:
             saved = _save_model(clf, save_model)
@@ -331,6 +344,9 @@ def fair_classify(
         ]
         if saved is not None:
             rows.append(("saved model", str(saved)))
+        if charged:
+            payload["ledger"] = charged
+            rows += [r for r in [led.row(charged)] if r]
     _emit(payload, rows, "CDP-Fair (single server)", as_json)
 
 
