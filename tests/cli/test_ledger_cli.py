@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from dpfair import Session
 from dpfair.cli import app
 from dpfair.fairclass.datasets import simulate
-from dpfair import Session
 from dpfair.privacy import Budget, LedgerFile, zcdp_to_approx_epsilon
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -209,7 +209,7 @@ def test_facility_costs_eps_squared_over_eight_of_a_rho_ledger(data: Path, ledge
     assert out["ledger"]["charged"]["rho"] == pytest.approx(0.5)
     rec = LedgerFile.open(ledger).records[-1]
     assert rec.cost == Budget.pure(2.0, note=rec.cost.note) and rec.label == "place_facility"
-    res = runner.invoke(app, args[:-1] + ["--epsilon", "2.1"])  # 0.55 > 0.5 left
+    res = runner.invoke(app, [*args[:-1], "--epsilon", "2.1"])  # 0.55 > 0.5 left
     line = _one_line_refusal(res)
     assert "0.55125-zCDP" in line and "0.5-zCDP" in line
 
