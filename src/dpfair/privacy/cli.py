@@ -153,22 +153,25 @@ def show(
     table = Table(title="Releases", title_justify="left")
     for col in ("#", "time (UTC)", "release", "cost", "charged"):
         table.add_column(col, no_wrap=True)
-    table.add_column("parameters")
+    lines = []
     for rec in parsed.records:
-        shown = ", ".join(
-            f"{k}={json.dumps(v, default=str)}"
-            for k, v in rec.params.items()
-            if k not in ("via", "seeded", "data")
-        )
         table.add_row(
             Text(str(rec.seq)),
             Text(rec.time[:19].replace("T", " ")),
             Text(rec.label),
             Text(str(rec.cost)),
             Text(str(rec.charged)),
-            Text(shown),
         )
+        shown = " ".join(
+            f"{k}={json.dumps(v, default=str, separators=(',', ':'))}"
+            for k, v in rec.params.items()
+            if k not in ("via", "seeded", "data")
+        )
+        lines.append(Text(f"#{rec.seq} {rec.label}: {shown}"))
     console.print(table)
+    console.print(Text("Parameters (public; every field with --json)", style="bold"))
+    for line in lines:
+        console.print(line)
 
 
 def register(app: typer.Typer) -> None:
