@@ -79,7 +79,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
@@ -93,7 +93,7 @@ from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_sum
 from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._threshold import dd_steps_from_counts, threshold_law_from_steps
 from dpfair.fairclass._validation import MIN_GROUP_ROWS, check_feature_bounds
-from dpfair.fairclass.aggregate import kernel_grid_weights
+from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 
 __all__ = ["OutOfCoreFit", "ScoreHistogram", "fit_cdp_fair_from_file"]
@@ -458,47 +458,15 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
     unchanged. Rounding moves the curve horizontally by at most 1/B (2^-16 by default);
     see the module docstring and ``docs/proofs/fairclass_cdp_fair.md`` §9.
     """
-    clf = CDPFairClassifier(
-        epsilon=epsilon,
-        delta=delta,
-        alpha=alpha,
-        feature_bounds=feature_bounds,
-        bandwidth=bandwidth,
-        cross_fit=cross_fit,
-        random_state=random_state,
-        clip=clip,
-        alpha_margin=alpha_margin,
-        cross_fit_budget=cross_fit_budget,
-        s1_share=s1_share,
-        count_share=count_share,
-        threshold_count_share=threshold_count_share,
-        grid_resolution=grid_resolution,
+    req = validate_request(
+        features=features, target=target, sensitive=sensitive,
+        feature_bounds=feature_bounds, score_bins=score_bins, epsilon=epsilon, delta=delta,
+        alpha=alpha, random_state=random_state, cross_fit=cross_fit, clip=clip,
+        bandwidth=bandwidth, alpha_margin=alpha_margin, cross_fit_budget=cross_fit_budget,
+        s1_share=s1_share, count_share=count_share,
+        threshold_count_share=threshold_count_share, grid_resolution=grid_resolution,
         max_grid_nodes=max_grid_nodes,
     )
-    eps, dl = clf._privacy_params()
-    alpha_value, margin = clf._alpha_params()
-    target_alpha = alpha_value - margin
-    do_cross, do_clip, resolution, max_nodes = clf._validate_common()
-    names = [str(f) for f in features] if not isinstance(features, str) else [features]
-    if not names or len(set(names)) != len(names):
-        raise InvalidParameterError(f"features={list(features)!r}: expected distinct names.")
-    if len({*names, str(target), str(sensitive)}) != len(names) + 2:
-        raise InvalidParameterError(
-            "target and sensitive must be two distinct columns, not among the features."
-        )
-    d = len(names)
-    lows, highs = check_feature_bounds(feature_bounds, d)
-    bins = score_bins
-    if (
-        isinstance(bins, bool)
-        or not isinstance(bins, (int, np.integer))
-        or not (2**4 <= bins <= 2**24)
-        or (int(bins) & (int(bins) - 1))
-    ):
-        raise InvalidParameterError(
-            f"score_bins={score_bins!r}: expected a power of two between 2**4 and 2**24."
-        )
-    bins = int(bins)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or (
         batch_size < 1
     ):
@@ -513,76 +481,205 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
 
     rng = as_generator(random_state, name="random_state")
     split = PositionSplit.from_rng(rng)  # the only draw before S1 (in memory: permutation)
-    columns = [*names, str(target), str(sensitive)]
+    columns = [*req.names, req.target, req.sensitive]
     with _as_parquet(
         p, columns, memory_limit=memory_limit, threads=threads, tmp_dir=tmp_dir
     ) as (pq, converted), _connect(memory_limit, threads) as con:
-        n = _count_rows(con, pq)
-        if n == 0:
-            raise InvalidDataError(f"'{p.name}': no rows.")
-        sizes = split.half_sizes(n)
-        if min(sizes) < 2:
-            raise InvalidDataError(
-                f"'{p.name}': {n} row(s) are too few to split into two halves."
-            )
-        plan = clf._plan(eps, dl)
-        mech = GaussianProcessMechanism(
-            sigma=plan.sigma_function, rkhs_sensitivity=KERNEL_SUM_RKHS_SENSITIVITY
+        source = _ParquetAggregates(
+            con, pq, p.name, req, memory_limit=memory_limit, threads=threads,
+            batch_size=int(batch_size),
         )
-        h = clf._resolve_bandwidth(sizes[0], d, mech.mu)
-        grid = make_grid(d, h, resolution=resolution, max_nodes=max_nodes)
-        pairs = [(0, 1), (1, 0)] if do_cross else [(0, 1)]
-        ledger = PrivacyLedger(plan.limit)
-        for fit_no, (tr, cal) in enumerate(pairs, start=1):
-            plan.charge_fit(ledger, fit_no, _HALF_LABELS[tr], _HALF_LABELS[cal])
+        n, sizes = fit_from_aggregates(req, source, split, rng)
+    req.clf.__dict__["outofcore_"] = OutOfCoreFit(str(p), n, sizes, req.bins, converted)
+    return req.clf
 
-        # S1 on each training half (each pass also validates every row of the file).
-        counts = np.zeros((2, 2, 2), dtype=np.int64)  # (half, group, label)
-        s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
-        for tr, _cal in pairs:
-            agg = kernel_grid_weights(
-                pq, names, str(target), str(sensitive),
-                [(float(lo), float(hi)) for lo, hi in zip(lows, highs, strict=True)],
-                grid, clip=do_clip, memory_limit=memory_limit, threads=threads,
-                half=(split, tr),
-            )
-            counts[tr] = agg.counts
-            s1.append(
-                release_s1_from_sums(
-                    grid,
-                    agg.kernel_sums(grid),
-                    n=sizes[tr],
-                    n1=int(agg.counts[1].sum()),
-                    sigma_count=plan.sigma_count,
-                    mechanism=mech,
-                    rng=rng,
-                )
-            )
-        if any(int(counts[tr].sum()) != sizes[tr] for tr, _ in pairs):
-            raise InvalidDataError(f"'{p.name}': the file changed while it was being read.")
 
-        # S2: one streaming pass over the calibration half (or both halves when cross-fit).
-        pre = {cal: ReleasedFold(eta=eta, pi=pi, tau=0.0)
-               for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True)}
-        hists, streamed = _stream_scores(
-            con, pq, name=p.name, features=names, target=str(target),
-            sensitive=str(sensitive), lows=lows, highs=highs, clip=do_clip, split=split,
-            grid=grid, folds=pre, bins=bins, batch_size=int(batch_size),
+@dataclass(frozen=True)
+class FitRequest:
+    """A validated out-of-core CDP-Fair request (the estimator holds the settings)."""
+
+    clf: CDPFairClassifier
+    epsilon: float
+    delta: float
+    target_alpha: float
+    cross_fit: bool
+    clip: bool
+    resolution: float
+    max_nodes: int
+    names: list[str]
+    target: str
+    sensitive: str
+    lows: NDArray[np.float64]
+    highs: NDArray[np.float64]
+    bins: int
+
+    @property
+    def bounds(self) -> list[tuple[float, float]]:
+        return [(float(lo), float(hi)) for lo, hi in zip(self.lows, self.highs, strict=True)]
+
+
+def validate_request(
+    *,
+    features: Sequence[str],
+    target: str,
+    sensitive: str,
+    feature_bounds: Sequence[tuple[float, float]],
+    score_bins: int,
+    **settings: Any,
+) -> FitRequest:
+    """Validate a request exactly as :func:`fit_cdp_fair_from_file` does (no data read).
+
+    ``settings`` are :class:`CDPFairClassifier` parameters (``epsilon``, ``delta``, …).
+    """
+    clf = CDPFairClassifier(feature_bounds=feature_bounds, **settings)
+    eps, dl = clf._privacy_params()
+    alpha_value, margin = clf._alpha_params()
+    do_cross, do_clip, resolution, max_nodes = clf._validate_common()
+    names = [str(f) for f in features] if not isinstance(features, str) else [features]
+    if not names or len(set(names)) != len(names):
+        raise InvalidParameterError(f"features={list(features)!r}: expected distinct names.")
+    if len({*names, str(target), str(sensitive)}) != len(names) + 2:
+        raise InvalidParameterError(
+            "target and sensitive must be two distinct columns, not among the features."
         )
+    lows, highs = check_feature_bounds(feature_bounds, len(names))
+    bins = score_bins
+    if (
+        isinstance(bins, bool)
+        or not isinstance(bins, (int, np.integer))
+        or not (2**4 <= bins <= 2**24)
+        or (int(bins) & (int(bins) - 1))
+    ):
+        raise InvalidParameterError(
+            f"score_bins={score_bins!r}: expected a power of two between 2**4 and 2**24."
+        )
+    return FitRequest(
+        clf=clf, epsilon=eps, delta=dl, target_alpha=alpha_value - margin, cross_fit=do_cross,
+        clip=do_clip, resolution=resolution, max_nodes=max_nodes, names=names,
+        target=str(target), sensitive=str(sensitive), lows=lows, highs=highs, bins=int(bins),
+    )
+
+
+class Aggregates(Protocol):
+    """The two sufficient statistics of an out-of-core fit, from wherever the rows live.
+
+    Rows are identified by their 0-based *position* (file order), which decides their half
+    through the :class:`PositionSplit`. Implemented here for Parquet files (DuckDB) and in
+    :mod:`dpfair.session._dask_fair` for Dask DataFrames (computed on the cluster).
+    """
+
+    name: str
+
+    def n_rows(self) -> int:
+        """Number of rows (public)."""
+        ...
+
+    def grid_weights(self, grid: KroneckerGaussianGrid, split: PositionSplit,
+                     half: int) -> GridAggregate:
+        """Linear-binning weights of the rows of ``half`` (validating *every* row)."""
+        ...
+
+    def score_histograms(
+        self, grid: KroneckerGaussianGrid, split: PositionSplit,
+        folds: dict[int, ReleasedFold],
+    ) -> tuple[dict[int, ScoreHistogram], NDArray[np.int64]]:
+        """Per calibration half in ``folds``: histogram of the rounded scores; and the
+        (half, group, label) row counts of the streamed halves."""
+        ...
+
+
+class _ParquetAggregates:
+    """:class:`Aggregates` of a Parquet file, by DuckDB (out of core)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, pq: Path, name: str, req: FitRequest,
+                 *, memory_limit: str, threads: int | None, batch_size: int) -> None:
+        self.con, self.pq, self.name, self.req = con, pq, name, req
+        self.memory_limit, self.threads, self.batch_size = memory_limit, threads, batch_size
+
+    def n_rows(self) -> int:
+        return _count_rows(self.con, self.pq)
+
+    def grid_weights(self, grid: KroneckerGaussianGrid, split: PositionSplit,
+                     half: int) -> GridAggregate:
+        req = self.req
+        return kernel_grid_weights(
+            self.pq, req.names, req.target, req.sensitive, req.bounds, grid, clip=req.clip,
+            memory_limit=self.memory_limit, threads=self.threads, half=(split, half),
+        )
+
+    def score_histograms(
+        self, grid: KroneckerGaussianGrid, split: PositionSplit,
+        folds: dict[int, ReleasedFold],
+    ) -> tuple[dict[int, ScoreHistogram], NDArray[np.int64]]:
+        req = self.req
+        return _stream_scores(
+            self.con, self.pq, name=self.name, features=req.names, target=req.target,
+            sensitive=req.sensitive, lows=req.lows, highs=req.highs, clip=req.clip,
+            split=split, grid=grid, folds=folds, bins=req.bins, batch_size=self.batch_size,
+        )
+
+
+def fit_from_aggregates(
+    req: FitRequest, source: Aggregates, split: PositionSplit, rng: np.random.Generator
+) -> tuple[int, tuple[int, int]]:
+    """Run the out-of-core pipeline on ``source`` and store the released state in
+    ``req.clf``; returns (n, half sizes). ``rng`` has drawn ``split`` and nothing else."""
+    clf, d, name = req.clf, len(req.names), source.name
+    n = source.n_rows()
+    if n == 0:
+        raise InvalidDataError(f"'{name}': no rows.")
+    sizes = split.half_sizes(n)
+    if min(sizes) < 2:
+        raise InvalidDataError(f"'{name}': {n} row(s) are too few to split into two halves.")
+    plan = clf._plan(req.epsilon, req.delta)
+    mech = GaussianProcessMechanism(
+        sigma=plan.sigma_function, rkhs_sensitivity=KERNEL_SUM_RKHS_SENSITIVITY
+    )
+    h = clf._resolve_bandwidth(sizes[0], d, mech.mu)
+    grid = make_grid(d, h, resolution=req.resolution, max_nodes=req.max_nodes)
+    pairs = [(0, 1), (1, 0)] if req.cross_fit else [(0, 1)]
+    ledger = PrivacyLedger(plan.limit)
+    for fit_no, (tr, cal) in enumerate(pairs, start=1):
+        plan.charge_fit(ledger, fit_no, _HALF_LABELS[tr], _HALF_LABELS[cal])
+
+    # S1 on each training half (each pass also validates every row).
+    counts = np.zeros((2, 2, 2), dtype=np.int64)  # (half, group, label)
+    s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
+    for tr, _cal in pairs:
+        agg = source.grid_weights(grid, split, tr)
+        counts[tr] = agg.counts
+        s1.append(
+            release_s1_from_sums(
+                grid,
+                agg.kernel_sums(grid),
+                n=sizes[tr],
+                n1=int(agg.counts[1].sum()),
+                sigma_count=plan.sigma_count,
+                mechanism=mech,
+                rng=rng,
+            )
+        )
+    if any(int(counts[tr].sum()) != sizes[tr] for tr, _ in pairs):
+        raise InvalidDataError(f"'{name}': the data changed while they were being read.")
+
+    # S2: one pass over the calibration half (or both halves when cross-fit).
+    pre = {cal: ReleasedFold(eta=eta, pi=pi, tau=0.0)
+           for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True)}
+    hists, streamed = source.score_histograms(grid, split, pre)
     for _tr, cal in pairs:
-        if do_cross:
+        if req.cross_fit:
             if not np.array_equal(streamed[cal], counts[cal]):
-                raise InvalidDataError(f"'{p.name}': the file changed while it was being read.")
+                raise InvalidDataError(f"'{name}': the data changed while they were being read.")
         else:
             counts[cal] = streamed[cal]
     if int(counts[pairs[0][1]].sum()) != sizes[pairs[0][1]]:
-        raise InvalidDataError(f"'{p.name}': the file changed while it was being read.")
+        raise InvalidDataError(f"'{name}': the data changed while they were being read.")
     _check_counts(counts)
 
     folds = []
     for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
         tau = _private_threshold(
-            hists[cal], pi, target_alpha, plan.epsilon_count, plan.epsilon_threshold, rng
+            hists[cal], pi, req.target_alpha, plan.epsilon_count, plan.epsilon_threshold, rng
         )
         folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
     clf.__dict__.update(
@@ -590,8 +687,8 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
             "grid_": grid,
             "folds_": tuple(folds),
             "bandwidth_": h,
-            "feature_lows_": lows,
-            "feature_highs_": highs,
+            "feature_lows_": req.lows,
+            "feature_highs_": req.highs,
             "tau_": np.array([f.tau for f in folds]),
             "pi_": np.vstack([f.pi for f in folds]),
             "classes_": np.array([0, 1]),
@@ -600,7 +697,6 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
             "privacy_ledger_": ledger,
             "privacy_spent_": ledger.total,
             "n_features_in_": d,
-            "outofcore_": OutOfCoreFit(str(p), n, sizes, bins, converted),
         }
     )
-    return clf
+    return n, sizes
