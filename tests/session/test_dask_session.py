@@ -27,7 +27,7 @@ BOUNDS = (-5.0, 15.0)
 @pytest.fixture(scope="module")
 def client() -> Any:
     with dd.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                         dashboard_address=None) as cluster, dd.Client(cluster) as c:
+                         dashboard_address=":0") as cluster, dd.Client(cluster) as c:
         pids = c.run(os.getpid)
         assert len(pids) == 2 and os.getpid() not in pids.values()
         yield c
@@ -101,3 +101,59 @@ def test_dask_facility_and_refusal(client: Any, frame: pd.DataFrame) -> None:
     assert s.spent.rho == pytest.approx(0.125)
     with pytest.raises(dpfair.BudgetExceededError):
         s.median_ci("v", rho=0.1, bounds=BOUNDS)
+
+
+# ------------------------------------------------------------------ CDP-Fair on the cluster
+FAIR = dict(features=["x1", "x2"], target="y", sensitive="a", epsilon=1.0, delta=1e-6,
+            alpha=0.1, feature_bounds=[(0.0, 1.0), (0.0, 1.0)])
+
+
+@pytest.fixture(scope="module")
+def fair_frame() -> pd.DataFrame:
+    from dpfair.fairclass.datasets import simulate
+
+    d = simulate(5000, rng=4)
+    return pd.DataFrame({"x1": d.X[:, 0], "x2": d.X[:, 1], "y": d.y.astype(np.int64),
+                         "a": d.A.astype(np.int64)})
+
+
+def test_session_fair_classifier_on_cluster_equals_duckdb_path(
+    client: Any, fair_frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    cross_fit = True  # both halves are training and calibration halves
+    from dpfair.fairclass import fit_cdp_fair_from_file
+
+    path = tmp_path / "train.parquet"
+    fair_frame.to_parquet(path, index=False)
+    s = Session(ddf_mod.from_pandas(fair_frame, npartitions=5), budget=Budget.approx(2, 1e-5))
+    with dd.get_task_stream(client) as ts:
+        clf = s.fit_fair_classifier(**FAIR, random_state=9, cross_fit=cross_fit)
+    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=9, cross_fit=cross_fit)
+    assert clf.outofcore_.half_sizes == ref.outofcore_.half_sizes  # the same position split
+    for a, b in zip(clf.folds_, ref.folds_, strict=True):
+        np.testing.assert_allclose(a.eta, b.eta, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(a.pi, b.pi, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(clf.tau_, ref.tau_, rtol=0, atol=1e-12)
+    X = fair_frame[["x1", "x2"]].to_numpy()
+    np.testing.assert_array_equal(clf.predict(X, sensitive_features=fair_frame["a"]),
+                                  ref.predict(X, sensitive_features=fair_frame["a"]))
+    assert s.records[-1].cost == clf.privacy_spent_ == ref.privacy_spent_
+    assert s.records[-1].params["aggregated"] is True
+    keys = [str(t["key"]) for t in ts.data]
+    passes = 2 if cross_fit else 1
+    assert sum("_weights_task" in k for k in keys) == 5 * passes  # one task per partition
+    assert sum("_scores_task" in k for k in keys) == 5
+
+
+def test_fair_bad_rows_on_cluster_refused_nothing_charged(client: Any,
+                                                          fair_frame: pd.DataFrame) -> None:
+    bad = fair_frame.copy()
+    bad.loc[10, "a"] = 2
+    bad.loc[20, "x1"] = 1.5
+    bad.loc[30, "x2"] = np.nan
+    s = Session(ddf_mod.from_pandas(bad, npartitions=3), budget=Budget.approx(2, 1e-5))
+    with pytest.raises(InvalidDataError) as err:
+        s.fit_fair_classifier(**FAIR)
+    msg = str(err.value)
+    assert "1 row(s) with NULL" in msg and "not 0/1" in msg and "outside its public" in msg
+    assert s.records == []

@@ -57,12 +57,12 @@ def _add(
     return counts, missing, bad
 
 
-def _tree_sum(items: list[Any], fan_in: int = 8) -> Any:
-    """Sum delayed partials in a tree (on the cluster); returns one delayed object."""
+def _tree_sum(items: list[Any], add: Any = _add, fan_in: int = 8) -> Any:
+    """Combine delayed partials with ``add`` in a tree on the cluster (one delayed result)."""
     import dask
 
     while len(items) > 1:
-        items = [dask.delayed(_add, pure=True)(*items[i : i + fan_in])
+        items = [dask.delayed(add, pure=True)(*items[i : i + fan_in])
                  for i in range(0, len(items), fan_in)]
     return items[0]
 
