@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpfair._errors import BudgetExceededError, IncompatibleBudgetError
+from dpfair._errors import BudgetExceededError, IncompatibleBudgetError, LedgerError
 from dpfair.privacy import Budget, LedgerFile
 
 __all__ = ["LedgerOption", "ReleaseLedger", "open_ledger"]
@@ -108,10 +108,16 @@ def open_ledger(ledger: Path | None, data: Path) -> ReleaseLedger:
     Raises
     ------
     LedgerError
-        Not a ledger, corrupt, truncated, or bound to another data set.
+        Not a ledger, corrupt, truncated, bound to another data set, or bound to none.
     """
     if ledger is None:
         return ReleaseLedger(None)
     led = LedgerFile.open(ledger)
+    if led.header.get("data") is None:
+        raise LedgerError(
+            f"ledger={ledger} is not bound to a data file (it was created without one, e.g. "
+            "by a Session on in-memory data), so it cannot show that DATA is its data set; "
+            "create one with `dpfair ledger init FILE --data DATA`."
+        )
     led.check_data(data)
     return ReleaseLedger(led)

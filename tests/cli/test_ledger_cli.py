@@ -171,6 +171,14 @@ def test_bad_ledger_files_one_line_nothing_lost(tmp_path: Path, data: Path, cont
     assert res.exit_code == 2 and match in res.stderr
 
 
+def test_unbound_ledger_is_refused_on_the_cli(tmp_path: Path, data: Path) -> None:
+    unbound = tmp_path / "unbound.jsonl"
+    LedgerFile.create(unbound, Budget.zcdp(1.0))  # e.g. a Session on in-memory data
+    assert "not bound to a data file" in _one_line_refusal(
+        runner.invoke(app, _median(data, unbound)))
+    assert LedgerFile.open(unbound).records == []
+
+
 def test_edited_entry_breaks_the_chain(data: Path, ledger: Path) -> None:
     assert runner.invoke(app, _median(data, ledger, "0.3")).exit_code == 0
     assert runner.invoke(app, _median(data, ledger, "0.3")).exit_code == 0

@@ -112,8 +112,10 @@ class Session:
         ``--ledger`` use), so Python and the command line share one budget across
         processes and crashes. An existing file is opened (and must be bound to this data
         file's content, if bound); a new one is created with ``budget`` and bound to
-        ``data`` when that is a file. Default: an in-memory ledger that lives with the
-        session.
+        ``data`` when that is a file (a ledger created for in-memory data is bound to no
+        file, and the command line refuses it). Every release re-checks the binding, so a
+        data file changed after the session was opened is refused. Default: an in-memory
+        ledger that lives with the session.
     convert_delta : float, optional
         δ' at which ρ-zCDP releases are converted for an (ε, δ) budget (in-memory ledger or
         a new ledger file). Without it, a zCDP release on an (ε, δ) budget is refused.
