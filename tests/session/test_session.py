@@ -286,3 +286,39 @@ def test_corrupt_ledger_file_is_refused(tmp_path: Path, x: np.ndarray) -> None:
     with pytest.raises(LedgerError, match="not"):
         Session(x, ledger=path)
     assert path.read_text() == "this is not a ledger\n"
+
+
+# ------------------------------------------------------------------ many releases, threads
+def test_many_releases_never_pass_the_cap(x: np.ndarray) -> None:
+    s = Session({"v": x[:400]}, budget=Budget.zcdp(1.0))
+    released = 0
+    for _ in range(100):
+        try:
+            s.median_ci("v", rho=0.05, bounds=BOUNDS, method="cdf")
+        except BudgetExceededError:
+            continue
+        released += 1
+    assert released == 20
+    assert s.spent.rho <= 1.0 * (1 + 1e-9)
+    assert len(s.records) == 20
+    for _ in range(10):  # ε = 0.4: 0.02 each in zCDP, and nothing is left
+        with pytest.raises(BudgetExceededError):
+            s.place_facility("v", epsilon=0.4, domain=DOMAIN)
+
+
+def test_threads_sharing_a_session_never_pass_the_cap(x: np.ndarray) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = Session({"v": x}, budget=Budget.zcdp(1.0))
+
+    def one(_: int) -> bool:
+        try:
+            s.median_ci("v", rho=0.3, bounds=BOUNDS, method="cdf")
+        except BudgetExceededError:
+            return False
+        return True
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(one, range(8)))
+    assert sum(outcomes) == 3 and len(s.records) == 3
+    assert s.spent.rho == pytest.approx(0.9)
