@@ -132,6 +132,8 @@ def test_kill_minus_nine_mid_write_loses_no_entry(data: Path, ledger: Path) -> N
     led = LedgerFile.open(ledger)
     assert [r.label for r in led.records] == ["median_ci", "median_ci"]
     assert led.spent.rho == pytest.approx(0.4)
+    show = runner.invoke(app, ["ledger", "show", str(ledger), "--json"])
+    assert show.exit_code == 0 and len(json.loads(show.stdout)["releases"]) == 2
     proc2 = runner.invoke(app, _median(data, ledger, "0.3", "--json"))
     assert proc2.exit_code == 0, proc2.stderr
     after = ledger.read_bytes()

@@ -322,3 +322,20 @@ def test_threads_sharing_a_session_never_pass_the_cap(x: np.ndarray) -> None:
         outcomes = list(pool.map(one, range(8)))
     assert sum(outcomes) == 3 and len(s.records) == 3
     assert s.spent.rho == pytest.approx(0.9)
+
+
+def test_fair_classifier_from_a_file_out_of_core(tmp_path: Path,
+                                                 fair_frame: pd.DataFrame) -> None:
+    from dpfair.fairclass import fit_cdp_fair_from_file
+
+    path = tmp_path / "train.parquet"
+    fair_frame.to_parquet(path, index=False)
+    s = Session(path, budget=Budget.approx(3.0, 1e-5))
+    clf = s.fit_fair_classifier(**FAIR, random_state=4, aggregate="always")
+    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=4, cross_fit=True)
+    np.testing.assert_array_equal(clf.tau_, ref.tau_)
+    assert s.records[-1].params["aggregated"] is True
+    assert s.records[-1].cost == clf.privacy_spent_
+    with pytest.raises(InvalidParameterError, match="unknown option"):
+        s.fit_fair_classifier(**FAIR, bandwith=0.1)
+    assert len(s.records) == 1
