@@ -339,3 +339,13 @@ def test_fair_classifier_from_a_file_out_of_core(tmp_path: Path,
     with pytest.raises(InvalidParameterError, match="unknown option"):
         s.fit_fair_classifier(**FAIR, bandwith=0.1)
     assert len(s.records) == 1
+
+
+def test_a_session_cannot_be_copied_to_fork_its_budget(x: np.ndarray) -> None:
+    import copy
+    import pickle
+
+    s = Session(x, budget=Budget.zcdp(1.0))
+    for dup in (pickle.dumps, copy.copy, copy.deepcopy):
+        with pytest.raises(TypeError, match="same remaining budget"):
+            dup(s)

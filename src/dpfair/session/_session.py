@@ -257,6 +257,13 @@ class Session:
         """JSON-ready: cap, spent, remaining and every release."""
         return self._ledger.summary()
 
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError(
+            "a Session cannot be pickled or copied: a copy of its ledger would hold the same "
+            "remaining budget a second time. Share one budget across processes with "
+            "Session(data, ledger=FILE) instead."
+        )
+
     def __repr__(self) -> str:
         return (
             f"Session({self._source.describe()}, budget={self.budget}, spent={self.spent}, "
