@@ -184,9 +184,14 @@ class Session:
                         "(or create it with `dpfair ledger init`)."
                     )
                 bind = self._source.path if isinstance(self._source, FileSource) else None
-                return LedgerFile.create(
-                    path, _check_cap(budget), data=bind, convert_delta=convert_delta
-                )
+                try:
+                    return LedgerFile.create(
+                        path, _check_cap(budget), data=bind, convert_delta=convert_delta
+                    )
+                except InvalidParameterError:
+                    if not path.is_file():
+                        raise
+                    led = LedgerFile.open(path)  # another process created it meanwhile
         else:
             raise InvalidParameterError(
                 f"ledger={ledger!r}: expected a path to a ledger file or a LedgerFile."
