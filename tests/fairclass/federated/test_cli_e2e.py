@@ -211,7 +211,7 @@ def test_fdp_between_institutions_honest_run_and_attacks(tmp_path: Path) -> None
     _dump(t / "stranger.json", _resign(odd, stranger))
     _refused(*agg, "h1.r1.json", "stranger.json", cwd=t, match="no key is pinned for 'h3'")
     # Poisoned statistics, validly signed by the malicious site h2.
-    for name, value, shape in (("sums", 1e300, None), ("count", -1e9, None)):
+    for name, value in (("sums", 1e300), ("count", -1e9)):
         doc = json.loads(json.dumps(r1_h2))
         spec = doc["body"]["arrays"][name]
         arr = np.frombuffer(base64.b64decode(spec["b64"]), dtype="<f8").copy()

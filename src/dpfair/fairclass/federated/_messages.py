@@ -543,9 +543,8 @@ def decode(
             who, "receiver", f"{body['receiver']!r}; a {knd!r} goes to {RECEIVERS[knd]!r}."
         )
     if (knd in _CENTRE_KINDS) != (sender == CENTRE):
-        raise ProtocolError(
-            who, "sender", f"a {knd!r} message must come from {'the centre' if knd in _CENTRE_KINDS else 'a site'}."
-        )
+        origin = "the centre" if knd in _CENTRE_KINDS else "a site"
+        raise ProtocolError(who, "sender", f"a {knd!r} message must come from {origin}.")
     if not isinstance(body["nonce"], str) or not _NONCE.fullmatch(body["nonce"]):
         raise ProtocolError(who, "nonce", "malformed (32 lowercase hex digits expected).")
     if not isinstance(body["protocol_id"], str):
@@ -573,7 +572,7 @@ def decode(
             raise ProtocolError(who, f"arrays.{name}", "contains NaN or inf.")
         arrays[name] = arr
     return Envelope(
-        knd, body["protocol_id"], sender, fields, arrays, body["receiver"], body["nonce"]
+        knd, body["protocol_id"], who, fields, arrays, body["receiver"], body["nonce"]
     )
 
 
