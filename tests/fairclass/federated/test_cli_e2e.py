@@ -37,9 +37,14 @@ import numpy as np
 import pytest
 
 from dpfair.fairclass.datasets import simulate
-from dpfair.fairclass.federated._keys import Signer, load_signer
-from dpfair.fairclass.federated._messages import canonical, decode, read_message
-from dpfair.fairclass.federated._protocol import ProtocolConfig
+from dpfair.fairclass.federated._keys import Signer, generate_keypair, load_signer
+from dpfair.fairclass.federated._messages import (
+    canonical,
+    decode,
+    read_message,
+    write_message,
+)
+from dpfair.fairclass.federated._protocol import ProtocolConfig, make_protocol
 from dpfair.fairclass.federated._site import Site
 from dpfair.privacy import Budget, LedgerFile
 
@@ -309,57 +314,55 @@ def test_fdp_between_institutions_honest_run_and_attacks(tmp_path: Path) -> None
 
 
 def test_site_refuses_what_the_centre_decides_for_it(tmp_path: Path) -> None:
-    """The site's cap and its pinned keys are its own, checked before its data are read."""
+    """The site's cap and its pinned keys are its own, checked before its data are read.
+
+    The (malicious) setups are written in-process with the centre's (or an impostor's)
+    key; every site command is a separate process.
+    """
     t = tmp_path
     (t / "keys").mkdir()
-    for party in ("centre", "h1", "evil"):
-        _ok("keygen", "--out", f"keys/{party}", cwd=t)
-    common = ["--bounds", "0", "--bounds", "1", "--bounds", "0", "--bounds", "1",
-              "--alpha", "0.1"]
-    # ε_s = 10^6, δ_s = 0.5: refused by the site's cap; DATA does not even exist.
-    _ok("centre", "setup", "--key", "keys/centre.key", "--site", "h1:2000:1e6:0.5",
-        "--site-key", "h1=keys/h1.pub", *common, "--out", "greedy.json", cwd=t)
+    pub = {p: generate_keypair(t / "keys" / p)[2] for p in ("centre", "h1", "evil")}
+    centre = load_signer(t / "keys/centre.key", "centre")
+    evil = Signer("centre", load_signer(t / "keys/evil.key", "evil").private_key)
+
+    def setup(name: str, signer: Signer, eps: float, delta: float, h1_key: str) -> str:
+        cfg = make_protocol([("h1", 2000, eps, delta)], feature_bounds=[(0, 1), (0, 1)],
+                            alpha=0.1, keys={"centre": pub["centre"], "h1": h1_key})
+        write_message(t / name, cfg.to_envelope(), signer)
+        return name
+
     site = ["site", "round1", "missing.csv", "--site-id", "h1", "--key", "keys/h1.key",
             "--centre-key", "keys/centre.pub", "--features", "x1,x2", "--target", "y",
             "--sensitive", "a", "--state", "s.json", "--out", "r1.json"]
-    line = _refused(*site, "--setup", "greedy.json", "--max-epsilon", "1",
-                    "--max-delta", "1e-6", cwd=t, match="over the site's own cap")
+    cap = ["--max-epsilon", "1", "--max-delta", "1e-6"]
+    # ε_s = 10^6, δ_s = 0.5: refused by the site's cap; DATA does not even exist.
+    greedy = setup("greedy.json", centre, 1e6, 0.5, pub["h1"])
+    line = _refused(*site, "--setup", greedy, *cap, cwd=t, match="over the site's own cap")
     assert "before reading any data" in line
     # With a ledger file holding less than the setup asks.
     led = LedgerFile.create(t / "h1.ledger", Budget.approx(0.5, 1e-6))
-    _refused(*site, "--setup", "greedy.json", "--ledger", str(led.path), cwd=t,
-             match="remains")
+    _refused(*site, "--setup", greedy, "--ledger", str(led.path), cwd=t, match="remains")
     # No budget given at all: refused.
-    _refused(*site, "--setup", "greedy.json", cwd=t, match="--max-epsilon")
+    _refused(*site, "--setup", greedy, cwd=t, match="--max-epsilon")
     assert not (t / "s.json").exists() and not (t / "r1.json").exists()
     assert LedgerFile.open(t / "h1.ledger").records == []
     # A setup signed by another key than the centre key the site pins.
-    _ok("centre", "setup", "--key", "keys/evil.key", "--site", "h1:2000:1:1e-6",
-        "--site-key", "h1=keys/h1.pub", *common, "--out", "evil_setup.json", cwd=t)
-    _refused(*site, "--setup", "evil_setup.json", "--max-epsilon", "1", "--max-delta", "1e-6",
-             cwd=t, match="key pinned for 'centre'")
+    _refused(*site, "--setup", setup("evil.json", evil, 1, 1e-6, pub["h1"]), *cap, cwd=t,
+             match="key pinned for 'centre'")
     # A setup by the real centre that pins another key for h1 (to impersonate it).
-    _ok("centre", "setup", "--key", "keys/centre.key", "--site", "h1:2000:1:1e-6",
-        "--site-key", "h1=keys/evil.pub", *common, "--out", "swap.json", cwd=t)
-    _refused(*site, "--setup", "swap.json", "--max-epsilon", "1", "--max-delta", "1e-6",
-             cwd=t, match="did not pin your key")
+    swap = setup("swap.json", centre, 1, 1e-6, pub["evil"])
+    _refused(*site, "--setup", swap, *cap, cwd=t, match="did not pin your key")
     # A forged setup with a 10^5 × 10^5 grid, signed by the centre's key (make_protocol
     # would refuse to build it): the site refuses it before allocating 74.5 GiB.
-    env = read_message(t / "swap.json", keys={"centre": load_signer(
-        t / "keys/centre.key", "centre").public}, kind="setup")
-    doc = json.loads((t / "swap.json").read_text())
+    doc = json.loads((t / setup("ok.json", centre, 1, 1e-6, pub["h1"])).read_text())
     doc["body"]["fields"]["grid_shape"] = [10**5, 10**5]
-    doc["body"]["fields"]["keys"]["h1"] = load_signer(t / "keys/h1.key", "h1").public
-    assert env.fields["grid_shape"] != [10**5, 10**5]
-    _dump(t / "grid.json", _resign(doc, load_signer(t / "keys/centre.key", "centre")))
-    _refused(*site, "--setup", "grid.json", "--max-epsilon", "1", "--max-delta", "1e-6",
-             cwd=t, match="grid_shape")
+    _dump(t / "grid.json", _resign(doc, centre))
+    _refused(*site, "--setup", "grid.json", *cap, cwd=t, match="grid_shape")
     # The private key must not be readable by others.
     shutil.copy(t / "keys/h1.key", t / "keys/loose.key")
     os.chmod(t / "keys/loose.key", 0o644)
     _refused(*[a if a != "keys/h1.key" else "keys/loose.key" for a in site],
-             "--setup", "swap.json", "--max-epsilon", "1", "--max-delta", "1e-6", cwd=t,
-             match="chmod 600")
+             "--setup", "ok.json", *cap, cwd=t, match="chmod 600")
 
 
 @pytest.mark.parametrize(
