@@ -64,7 +64,7 @@ def check_in_open_interval(name: str, value: Any, low: float, high: float) -> fl
 def check_interval_bounds(
     name: str, bounds: Sequence[float] | None, *, example: str = "(0.0, 100.0)"
 ) -> tuple[float, float]:
-    """Validate a public ``(lo, hi)`` pair with finite ``lo < hi``.
+    """Validate a public ``(lo, hi)`` pair with finite ``lo < hi`` and finite ``hi − lo``.
 
     Bounds are public inputs: they are never read off the data, because the minimum and
     maximum of private data are themselves a release.
@@ -86,6 +86,12 @@ def check_interval_bounds(
         raise InvalidParameterError(
             f"{name}={bounds!r}: lo must be strictly smaller than hi; swap them or widen "
             "the range."
+        )
+    if not math.isfinite(hi - lo):
+        raise InvalidParameterError(
+            f"{name}={bounds!r}: the width hi - lo overflows a float (inf); every method "
+            "works with that width, so use a narrower public range or rescale the data "
+            "(e.g. other units)."
         )
     return lo, hi
 

@@ -5,17 +5,26 @@ bin-rounded records (see :func:`dpfair.median.confidence_interval_from_counts`),
 file far larger than memory reduces to 2^D integers in one streaming SQL pass. The same
 SELECT runs on any SQL engine with floor() and GROUP BY.
 
-Exactness. The bins must be *exactly* those of :func:`dpfair.mechanisms.leaf_counts`
-(bin j = (g_j, g_{j+1}], bin 0 also holding lo, g_j = ``numpy.linspace`` edges), because the
-coverage argument reads "count ≤ g_j". DuckDB computes r = (x − lo)/step; a value whose r
-is more than 1e-6 from an integer lies strictly inside bin floor(r) whatever the floating
-rounding (the rounding error of r is < 1e-8 for up to 2^24 bins). Values within 1e-6 of an
-edge — including atoms such as integer data on an integer grid — are returned grouped by
-value and placed with ``numpy.searchsorted`` on the exact edges, in Python.
+Exactness: one rule, shared with :func:`dpfair.mechanisms.leaf_counts`. The bins are
+those of the public float grid g = :func:`dpfair.mechanisms.leaf_edges` (computed once):
+bin j = (g_j, g_{j+1}], bin 0 also holding lo, decided by exact float comparisons of x with
+g_j (the coverage argument reads "count ≤ g_j"). DuckDB computes r = (x − lo)/step with
+step = W/2^D, W = fl(hi − lo). Each g_j = fl(lo + W·j/2^D) is within ½ulp(M) of its ideal
+value (M = max(|lo|, |hi|)), fl(x − lo) within ½ulp(2M) of x − lo, and the division adds
+a relative 2^-53, so r is within τ₀ = (ulp(M) + ulp(2M))·2^D/W + 2^D·2^-53 bin units of the
+position of x relative to the float grid. A value with |r − round(r)| > τ = 1e-6 + 4τ₀
+therefore lies strictly between the same two float edges as r does, and bin floor(r) *is*
+the rule's answer. Values within τ of an edge — atoms on an integer grid, or every value
+when ulp(lo) is not negligible against the bin width (bounds (1e6, 1e6 + 0.001) at depth 9
+have τ ≈ 7.2e-4; a fixed 1e-6 misplaced values on its edges) — are returned grouped by
+value and placed by the rule itself (``numpy.searchsorted`` on g), in Python. Their number
+of distinct values is at most O(2^D·τ·step/ulp) + the data's own atoms: τ ≥ ½ only when
+the range holds O(2^D) floats.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 
@@ -29,7 +38,7 @@ from dpfair.data._io import FileFormat, _check_path, _checked_column, _resolve_f
 
 __all__ = ["histogram_counts"]
 
-_EDGE_TOLERANCE = 1e-6  # in units of one bin
+_EDGE_TOLERANCE = 1e-6  # in units of one bin, on top of the rounding bound (module docstring)
 _MAX_DEPTH = 24
 
 
@@ -85,7 +94,13 @@ def histogram_counts(
     p = _check_path(path)
     fmt = _resolve_format(p, format)
     n_bins = 2**int(depth)
-    step = (hi - lo) / n_bins
+    edges = leaf_edges((lo, hi), int(depth))  # the rule's public grid (checks hi − lo finite)
+    width = hi - lo
+    step = width / n_bins
+    big = max(abs(lo), abs(hi))
+    tol = _EDGE_TOLERANCE + 4.0 * (
+        (math.ulp(big) + math.ulp(2.0 * big)) * n_bins / width + n_bins * 2.0**-53
+    )
     with duckdb.connect(":memory:") as con:
         con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute("SET enable_progress_bar = false")
@@ -112,7 +127,7 @@ def histogram_counts(
         """
         try:
             rows = con.execute(sql.replace("?", "$path"), {
-                "path": str(p), "lo": lo, "hi": hi, "step": step, "tol": _EDGE_TOLERANCE,
+                "path": str(p), "lo": lo, "hi": hi, "step": step, "tol": tol,
             }).fetchall()
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
@@ -140,7 +155,6 @@ def histogram_counts(
     near = [(float(r[2]), int(r[3])) for r in rows if r[0] == "ok" and r[1] is None]
     if near:
         values, cnt = np.array(near, dtype=np.float64).T
-        edges = leaf_edges((lo, hi), int(depth))
         idx = np.clip(np.searchsorted(edges, values, side="left") - 1, 0, n_bins - 1)
         np.add.at(counts, idx, cnt.astype(np.int64))
     return counts

@@ -183,7 +183,42 @@ class BudgetPlan:
 
     def charge_fit(self, ledger: PrivacyLedger, fit: int, train_rows: str, cal_rows: str) -> None:
         """Charge the releases of fit number ``fit`` (1-based) to ``ledger``."""
-        tag = f"fit {fit}"
+        self._charge_s1(ledger, f"fit {fit}", train_rows)
+        self._charge_s2(ledger, f"fit {fit}", cal_rows)
+
+    def path_ledger(self, n_thresholds: int, fits: list[tuple[str, str]]) -> PrivacyLedger:
+        """What publishing every model of an α path costs: S1 once, S2 once per α.
+
+        The models of :func:`dpfair.fairclass.fit_alpha_path` share each fit's S1 release
+        and draw one S2 release per α on the same calibration half, so publishing all of
+        them is S1 once per fit plus ``n_thresholds`` S2 releases per fit, composed by
+        basic composition within each half and in parallel across the disjoint halves:
+        (max over halves of Σ ε, max of Σ δ). Without cross-fitting that is
+        (max(ε₁, K·ε₂), δ); with it, (ε₁ + K·ε₂, δ) (K = ``n_thresholds``). With K = 1 it
+        is the single fit's guarantee.
+
+        Parameters
+        ----------
+        n_thresholds : int
+            Number of S2 releases per fit (the number of α; 1 without a fairness step).
+        fits : list of (training rows, calibration rows)
+            The halves' labels of each fit, in order.
+        """
+        k = int(n_thresholds) if self.has_s2 else 1
+        eps1, eps2 = float(self.s1.epsilon or 0.0), float(self.s2.epsilon or 0.0)
+        # Every half sees at most one S1 and K S2 releases: (ε₁ + K·ε₂, δ) bounds each
+        # half's total; ``ledger.total`` is the exact composed value.
+        limit = Budget.approx(eps1 + k * eps2, self.delta,
+                              note=f"publishing {k} model(s) sharing S1")
+        ledger = PrivacyLedger(limit)
+        for fit, (train_rows, cal_rows) in enumerate(fits, start=1):
+            self._charge_s1(ledger, f"fit {fit}", train_rows)
+            for i in range(k):
+                self._charge_s2(ledger, f"fit {fit} / alpha #{i + 1}" if k > 1 else f"fit {fit}",
+                                cal_rows)
+        return ledger
+
+    def _charge_s1(self, ledger: PrivacyLedger, tag: str, train_rows: str) -> None:
         s1_label = f"{tag} / S1 (count + kernel sums, one Gaussian mechanism)"
         ledger.charge(
             LedgerRecord(
@@ -214,6 +249,8 @@ class BudgetPlan:
                 part_of=s1_label,
             )
         )
+
+    def _charge_s2(self, ledger: PrivacyLedger, tag: str, cal_rows: str) -> None:
         if self.has_s2:
             ledger.charge(
                 LedgerRecord(

@@ -231,6 +231,12 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                 for fit_no, (tr, cal) in enumerate(pairs, start=1):
                     plan.charge_fit(ledger, fit_no, _HALF_LABELS[tr], _HALF_LABELS[cal])
             ledgers.append(ledger)
+        # What publishing every model returned here costs together (S1 shared, S2 per α).
+        path_ledger = (
+            plan.path_ledger(len(alphas), [(_HALF_LABELS[tr], _HALF_LABELS[cal])
+                                           for tr, cal in pairs])
+            if plan is not None else None
+        )
 
         # S1 on each training half.
         s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
@@ -280,6 +286,10 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                     "budget_plan_": plan,
                     "privacy_ledger_": ledger,
                     "privacy_spent_": ledger.total if ledger is not None else None,
+                    "path_privacy_spent_": (
+                        path_ledger.total if path_ledger is not None else None
+                    ),
+                    "path_privacy_ledger_": path_ledger,
                 }
             )
         return states
@@ -487,6 +497,13 @@ class CDPFairClassifier(_PlugInBase):
         ``cross_fit_budget="compose"``).
     privacy_ledger_ : PrivacyLedger
         Every release with its rows, guarantee and noise; per-partition totals.
+    path_privacy_spent_ : Budget
+        What publishing *every* model of the same :func:`~dpfair.fairclass.fit_alpha_path`
+        call costs together: the S1 release is shared (paid once), each α's S2 release is
+        paid again, so for K values of α it is (max(ε₁, K·ε₂), δ) without cross-fitting
+        and (ε₁ + K·ε₂, δ) with it. Equals ``privacy_spent_`` after ``fit`` (K = 1).
+    path_privacy_ledger_ : PrivacyLedger
+        The releases behind ``path_privacy_spent_``.
     budget_plan_ : BudgetPlan
         The derived noise scales (σ_c, σ_f, ε_c, ε_e).
 """
@@ -609,6 +626,8 @@ class PrivatePlugInClassifier(_PlugInBase):
     ----------
     privacy_spent_ : Budget
     privacy_ledger_ : PrivacyLedger
+    path_privacy_spent_, path_privacy_ledger_
+        As in :class:`CDPFairClassifier` (equal to ``privacy_spent_``: no α path here).
     budget_plan_ : BudgetPlan
 """
         + _COMMON_ATTRS_DOC

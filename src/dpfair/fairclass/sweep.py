@@ -8,8 +8,10 @@ public API.
 Privacy. Every returned model is, on its own, exactly the (ε, δ)-DP release that ``fit``
 would produce with that α (same S1 law, its own S2 noise; its ``privacy_spent_`` says
 so). The models share the S1 release, so *publishing several of them* composes: the S1
-part is paid once and each S2 is paid again. That is why ``fit`` releases one model and why
-this helper is meant for simulation studies, where nothing is released.
+part is paid once and each S2 is paid again. Every model's ``path_privacy_spent_`` states
+that cost of publishing the whole path (with its ledger in ``path_privacy_ledger_``). That
+is why ``fit`` releases one model and why this helper is meant for simulation studies,
+where nothing is released.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ def fit_alpha_path(
         Same class and parameters as ``estimator`` (``alpha`` set to each α), in the order
         of ``alphas``. Each equals in law a fresh ``fit`` at that α; with one α and the same
         ``random_state`` it equals ``estimator.set_params(alpha=α).fit(...)`` exactly.
+        ``privacy_spent_`` is one model's guarantee; ``path_privacy_spent_`` (the same on
+        every model) is what publishing all of them costs: S1 once, each S2 added, e.g.
+        (ε₁ + K·ε₂, δ) for K values of α with cross-fitting.
 
     Raises
     ------

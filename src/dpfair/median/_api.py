@@ -237,7 +237,18 @@ class _CountsSource:
                 "sub-range found by its first stage; pass refine=callable(bounds, depth) "
                 "returning leaf counts (the file path does this through DuckDB)."
             )
-        return _check_counts("refine(...)", self.refine(bounds, depth), depth)
+        name = f"refine(bounds={bounds!r}, depth={depth})"
+        out = _check_counts(name, self.refine(bounds, depth), depth)
+        total = int(out.sum())
+        if total != self.n:
+            raise InvalidDataError(
+                f"{name}: the counts sum to {total}, but the data have n = {self.n} records "
+                "(the sum of `counts`). refine must count every record after clipping it "
+                "into the sub-range (np.clip to those bounds, as histogram_counts does), not "
+                "only the records inside it: its total is used as the public size of the "
+                "second stage, so any other total breaks the interval's coverage."
+            )
+        return out
 
     def prefix(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
         leaves = self.leaves(bounds, depth)
@@ -253,8 +264,15 @@ def _check_counts(name: str, counts: ArrayLike, depth: int | None = None) -> NDA
         )
     if depth is not None and arr.size != 2**depth:
         raise InvalidDataError(f"{name}: expected {2**depth} bins, got {arr.size}.")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.round(arr)):
-        raise InvalidDataError(f"{name}: counts must be finite non-negative integers.")
+    if (
+        arr.dtype.kind not in "iuf"
+        or not np.all(np.isfinite(arr))
+        or np.any(arr < 0)
+        or np.any(arr != np.round(arr))
+    ):
+        raise InvalidDataError(
+            f"{name}: counts must be finite non-negative integers (got dtype {arr.dtype})."
+        )
     return arr.astype(np.int64)
 
 
@@ -372,7 +390,9 @@ def confidence_interval_from_counts(
         of |R|, and for ``"cdf"``, ``"binsearch"`` and ``"binsearch_cdf"`` it must equal
         the grid the counts were computed on (2^D bins, the smallest D with w ≤ θ).
     refine : callable(bounds, depth) -> counts, optional
-        A second aggregation on a sub-range, needed by ``"binsearch_cdf"``.
+        A second aggregation on a sub-range, needed by ``"binsearch_cdf"``: the leaf counts
+        of *all* records clipped into ``bounds`` (2^depth non-negative integers summing to
+        the same n as ``counts``; anything else raises :class:`~dpfair.InvalidDataError`).
 
     Returns
     -------

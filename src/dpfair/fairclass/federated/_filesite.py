@@ -26,6 +26,7 @@ Parquet file of the used columns (kept for the lifetime of the object; :meth:`cl
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -46,6 +47,7 @@ from dpfair.fairclass.federated._site import (
     _HALVES,
     MIN_GROUP_ROWS_PER_HALF,
     Site,
+    check_site_labels,
     score_leaf_counts,
     seed_of,
     split_entropy_of,
@@ -164,7 +166,7 @@ class FileSite(Site):
                     tmp_dir=tmp_dir,
                 )
             )
-            self._group_counts = self._count_groups()  # (half, group)
+            self._group_counts, y_range = self._count_groups()  # (half, group)
         except InvalidDataError as exc:
             self._stack.close()
             raise ProtocolError(site_id, "data", str(exc)) from None
@@ -192,6 +194,9 @@ class FileSite(Site):
                         f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
                         "cannot take part until it has more rows of that group."
                     )
+        if y_range[0] == y_range[1]:
+            self._stack.close()
+            check_site_labels(site_id, int(y_range[0]), int(y_range[1]), n)
         self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
         self._round = 0
 
@@ -210,14 +215,17 @@ class FileSite(Site):
     def _source(self) -> str:
         return f"read_parquet({_lit(self._pq)}, file_row_number = true)"
 
-    def _count_groups(self) -> NDArray[np.int64]:
-        """Rows per (half, group); any group value other than 0/1 is an error."""
+    def _count_groups(self) -> tuple[NDArray[np.int64], tuple[float, float]]:
+        """Rows per (half, group), and the smallest and largest label (same pass); any
+        group value other than 0/1 is an error (labels are checked when read)."""
         s = _quote(self._sensitive)
+        t = _quote(self._target)
         half = self.split.sql("file_row_number")
         with _connect(self._memory_limit, self._threads) as con:
             try:
                 rows = con.execute(
-                    f"SELECT {half} AS h, CAST({s} AS DOUBLE) AS a, count(*) "
+                    f"SELECT {half} AS h, CAST({s} AS DOUBLE) AS a, count(*), "
+                    f"min(CAST({t} AS DOUBLE)), max(CAST({t} AS DOUBLE)) "
                     f"FROM {self._source()} GROUP BY ALL"
                 ).fetchall()
             except duckdb.Error as exc:
@@ -225,14 +233,17 @@ class FileSite(Site):
                 raise InvalidDataError(f"'{self.path.name}': could not be read ({first}).") \
                     from None
         out = np.zeros((2, 2), dtype=np.int64)
-        for h, a, c in rows:
+        y_lo, y_hi = math.inf, -math.inf
+        for h, a, c, lo, hi in rows:
             if a not in (0.0, 1.0):
                 raise InvalidDataError(
                     f"'{self.path.name}': column {self._sensitive!r} has {c} value(s) "
                     f"{a!r}; the sensitive group must be 0/1 without missing values."
                 )
             out[int(h), int(a)] += int(c)
-        return out
+            if lo is not None:
+                y_lo, y_hi = min(y_lo, float(lo)), max(y_hi, float(hi))
+        return out, (y_lo, y_hi)
 
     def _training_stats(
         self, half: int, grid: KroneckerGaussianGrid

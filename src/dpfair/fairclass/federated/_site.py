@@ -223,6 +223,7 @@ class Site:
                         f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
                         "cannot take part until it has more rows of that group."
                     )
+        check_site_labels(site_id, int(self._y.min()), int(self._y.max()), n)
         self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
         self._round = 0
 
@@ -379,6 +380,20 @@ class Site:
         for arr in (self._U, self._A, self._y):
             h.update(np.ascontiguousarray(arr).tobytes())
         return h.hexdigest()
+
+
+def check_site_labels(site_id: str, y_min: int, y_max: int, n: int) -> None:
+    """Refuse a site whose labels are all equal, as CDP-Fair refuses a constant y.
+
+    Like every input check this is a data-dependent refusal outside the DP guarantee: it
+    reveals only that the site's y is constant, and nothing is released.
+    """
+    if y_min == y_max:
+        raise InsufficientDataError(
+            f"site {site_id!r}, field 'y': all {n} labels are {y_min}; both outcomes 0 and 1 "
+            "must occur at every site to fit a classifier (CDP-Fair refuses a constant y "
+            "too). This site cannot take part until it has rows of both outcomes."
+        )
 
 
 def score_leaf_counts(
