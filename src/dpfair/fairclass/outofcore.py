@@ -89,7 +89,7 @@ from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParam
 from dpfair._rng import as_generator
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, PrivacyLedger
 from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier
-from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_sums
+from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_weights
 from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._threshold import dd_steps_from_counts, threshold_law_from_steps
 from dpfair.fairclass._validation import MIN_GROUP_ROWS, check_feature_bounds
@@ -544,13 +544,13 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
                 pq, names, str(target), str(sensitive),
                 [(float(lo), float(hi)) for lo, hi in zip(lows, highs, strict=True)],
                 grid, clip=do_clip, memory_limit=memory_limit, threads=threads,
-                half=(split, tr),
+                half=(split, tr), bits=grid.binning_bits(sizes[tr], grid.ndim),
             )
             counts[tr] = agg.counts
             s1.append(
-                release_s1_from_sums(
+                release_s1_from_weights(
                     grid,
-                    agg.kernel_sums(grid),
+                    agg.weights,
                     n=sizes[tr],
                     n1=int(agg.counts[1].sum()),
                     sigma_count=plan.sigma_count,

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InsufficientDataError, InvalidDataError
 from dpfair._rng import as_generator
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
-from dpfair.fairclass._model import ReleasedFold, kernel_cell_sums
+from dpfair.fairclass._model import ReleasedFold, kernel_cell_weights
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
@@ -170,7 +170,8 @@ class Site:
         for tr, _cal in folds:
             n1, cell_sums, n_rows = self._training_stats(tr, grid)
             counts.append(float(n1) + plan.sigma_count * float(self._rng1.standard_normal()))
-            sums.append(mech.release(cell_sums, grid, self._rng1))
+            sums.append(mech.release_binned(cell_sums, grid, self._rng1,
+                                            total_mass=float(n_rows)))
             n_train.append(n_rows)
         self._round = 1
         return Envelope(
@@ -261,10 +262,14 @@ class Site:
     def _training_stats(
         self, half: int, grid: KroneckerGaussianGrid
     ) -> tuple[int, NDArray[np.float64], int]:
-        """(group-1 count, the four kernel sums F_{a,y}, rows) of training half ``half``."""
+        """(group-1 count, the exact binned weights W_{a,y}, rows) of training half ``half``.
+
+        The weights (``kernel_cell_weights``) are released as the kernel sums K·W by
+        ``GaussianProcessMechanism.release_binned``; ``rows`` is the public half size.
+        """
         rows = self._halves[half]
         U, A, y = self._U[rows], self._A[rows], self._y[rows]
-        return int(np.sum(A == 1)), kernel_cell_sums(grid, U, A, y), int(rows.size)
+        return int(np.sum(A == 1)), kernel_cell_weights(grid, U, A, y), int(rows.size)
 
     def _calibration_leaves(
         self, folds: list[tuple[int, ReleasedFold]], grid: KroneckerGaussianGrid
