@@ -1,0 +1,194 @@
+"""Floating-point attacks (THREATS.md rule 6): neighbours that differ in the last bits of one
+record must not be separated by the reachable outputs or their law.
+
+Each attack first shows that it separates the real-arithmetic implementation (or the legacy
+computation), so the check has power, then that the executed release resists it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpfair
+from dpfair.median._expmech import (
+    CellGrid,
+    SortedCounts,
+    cell_order_statistic_law,
+    order_statistic_law,
+    sample_order_statistic,
+    sample_order_statistic_cell,
+)
+from tests._stats import FAIL_PROB
+
+# ------------------------------------------------------------------ the issue's median attack
+BOUNDS01 = (0.0, 1.0)
+RHO = 0.5
+EPS = 2.0 * math.sqrt(RHO)  # ε per ExpMech draw
+
+
+def _issue_pair() -> tuple[np.ndarray, np.ndarray]:
+    d = np.concatenate((np.full(26, 0.001), np.full(74, 0.9)))
+    d_prime = d.copy()
+    d_prime[0] = 0.001 + 1e-12
+    return np.sort(d), np.sort(d_prime)
+
+
+def _legacy_reachable(t: float, law, granularity: float) -> bool:
+    """Can the real-arithmetic sampler output the double t under ``law``? Its output is
+    fl(lo + fl(r·(hi − lo))) with r = k·2^-53 for the piece [lo, hi) containing t."""
+    j = int(np.searchsorted(law.edges, t, side="right")) - 1
+    candidates = [j, j - 1]
+    for c in candidates:
+        if not 0 <= c < law.n_pieces or law.piece_probabilities[c] <= 0:
+            continue
+        lo, hi = float(law.edges[c]), float(law.edges[c + 1])
+        width = hi - lo
+        if width <= 0:
+            continue
+        k0 = round((t - lo) / width * 2.0**53)
+        for k in range(k0 - 4, k0 + 5):
+            if 0 <= k < 2**53 and min(lo + (k * 2.0**-53) * width, hi) == t:
+                return True
+    return False
+
+
+def test_issue_attack_separates_the_real_arithmetic_sampler():
+    """Power: on the continuous sampler most outputs drawn on D are impossible under D'."""
+    d, d_prime = _issue_pair()
+    ref = dpfair.median.confidence_interval(d, rho=RHO, bounds=BOUNDS01, method="expmech",
+                                            rng=0)
+    theta = ref.granularity  # the default θ, as in the issue
+    k = ref.diagnostics["target_ranks"][0]
+    law_prime = order_statistic_law(d_prime, k, EPS, BOUNDS01, theta)
+    gen = np.random.default_rng(0)
+    draws = [sample_order_statistic(d, k, EPS, BOUNDS01, theta, gen) for _ in range(400)]
+    impossible = sum(not _legacy_reachable(t, law_prime, theta) for t in draws)
+    assert impossible > 100
+
+
+def test_issue_attack_fails_on_the_released_interval():
+    """The released CI: same seed ⇒ bit-identical output on D and D' (the choice depends only
+    on integer cell indices); and every output on D is reachable under D' (same cell law)."""
+    d, d_prime = _issue_pair()
+    for seed in range(400):
+        a = dpfair.median.confidence_interval(d, rho=RHO, bounds=BOUNDS01, method="expmech",
+                                              rng=seed)
+        b = dpfair.median.confidence_interval(d_prime, rho=RHO, bounds=BOUNDS01,
+                                              method="expmech", rng=seed)
+        assert (a.low, a.high) == (b.low, b.high)
+    theta = a.granularity
+    grid = CellGrid.for_bounds(BOUNDS01, theta)
+    for k in a.diagnostics["target_ranks"]:
+        p = cell_order_statistic_law(d, k, EPS, grid)
+        q = cell_order_statistic_law(d_prime, k, EPS, grid)
+        assert np.array_equal(p, q)
+
+
+def test_released_ends_lie_on_the_public_grid():
+    x = np.random.default_rng(3).lognormal(np.log(1.5), 1.0, 2000)
+    r = dpfair.median.confidence_interval(x, rho=0.3, bounds=(-5.0, 15.0), method="expmech",
+                                          granularity=0.005, rng=1)
+    grid = CellGrid.for_bounds((-5.0, 15.0), 0.005)
+    for end in (r.low, r.high):
+        j = round((end - grid.low) / grid.cell)
+        assert end == grid.edge(j)
+
+
+# ------------------------------------------------------------------ exact ε-DP of the cells
+def _max_log_ratio(x, x_prime, k, eps, grid):
+    p = cell_order_statistic_law(x, k, eps, grid)
+    q = cell_order_statistic_law(x_prime, k, eps, grid)
+    assert np.all(p > 0) and np.all(q > 0)  # full support on the cells
+    assert p.sum() == pytest.approx(1.0) and q.sum() == pytest.approx(1.0)
+    return float(np.max(np.abs(np.log(p) - np.log(q))))
+
+
+def _cell_neighbours(grid: CellGrid):
+    rng = np.random.default_rng(0)
+    x = rng.lognormal(np.log(1.5), 1.0, 40)
+    yield "random", x, np.where(np.arange(40) == 3, 14.0, x)
+    e = grid.edge(700)
+    edge = np.full(21, e)
+    yield "cell edge vs one ulp below", edge, np.where(np.arange(21) == 0, np.nextafter(e, -1), edge)
+    yield "last bits", x, np.where(np.arange(40) == 5, np.nextafter(x[5], 99), x)
+    ties = np.repeat([0.0, 1.0, 2.0], 10)
+    yield "ties", ties, np.where(np.arange(30) == 15, 0.0, ties)
+    onb = np.concatenate((np.full(10, -5.0), np.full(10, 15.0)))
+    yield "on-bounds", onb, np.where(np.arange(20) == 0, 15.0, onb)
+    yield "n=1", np.array([-5.0]), np.array([15.0])
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.41, 20.0])
+def test_cell_mechanism_density_ratio_never_exceeds_e_eps(eps):
+    bounds = (-5.0, 15.0)
+    grid = CellGrid.for_bounds(bounds, 0.5)
+    for name, x, xp in _cell_neighbours(grid):
+        xs, xps = np.sort(np.clip(x, *bounds)), np.sort(np.clip(xp, *bounds))
+        for k in sorted({0, len(x) // 2, len(x)}):
+            assert _max_log_ratio(xs, xps, k, eps, grid) <= eps * (1 + 1e-12) + 1e-12, name
+
+
+def test_cell_ratio_check_has_power():
+    """A mechanism that forgets the 1/2 in exp(ε s/2) is caught by the same check."""
+    grid = CellGrid.for_bounds((-5.0, 15.0), 0.5)
+    x = np.sort(np.random.default_rng(0).lognormal(np.log(1.5), 1.0, 40))
+    xp = np.sort(np.where(np.arange(40) == 3, 14.0, x))
+    assert _max_log_ratio(x, xp, 30, 2.0, grid) > 1.0 * 1.1  # claimed ε = 1
+
+
+def test_cell_sampler_matches_the_exact_cell_law(monkeypatch):
+    """Chi-square of 1500 cell draws (window shrunk so the O(n) branch runs too)."""
+    import dpfair.median._expmech as em
+
+    monkeypatch.setattr(em, "_WINDOW_MARGIN_DIGITS", -2.0)
+    bounds = (-5.0, 15.0)
+    grid = CellGrid.for_bounds(bounds, 0.5)
+    x = np.sort(np.clip(np.random.default_rng(4).normal(2.0, 1.0, 60), *bounds))
+    k, eps = 30, 1.0
+    law = cell_order_statistic_law(x, k, eps, grid)
+    gen = np.random.default_rng(9)
+    cells = np.array([sample_order_statistic_cell(x, k, eps, grid, gen) for _ in range(1500)])
+    # group cells into bins of expected count >= 20
+    cum = np.cumsum(law) * cells.size
+    bins = np.unique(np.concatenate(([0], np.searchsorted(cum, np.arange(20, cum[-1], 20)),
+                                     [law.size])))
+    expected = np.add.reduceat(law, bins[:-1]) * cells.size
+    observed = np.histogram(cells, bins=bins)[0]
+    keep = expected > 0
+    assert stats.chisquare(observed[keep], expected[keep] * observed.sum() / expected[keep].sum()
+                           ).pvalue > FAIL_PROB
+    far = np.abs(np.searchsorted(grid.index(x), cells) - k) > 3
+    assert far.mean() > 0.05  # the fallback branch was exercised
+
+
+def test_counts_path_draws_the_same_cells():
+    bounds = (-5.0, 15.0)
+    grid = CellGrid.for_bounds(bounds, 0.05)
+    values = np.linspace(-4.0, 14.0, 50)
+    counts = np.random.default_rng(2).integers(0, 5, 50)
+    x = np.repeat(values, counts)
+    k = int(x.size // 2)
+    for seed in range(20):
+        a = sample_order_statistic_cell(SortedCounts(values, counts), k, 1.0, grid,
+                                        np.random.default_rng(seed))
+        b = sample_order_statistic_cell(x, k, 1.0, grid, np.random.default_rng(seed))
+        assert a == b
+
+
+@pytest.mark.slow
+def test_issue_attack_many_draws_two_sample():
+    """10^4 independent draws on D and on D': no separation (the laws are identical, so the
+    exact two-sample test of the output multiset can only fail with probability FAIL_PROB)."""
+    d, d_prime = _issue_pair()
+    lows_a, lows_b = [], []
+    gen_a, gen_b = np.random.default_rng(11), np.random.default_rng(12)
+    for _ in range(10_000):
+        lows_a.append(dpfair.median.confidence_interval(
+            d, rho=RHO, bounds=BOUNDS01, method="expmech", rng=gen_a).low)
+        lows_b.append(dpfair.median.confidence_interval(
+            d_prime, rho=RHO, bounds=BOUNDS01, method="expmech", rng=gen_b).low)
+    assert stats.ks_2samp(lows_a, lows_b).pvalue > FAIL_PROB
