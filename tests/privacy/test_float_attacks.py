@@ -192,3 +192,40 @@ def test_issue_attack_many_draws_two_sample():
         lows_b.append(dpfair.median.confidence_interval(
             d_prime, rho=RHO, bounds=BOUNDS01, method="expmech", rng=gen_b).low)
     assert stats.ks_2samp(lows_a, lows_b).pvalue > FAIL_PROB
+
+
+# ------------------------------------------------------------------ Gaussian noise on counts
+def test_tree_release_is_an_exact_translate_of_lattice_noise():
+    """Neighbouring leaf counts, same seed: released − exact is bit-identical, on 2^-k·Z."""
+    from dpfair.mechanisms import NoisyBinaryTree, leaf_counts
+
+    x = np.random.default_rng(0).uniform(0, 1, 999)
+    x_prime = x.copy()
+    x_prime[0] = 0.999
+    for root in ("public", "noisy"):
+        mech = NoisyBinaryTree.for_zcdp(depth=6, rho=0.3, root=root)
+        a = mech.release(leaf_counts(x, (0, 1), 6), rng=3)
+        b = mech.release(leaf_counts(x_prime, (0, 1), 6), rng=3)
+        for la, lb, ca, cb in zip(a.levels, b.levels, _levels(x), _levels(x_prime), strict=True):
+            za, zb = la - ca, lb - cb
+            assert np.array_equal(za, zb)
+            assert np.all(za * 2.0**11 == np.rint(za * 2.0**11))  # on the public lattice
+
+
+def _levels(x):
+    from dpfair.mechanisms import leaf_counts, node_counts
+
+    return node_counts(leaf_counts(x, (0, 1), 6))
+
+
+def test_binsearch_noisy_counts_are_count_plus_lattice_noise():
+    x = np.random.default_rng(1).lognormal(np.log(1.5), 1.0, 1000)
+    x_prime = x.copy()
+    x_prime[0] = np.nextafter(x[0], 0)
+    a = dpfair.median.confidence_interval(x, rho=0.5, bounds=(-5, 15), method="binsearch", rng=4)
+    b = dpfair.median.confidence_interval(x_prime, rho=0.5, bounds=(-5, 15), method="binsearch",
+                                          rng=4)
+    assert a.diagnostics["queries_lower"] == b.diagnostics["queries_lower"]
+    for _, noisy in a.diagnostics["queries_lower"]:
+        frac = noisy - math.floor(noisy)
+        assert frac * 2.0**40 == round(frac * 2.0**40)  # k = 40 for n = 1000

@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
+from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 
 __all__ = [
@@ -202,6 +203,11 @@ def release_s1_from_sums(
     return eta, np.array([1.0 - pi1, pi1])
 
 
+def _lattice_noise(value: float, n: int, sigma: float) -> float:
+    """Count noise snapped to a public lattice (``snap_to_lattice``): integer + noise is exact."""
+    return float(snap_to_lattice(value, lattice_bits(float(n) + 64.0 * sigma)))
+
+
 def release_s1_from_weights(
     grid: KroneckerGaussianGrid,
     weights: NDArray[np.float64],
@@ -226,7 +232,8 @@ def release_s1_from_weights(
     else:
         if sigma_count is None:
             raise InvalidParameterError("release_s1: sigma_count is required with a mechanism.")
-        n1_noisy = count1 + sigma_count * float(rng.standard_normal())
+        n1_noisy = count1 + _lattice_noise(sigma_count * float(rng.standard_normal()), n,
+                                           sigma_count)
         pi1 = n1_noisy / n
         noisy = mechanism.release_binned(weights, grid, rng, total_mass=float(n))
         eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)

@@ -49,7 +49,12 @@ from threadpoolctl import ThreadpoolController
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_in_open_interval, check_positive
-from dpfair.mechanisms.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
+from dpfair.mechanisms.gaussian import (
+    analytic_gaussian_delta,
+    analytic_gaussian_sigma,
+    lattice_bits,
+    snap_to_lattice,
+)
 from dpfair.privacy import Budget
 
 __all__ = [
@@ -95,6 +100,7 @@ class _AxisFactors:
     gram_min: float  # min_ab (M_iᵀ M_i)_ab, with a rounding allowance
     gram_max_abs: float  # max_ab |(M_iᵀ M_i)_ab|, with a rounding allowance
     abs_norm: float  # ‖ |M_i| ‖₂ (spectral norm of the entrywise absolute value)
+    max_abs: float  # max_ab |(M_i)_ab|
 
 
 @functools.lru_cache(maxsize=64)
@@ -120,6 +126,7 @@ def _axis_factors(axis: bytes, length_scale: float, jitter: float) -> _AxisFacto
         gram_min=float(np.min(gram)) - slack,
         gram_max_abs=float(np.max(np.abs(gram))) + slack,
         abs_norm=abs_norm,
+        max_abs=float(np.max(np.abs(white))),
     )
 
 
@@ -597,9 +604,17 @@ class GaussianProcessMechanism:
         return arr + self.sigma * noise
 
     def noise_scale_for(self, grid: KroneckerGaussianGrid, total_mass: float,
-                        weights_l1_error: float = 0.0) -> float:
-        """Noise multiplier actually used by :meth:`release_binned`: σ·max(1, Δ_eff/Δ_H)."""
-        bound = grid.whitened_sensitivity(total_mass, weights_l1_error)
+                        weights_l1_error: float = 0.0, n_slots: int = 4) -> float:
+        """Noise multiplier actually used by :meth:`release_binned`: σ·max(1, Δ_eff/Δ_H).
+
+        Δ_eff = the proven bound on the computed whitened change
+        (:meth:`KroneckerGaussianGrid.whitened_sensitivity`) plus the lattice snapping
+        slack sqrt(#values)·2^-k.
+        """
+        bits = self.lattice_bits_for(grid, total_mass, weights_l1_error)
+        n_values = grid.size * int(n_slots)  # values released (``n_slots`` functions)
+        bound = grid.whitened_sensitivity(total_mass, weights_l1_error) + math.sqrt(
+            n_values) * 2.0**-bits
         return self.sigma * max(1.0, bound / self.rkhs_sensitivity)
 
     def release_binned(
@@ -623,7 +638,11 @@ class GaussianProcessMechanism:
         weights where each record is a non-negative unit mass in one trailing slot (the
         binned kernel sums of CDP-Fair/FDP-Fair). The noise is σ′ = σ·max(1, Δ_eff/Δ_H), so
         the release is μ-GDP with μ = Δ_H/σ as stated by :attr:`privacy` whatever the
-        rounding: any slack is paid in noise, not hidden.
+        rounding: any slack is paid in noise, not hidden. Finally z and the noise are both
+        snapped to the public lattice 2^-k·Z (:meth:`lattice_bits_for`, from public n and
+        σ) and added exactly, so the released vector is z_q + Z with Z independent of the
+        data (``snap_to_lattice``); snapping z costs sqrt(#values)·2^-k more sensitivity,
+        included in σ′.
 
         Parameters
         ----------
@@ -641,7 +660,21 @@ class GaussianProcessMechanism:
                 f"grid={grid!r}: expected a KroneckerGaussianGrid (the public evaluation grid)."
             )
         z = grid.whiten(weights)
-        scale = self.noise_scale_for(grid, total_mass, weights_l1_error)
+        bits = self.lattice_bits_for(grid, total_mass, weights_l1_error)
+        # snapping moves each coordinate by ≤ 2^-k/2 on each data set: slack sqrt(D)·2^-k
+        scale = self.noise_scale_for(grid, total_mass, weights_l1_error, z.size // grid.size)
         gen = as_generator(rng)
-        noisy = z + scale * gen.standard_normal(z.shape)
+        noise = snap_to_lattice(scale * gen.standard_normal(z.shape), bits)
+        noisy = snap_to_lattice(z, bits) + noise  # exact: both on 2^-k·Z, small enough
         return np.ascontiguousarray(grid._apply(grid.roots, noisy))
+
+    def lattice_bits_for(self, grid: KroneckerGaussianGrid, total_mass: float,
+                         weights_l1_error: float = 0.0) -> int:
+        """k of the public lattice 2^-k·Z on which :meth:`release_binned` adds its noise.
+
+        From public numbers only: |z_t| ≤ Π_i max|M_i|·(total_mass + weights_l1_error),
+        plus 64 noise standard deviations.
+        """
+        zmax = math.prod(f.max_abs for f in grid._factors) * (
+            float(total_mass) + float(weights_l1_error)) * (1.0 + 1e-6)
+        return lattice_bits(zmax + 64.0 * 2.0 * self.sigma)

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InsufficientDataError, InvalidDataError
 from dpfair._rng import as_generator
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
-from dpfair.fairclass._model import ReleasedFold, kernel_cell_weights
+from dpfair.fairclass._model import ReleasedFold, _lattice_noise, kernel_cell_weights
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
@@ -169,7 +169,9 @@ class Site:
         counts, sums, n_train = [], [], []
         for tr, _cal in folds:
             n1, cell_sums, n_rows = self._training_stats(tr, grid)
-            counts.append(float(n1) + plan.sigma_count * float(self._rng1.standard_normal()))
+            counts.append(float(n1) + _lattice_noise(
+                plan.sigma_count * float(self._rng1.standard_normal()), n_rows,
+                plan.sigma_count))
             sums.append(mech.release_binned(cell_sums, grid, self._rng1,
                                             total_mass=float(n_rows)))
             n_train.append(n_rows)
