@@ -229,3 +229,24 @@ def test_binsearch_noisy_counts_are_count_plus_lattice_noise():
     for _, noisy in a.diagnostics["queries_lower"]:
         frac = noisy - math.floor(noisy)
         assert frac * 2.0**40 == round(frac * 2.0**40)  # k = 40 for n = 1000
+
+
+# ------------------------------------------------------------------ CDP-Fair threshold
+def test_threshold_on_snapped_scores_ignores_last_bits():
+    from dpfair.fairclass._threshold import private_fair_threshold, snap_scores, threshold_law
+
+    rng = np.random.default_rng(5)
+    z = np.clip(rng.normal(0.0, 0.3, 400), -1, 1)
+    a = (rng.random(400) < 0.4).astype(np.int8)
+    z_prime = z.copy()
+    z_prime[7] = np.nextafter(z[7], 1.0)
+    s, s_prime = snap_scores(z), snap_scores(z_prime)
+    for seed in range(50):
+        t = private_fair_threshold(s[a == 1], s[a == 0], 160.0, 240.0, 0.05, 1.0, 0.3, seed)
+        u = private_fair_threshold(s_prime[a == 1], s_prime[a == 0], 160.0, 240.0, 0.05, 1.0,
+                                   0.3, seed)
+        assert t.tau == u.tau
+    law = threshold_law(s[a == 1], s[a == 0], 160.0, 240.0, 0.05, 1.0, 0.3)
+    edges = law.continuous.edges
+    on_lattice = edges * 2**15 == np.rint(edges * 2**15)
+    assert np.all(on_lattice | np.isin(edges, [-0.3, 0.0, 0.3]))

@@ -91,7 +91,11 @@ from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, PrivacyLedger
 from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier
 from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_weights
 from dpfair.fairclass._split import PositionSplit
-from dpfair.fairclass._threshold import dd_steps_from_counts, threshold_law_from_steps
+from dpfair.fairclass._threshold import (
+    dd_steps_from_counts,
+    snap_count_noise,
+    threshold_law_from_steps,
+)
 from dpfair.fairclass._validation import MIN_GROUP_ROWS, check_feature_bounds
 from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
@@ -361,7 +365,8 @@ def _private_threshold(
     """
     c1, c0 = hist.counts[1], hist.counts[0]
     n_cal = int(c1.sum() + c0.sum())
-    m1 = float(c1.sum()) + float(rng.laplace(0.0, 1.0 / epsilon_count))
+    m1 = float(c1.sum()) + snap_count_noise(float(rng.laplace(0.0, 1.0 / epsilon_count)),
+                                            n_cal)
     m1 = min(max(m1, 1.0), n_cal - 1.0)
     m0 = n_cal - m1
     steps = dd_steps_from_counts(hist.values, c1, c0, m1, m0)
