@@ -37,6 +37,10 @@ sorted (W ≈ (2/ε)(ln(1/α) + 12 ln 10)). Pieces outside that window have loss
 total length ≤ m, so their mass is bounded by m·e^{−ε(W+1)/2} ≤ 1e-12 × the mass of the
 loss-0 band (length ≥ min(α, 1)·m); :func:`~dpfair.mechanisms.sample_piece_windowed` then
 draws exactly, falling back to the full sorted law only with probability below 1e-12.
+W depends on the public (ε, α, n) only, so the work done does not depend on the data
+(beyond that 1e-12 branch). With α = 0 there is no such bound: a tie block around the
+median makes every piece of any window empty, so :meth:`DPExpMed.sample` then sorts and
+draws from the full law (O(n log n), the same work whatever the data).
 """
 
 from __future__ import annotations
@@ -359,46 +363,50 @@ def _sample_windowed(
     band = alpha * m
     cap = loss_cap(n, k)
     n_pieces = n + 2
+    if half_width is None and band <= 4.0 * math.ulp(max(abs(lo), abs(hi))):
+        # α = 0 (or a band below the float spacing on V): no public lower bound on any
+        # window's mass (a tie block around T makes every window piece empty), so no
+        # data-independent window exists. Sort and draw from the full law: O(n log n),
+        # with no branch on the data.
+        xc.sort()
+        law = _law_from_sorted(xc, k, band, epsilon, lo, hi)
+        return np.atleast_1d(np.asarray(law.sample(size=size, rng=rng), dtype=np.float64))
     w = _window_half_width(epsilon, alpha, n) if half_width is None else int(half_width)
     xc.partition(k - 1)  # xc[k-1] = T; left part ≤ T, right part ≥ T
 
-    for _attempt in range(4):
-        p_lo, p_hi = max(0, k - w), min(n_pieces - 1, k + w)  # window pieces
-        r_lo, r_hi = max(1, p_lo), min(n, p_hi)  # 1-based ranks of the x's needed
-        # bring ranks r_lo..r_hi into place, sorted
-        if r_lo < k:
-            left = xc[: k - 1]
-            if r_lo - 1 > 0:
-                left.partition(r_lo - 1)
-            left[r_lo - 1 :].sort()
-        if r_hi > k:
-            right = xc[k:]
-            if r_hi - k < right.size:
-                right.partition(r_hi - k - 1)
-            right[: r_hi - k].sort()
-        xw = xc[r_lo - 1 : r_hi]  # sorted ranks r_lo..r_hi
+    # One window, fixed by public quantities (ε, α, n): its loss-0 piece has length
+    # ≥ min(α, 1)·m, so log_out − max(log_mass) ≤ −12 ln 10 − ε/2 + slack (no widening).
+    p_lo, p_hi = max(0, k - w), min(n_pieces - 1, k + w)  # window pieces
+    r_lo, r_hi = max(1, p_lo), min(n, p_hi)  # 1-based ranks of the x's needed
+    # bring ranks r_lo..r_hi into place, sorted
+    if r_lo < k:
+        left = xc[: k - 1]
+        if r_lo - 1 > 0:
+            left.partition(r_lo - 1)
+        left[r_lo - 1 :].sort()
+    if r_hi > k:
+        right = xc[k:]
+        if r_hi - k < right.size:
+            right.partition(r_hi - k - 1)
+        right[: r_hi - k].sort()
+    xw = xc[r_lo - 1 : r_hi]  # sorted ranks r_lo..r_hi
 
-        def x_at(rank: NDArray[np.intp], xw: NDArray[np.float64] = xw, r_lo: int = r_lo) -> Any:
-            return xw[np.clip(rank - r_lo, 0, xw.size - 1)]
+    def x_at(rank: NDArray[np.intp]) -> Any:
+        return xw[np.clip(rank - r_lo, 0, xw.size - 1)]
 
-        j = np.arange(p_lo, p_hi + 2)  # edge indices
-        edges = np.where(j <= k, x_at(j) - band, x_at(j - 1) + band)
-        edges = np.where(j == 0, lo, np.where(j == n + 2, hi, edges))
-        np.clip(edges, lo, hi, out=edges)
-        pieces = np.arange(p_lo, p_hi + 1)
-        loss = np.minimum(np.abs(pieces - k), cap).astype(np.float64)
-        lengths = np.diff(edges)
-        with np.errstate(divide="ignore"):
-            log_mass = np.log(lengths) - 0.5 * epsilon * loss
-        covers_all = p_lo == 0 and p_hi == n_pieces - 1
-        if covers_all:
-            log_out = -math.inf
-        else:
-            log_out = math.log(m) - 0.5 * epsilon * min(cap, w + 1) + _BOUND_SLACK
-        in_max = float(np.max(log_mass))
-        if covers_all or half_width is not None or log_out - in_max <= -_WINDOW_LOG_RATIO:
-            break
-        w = 2 * w + 1  # the window's own mass was smaller than guessed (α = 0): widen
+    j = np.arange(p_lo, p_hi + 2)  # edge indices
+    edges = np.where(j <= k, x_at(j) - band, x_at(j - 1) + band)
+    edges = np.where(j == 0, lo, np.where(j == n + 2, hi, edges))
+    np.clip(edges, lo, hi, out=edges)
+    pieces = np.arange(p_lo, p_hi + 1)
+    loss = np.minimum(np.abs(pieces - k), cap).astype(np.float64)
+    lengths = np.diff(edges)
+    with np.errstate(divide="ignore"):
+        log_mass = np.log(lengths) - 0.5 * epsilon * loss
+    if p_lo == 0 and p_hi == n_pieces - 1:  # the window holds every piece
+        log_out = -math.inf
+    else:
+        log_out = math.log(m) - 0.5 * epsilon * min(cap, w + 1) + _BOUND_SLACK
 
     full_law: list[PiecewiseConstantLaw] = []
 

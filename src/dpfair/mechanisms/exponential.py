@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -38,8 +39,9 @@ class PiecewiseConstantLaw:
     -----
     All normalisation is done in log-space: ``log_mass[j] = log(len_j) + log_levels[j]``
     and ``log Z = logsumexp(log_mass)``. The density is right-continuous (a point on a
-    breakpoint belongs to the piece on its right; the right end ``edges[-1]`` to the last
-    non-empty piece).
+    breakpoint belongs to the first non-empty piece on its right; the right end
+    ``edges[-1]`` to the last non-empty piece, so the density at each end of the closed
+    support is its one-sided limit).
     """
 
     edges: NDArray[np.float64]
@@ -104,9 +106,15 @@ class PiecewiseConstantLaw:
 
     def _piece_index(self, t: NDArray[np.float64]) -> NDArray[np.intp]:
         idx = np.searchsorted(self.edges, t, side="right") - 1
-        # The right end belongs to the last piece.
-        idx = np.where(t == self.edges[-1], self.n_pieces - 1, idx)
+        # The right end belongs to the last piece of positive length (trailing pieces of
+        # zero length, e.g. agents sitting at the upper end, carry no density there).
+        idx = np.where(t == self.edges[-1], self._last_nonempty, idx)
         return np.clip(idx, 0, self.n_pieces - 1)
+
+    @cached_property
+    def _last_nonempty(self) -> int:
+        """Index of the last piece of positive length."""
+        return int(np.flatnonzero(np.diff(self.edges) > 0)[-1])
 
     # ------------------------------------------------------------------ density and cdf
     def logpdf(self, t: ArrayLike) -> NDArray[np.float64]:
@@ -276,10 +284,13 @@ def sample_piece_windowed(
     outside a window around it carry a total mass that can be *bounded* without being
     computed. Draw u uniformly on [0, W_in + U_out), where W_in is the window's exact mass
     and U_out ≥ the true outside mass W_out. If u < W_in, return the window piece it lands
-    in; otherwise compute all masses (``full_log_mass()``, O(K)) and return the outside
-    piece u − W_in lands in, or start again if u − W_in ≥ W_out. Conditionally on
-    stopping, u is uniform on [0, W_in + W_out): the draw is exact, and the O(K) branch
-    runs with probability ≤ U_out/(W_in + U_out).
+    in. Otherwise compute all masses (``full_log_mass()``, O(K), once); with probability
+    W_out/U_out return an outside piece drawn ∝ its mass, else return a draw from the full
+    law. Plain rejection would restart there instead; a restart is an independent run
+    whose output has exactly the full law, so this draw is exact too, and unlike a restart
+    loop it ends after one O(K) step even when W_out/U_out underflows to 0 (a window whose
+    pieces all have zero length, say). The O(K) branch runs with probability
+    ≤ U_out/(W_in + U_out).
 
     Parameters
     ----------
@@ -303,20 +314,55 @@ def sample_piece_windowed(
     cum_in = np.cumsum(w_in)
     total_in = float(cum_in[-1])
     bound_out = math.exp(min(log_outside_bound - shift, 700.0))
-    width = log_mass_window.size
-    while True:
-        u = gen.random() * (total_in + bound_out)
-        if u < total_in:
-            return offset + int(np.searchsorted(cum_in, u, side="right"))
-        full = full_log_mass()
-        if isinstance(full, tuple):
-            index = np.asarray(full[0], dtype=np.intp)
-            weight = np.exp(np.asarray(full[1], dtype=np.float64) - shift)
-        else:
-            weight = np.exp(np.asarray(full, dtype=np.float64) - shift)
-            index = np.arange(weight.size)
-        weight = np.where((index >= offset) & (index < offset + width), 0.0, weight)
-        cum_out = np.cumsum(weight)
-        v = u - total_in
-        if cum_out.size and v < cum_out[-1]:
-            return int(index[np.searchsorted(cum_out, v, side="right")])
+    u = gen.random() * (total_in + bound_out)
+    if u < total_in:
+        return offset + int(np.searchsorted(cum_in, u, side="right"))
+    full = full_log_mass()
+    if isinstance(full, tuple):
+        index = np.asarray(full[0], dtype=np.intp)
+        log_w = np.asarray(full[1], dtype=np.float64)
+    else:
+        log_w = np.asarray(full, dtype=np.float64)
+        index = np.arange(log_w.size)
+    in_window = (index >= offset) & (index < offset + log_mass_window.size)
+    _, pick = fallback_draws(log_w, in_window, log_outside_bound, 1, gen)
+    return int(index[pick[0]])
+
+
+def fallback_draws(
+    log_w: NDArray[np.float64],
+    in_window: NDArray[np.bool_],
+    log_outside_bound: float,
+    size: int,
+    gen: np.random.Generator,
+) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+    """The O(K) branch of the windowed samplers, for ``size`` draws that left the window.
+
+    Each draw keeps an outside piece (drawn ∝ mass among the pieces with ``~in_window``)
+    with probability W_out/U_out, and is otherwise replaced by a draw from the full law
+    (what a restart of the rejection loop would return in law). Everything is normalised
+    in log-space from each set's own maximum, so no cumulative sum underflows to zero.
+
+    Returns
+    -------
+    accepted : bool array of shape (size,)
+        Whether the draw kept an outside piece.
+    positions : intp array of shape (size,)
+        Positions into ``log_w`` of the drawn pieces.
+    """
+    out_w = np.where(in_window, -np.inf, log_w)
+    top_out = float(np.max(out_w)) if out_w.size else -math.inf
+    top_all = float(np.max(log_w))
+    log_out = -math.inf
+    pick_out = np.zeros(size, dtype=np.intp)
+    if math.isfinite(top_out):
+        cum_out = np.cumsum(np.exp(out_w - top_out))
+        log_out = top_out + math.log(float(cum_out[-1]))
+        pick_out = np.searchsorted(cum_out, gen.random(size) * cum_out[-1], side="right")
+        np.minimum(pick_out, int(np.flatnonzero(out_w > -np.inf)[-1]), out=pick_out)
+    with np.errstate(divide="ignore"):
+        accepted = np.log(gen.random(size)) < log_out - log_outside_bound  # P = W_out/U_out
+    cum_all = np.cumsum(np.exp(log_w - top_all))
+    pick_all = np.searchsorted(cum_all, gen.random(size) * cum_all[-1], side="right")
+    np.minimum(pick_all, int(np.flatnonzero(log_w > -np.inf)[-1]), out=pick_all)
+    return accepted, np.where(accepted, pick_out, pick_all).astype(np.intp)

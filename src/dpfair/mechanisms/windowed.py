@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
+from dpfair.mechanisms.exponential import fallback_draws
 
 __all__ = ["sample_pieces_windowed"]
 
@@ -33,9 +34,10 @@ def sample_pieces_windowed(
     Each draw takes u uniform on ``[0, W_in + U_out)``. If ``u < W_in`` it returns the
     window piece that u lands in. Otherwise (probability at most ``U_out / (W_in + U_out)``)
     the masses of all pieces are computed once (``full_log_mass()``, O(K)) and the draw
-    returns the outside piece that ``u - W_in`` lands in, or is redrawn if
-    ``u - W_in >= W_out``. Conditionally on being kept, u is uniform on
-    ``[0, W_in + W_out)``, so every draw is exact as long as ``U_out >= W_out``.
+    keeps an outside piece drawn ∝ mass with probability ``W_out / U_out``, else is
+    replaced by a draw from the full law (what a restart would return in law). Every draw
+    is exact as long as ``U_out >= W_out``, and the call ends after at most one O(K) step
+    whatever the masses (no restart loop that an underflowing ``W_out`` could stall).
 
     Parameters
     ----------
@@ -73,22 +75,13 @@ def sample_pieces_windowed(
     bound_out = math.exp(min(log_outside_bound - shift, 700.0))
     width = window.size
 
-    out = np.empty(int(size), dtype=np.intp)
-    pending = np.arange(int(size))
-    cum_out: NDArray[np.float64] | None = None
-    while pending.size:
-        u = gen.random(pending.size) * (total_in + bound_out)
-        inside = u < total_in
-        out[pending[inside]] = offset + np.searchsorted(cum_in, u[inside], side="right")
-        rest = pending[~inside]
-        if rest.size == 0:
-            break
-        if cum_out is None:
-            full = np.exp(np.asarray(full_log_mass(), dtype=np.float64) - shift)
-            full[offset : offset + width] = 0.0
-            cum_out = np.cumsum(full)
-        v = u[~inside] - total_in
-        kept = v < cum_out[-1]
-        out[rest[kept]] = np.searchsorted(cum_out, v[kept], side="right")
-        pending = rest[~kept]
-    return out
+    u = gen.random(int(size)) * (total_in + bound_out)
+    out = offset + np.searchsorted(cum_in, u, side="right")
+    rest = np.flatnonzero(u >= total_in)
+    if rest.size:
+        full = np.asarray(full_log_mass(), dtype=np.float64)
+        in_window = np.zeros(full.size, dtype=bool)
+        in_window[offset : offset + width] = True
+        _, pick = fallback_draws(full, in_window, log_outside_bound, rest.size, gen)
+        out[rest] = pick
+    return out.astype(np.intp)
