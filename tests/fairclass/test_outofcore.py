@@ -25,9 +25,13 @@ from dpfair import InvalidDataError, InvalidParameterError
 from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._model import ReleasedFold, bandwidth_rule, release_s1
-from dpfair.fairclass._threshold import snap_count_noise
 from dpfair.fairclass._split import MERSENNE_61, PositionSplit
-from dpfair.fairclass._threshold import dd_steps, dd_steps_from_counts, private_fair_threshold
+from dpfair.fairclass._threshold import (
+    dd_steps,
+    dd_steps_from_counts,
+    private_fair_threshold,
+    snap_count_noise,
+)
 from dpfair.fairclass.cli import register
 from dpfair.fairclass.datasets import simulate
 from dpfair.fairclass.metrics import demographic_disparity, misclassification_error

@@ -113,7 +113,8 @@ def _cell_neighbours(grid: CellGrid):
     yield "random", x, np.where(np.arange(40) == 3, 14.0, x)
     e = grid.edge(700)
     edge = np.full(21, e)
-    yield "cell edge vs one ulp below", edge, np.where(np.arange(21) == 0, np.nextafter(e, -1), edge)
+    below = np.where(np.arange(21) == 0, np.nextafter(e, -1), edge)
+    yield "cell edge vs one ulp below", edge, below
     yield "last bits", x, np.where(np.arange(40) == 5, np.nextafter(x[5], 99), x)
     ties = np.repeat([0.0, 1.0, 2.0], 10)
     yield "ties", ties, np.where(np.arange(30) == 15, 0.0, ties)

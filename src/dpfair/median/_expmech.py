@@ -171,7 +171,7 @@ class _SortedArray:
 
 
 def _sample_piece(
-    sample: SortedCounts | _SortedArray,
+    sample: SortedCounts | _SortedArray | _CellSample,
     k: int,
     epsilon: float,
     bounds: tuple[float, float],
