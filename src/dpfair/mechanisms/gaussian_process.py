@@ -654,6 +654,10 @@ class GaussianProcessMechanism:
             The public number of records (‖B‖₁).
         weights_l1_error : float, default=0
             Bound on the L1 rounding error of ``weights`` (0 for exact integer binning).
+
+        Notes
+        -----
+        Running time depends only on the public grid shape and the number of slots.
         """
         if not isinstance(grid, KroneckerGaussianGrid):
             raise InvalidParameterError(

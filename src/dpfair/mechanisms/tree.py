@@ -700,6 +700,12 @@ class NoisyBinaryTree:
         -------
         NoisyTree
             Noise is drawn in one call, in node order level 0 (if noisy), 1, …, D.
+
+        Notes
+        -----
+        Floating point: every released node is c + Z exactly, Z the N(0, σ²) draw snapped
+        to a public lattice (``snap_to_lattice``), so its law does not depend on the data
+        beyond the integer count c. Running time depends only on D (public).
         """
         counts = _check_leaf_counts(leaf_counts, self.depth)
         gen = as_generator(rng)

@@ -381,6 +381,9 @@ def sample_order_statistic_cell(
     a piece is drawn by :func:`_sample_piece` (its log-masses log(len_j) − ε|j − k|/2 are
     computed in floating point from integers only), then a cell uniformly inside it with an
     exact integer draw. Everything depends on the data only through the integers κ_i.
+
+    Running time: O(T) with T from public (n, ε, M/(Q + 1)) only, plus the O(n) branch
+    that runs with probability < 1e-12 as decided by the noise (:func:`_sample_piece`).
     """
     cells = _CellSample(_as_sample(x_sorted), grid)
     q = float(grid.per_theta)
