@@ -251,3 +251,38 @@ def test_threshold_on_snapped_scores_ignores_last_bits():
     edges = law.continuous.edges
     on_lattice = edges * 2**15 == np.rint(edges * 2**15)
     assert np.all(on_lattice | np.isin(edges, [-0.3, 0.0, 0.3]))
+
+
+# ------------------------------------------------------------------ end to end: CDP-Fair / FDP
+def test_cdp_fair_model_ignores_last_bits_of_one_training_record():
+    """Same seed, one feature of one row moved by one ulp: the released model (η̃ on the
+    grid, π̃, τ) is bit-identical — the rows enter through exact integer binning, scores
+    through the public lattice, and all noise is added exactly on public lattices."""
+    from dpfair.fairclass import CDPFairClassifier
+    from dpfair.fairclass.datasets import simulate
+
+    data = simulate(3000, np.random.default_rng(0))
+    X2 = data.X.copy()
+    X2[17, 0] = np.nextafter(X2[17, 0], np.inf)
+    fits = [
+        CDPFairClassifier(epsilon=1.0, delta=1e-6, feature_bounds=data.feature_bounds,
+                          random_state=3).fit(X, data.y, sensitive_features=data.A)
+        for X in (data.X, X2)
+    ]
+    for fa, fb in zip(fits[0].folds_, fits[1].folds_, strict=True):
+        assert np.array_equal(fa.eta, fb.eta) and np.array_equal(fa.pi, fb.pi)
+    assert np.array_equal(fits[0].tau_, fits[1].tau_)
+
+
+# ------------------------------------------------------------------ known remaining leak
+@pytest.mark.xfail(strict=True, reason="issue 11 item 4 not done: DPExpMed's continuous output "
+                   "is a uniform point of a data-dependent piece (docs/floating_point.md)")
+def test_facility_dpexpmed_output_ignores_last_bits():
+    from dpfair.facility import DPExpMed
+
+    x = np.concatenate((np.full(26, 0.001), np.full(74, 0.9)))
+    x_prime = x.copy()
+    x_prime[0] = 0.001 + 1e-12
+    mech = DPExpMed(1.0, (0.0, 1.0), widening=0.0)
+    same = [mech.sample(x, rng=s) == mech.sample(x_prime, rng=s) for s in range(200)]
+    assert all(same)
