@@ -36,6 +36,11 @@ P(U < med) ≤ F(n − kU). We take kL the largest rank with F(kL) ≤ α/2 and 
 Off-by-one check: with no privacy noise and θ → 0, F(k) = P(B ≤ k), so kL is one below
 the classical rank (the mechanism for rank k returns a point of [x_(k), x_(k+1))).
 
+As executed (THREATS.md rule 6, ``docs/floating_point.md``). The draws above are real
+arithmetic; the released interval runs the same mechanism on the public cell grid of
+:class:`CellGrid` (records enter only through integer cell indices, the ends are public
+grid points), see :func:`sample_order_statistic_cell` and :func:`expmech_interval`.
+
 Privacy. Each draw is the exponential mechanism with ε = 2·sqrt(ρ) on a sensitivity-1
 score: pure ε-DP and, by the bounded-range property, ε²/8 = ρ/2-zCDP (Cesar & Rogers
 2021). Two draws compose to ρ-zCDP. The range and θ are public; the final interval is
@@ -414,7 +419,11 @@ def cell_order_statistic_law(
 def expmech_target_ranks(
     n: int, epsilon: float, alpha: float, range_width: float, granularity: float
 ) -> tuple[int, int, float]:
-    """Target ranks (kL, kU) and the tail constant C for ExpMech; see the module docstring.
+    """Target ranks (kL, kU) and the tail constant C of the real-arithmetic ExpMech.
+
+    The released interval runs the cell mechanism instead (:func:`expmech_interval`),
+    whose ranks use C = :attr:`CellGrid.tail_constant` (slightly smaller, so its ranks are
+    the same or one closer to the median).
 
     Raises
     ------
