@@ -152,10 +152,15 @@ def test_table1_entries():
     t = table1(1001, 2.0, 0.5, 0.01, 0.03)
     l1 = math.log(100)
     assert t.ctm_fair_upper == pytest.approx(2.0 / (1001 * 0.5) * l1)
-    assert t.ctm_swdiff_upper == pytest.approx(2.0 / (1001 * 0.25) * l1**2)
+    # SWDIFF upper rates: the paper's (refuted, kept as *_paper) plus the corrected m/ε
+    assert t.ctm_swdiff_upper_paper == pytest.approx(2.0 / (1001 * 0.25) * l1**2)
+    assert t.ctm_swdiff_upper == pytest.approx(t.ctm_swdiff_upper_paper + 2.0 / 0.5)
     assert t.spm_fair_lower == pytest.approx(t.ctm_fair_lower + 2.0 * 0.03)
     lnl = math.log(1001 * 0.03 / 0.01)
-    assert t.spm_swdiff_upper == pytest.approx(2.0 / (1001 * 0.25) * lnl**2 + 2.0 * 0.03 / 0.5)
+    assert t.spm_swdiff_upper_paper == pytest.approx(
+        2.0 / (1001 * 0.25) * lnl**2 + 2.0 * 0.03 / 0.5)
+    assert t.spm_swdiff_upper == pytest.approx(t.spm_swdiff_upper_paper + 2.0 / 0.5)
+    assert t.swdiff_upper_corrected is True and t.to_dict()["swdiff_upper_corrected"] is True
     assert t.general_fair_lower == 1.0
     assert t.general_fair_lower_probability == pytest.approx(1 / (1 + math.exp(0.5)))
     assert set(t.to_dict()) >= {"ctm_fair_lower", "spm_swdiff_upper"}

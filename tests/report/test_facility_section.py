@@ -100,3 +100,13 @@ def test_results_json_holds_the_facility_section(tmp_path: Path) -> None:
     fac = results["sections"]["facility"]
     assert set(fac) == {"law", "scaling", "impossibility", "baselines"}
     assert 'href="#facility"' in index.read_text(encoding="utf-8")
+
+
+def test_swdiff_rates_are_the_corrected_ones_and_the_papers_are_marked_refuted(
+    section: Any,
+) -> None:
+    """Issue 15 item 3: the report must not present Thm 7.13/7.19's SWDIFF rate as valid."""
+    html = "\n".join(section.blocks)
+    assert "corrected rate (CTM)" in html
+    assert "Table 1 rate (CTM; SWDIFF entries refuted)" in html
+    assert "m·ln²(1/β)/(nε²) + m/ε" in html and "7.19" in html

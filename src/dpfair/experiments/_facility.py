@@ -334,7 +334,8 @@ def scaling_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[
         bound and the paper's via (11); NaN for samples, which need not be in CTM) with
         ``swdiff_bound_ratio`` and ``swdiff_paper_ratio``; ``fair_rate``, ``swdiff_rate``
         (Table 1's upper rates with constant 1 for the family's class: CTM, or SPM_λ with
-        λ = ``lambda_ks`` for samples).
+        λ = ``lambda_ks`` for samples; SWDIFF's is the corrected rate with its m/ε term,
+        :class:`~dpfair.facility.Table1`, since Thms 7.13/7.19's rates are refuted).
     """
     family = _check_family(str(params["family"]))
     n, eps, beta = int(params["n"]), float(params["epsilon"]), float(params["beta"])

@@ -25,9 +25,17 @@ give explicit expressions, they are implemented exactly:
   on ℓ's side of the median (k − 1 left, n − k right) — :func:`swdiff_loss_bound`.
   :func:`ctm_swdiff_bound` returns both the paper's and the corrected high-probability
   bound.
+  The corrected CTM rate for α* is O(m ln²(1/β)/(nε²) + m/ε), and the point mass attains
+  the m/ε term.
 * SPM_λ (Thm 7.15 and the proof of Thm 7.18): :func:`spm_tail_bound`, :func:`spm_kstar`
   and :func:`spm_fair_bound`. The latter re-derives the FAIR conversion with Lemma 7.17's
   factor 2 (the paper's chain drops it): FAIR ≤ 2m(p + 1)/n + 4mλ + αm.
+* Thm 7.19 (SPM SWDIFF) reuses (11) and fails the same way: n i.i.d. draws from
+  N(0.1, (1e-4/n)²) lie in SPM_λ with λ their KS distance to that single-peaked law, yet
+  the 0.95-quantile of SWDIFF stays at 0.95·m/ε for every n while the theorem's rate
+  falls. :func:`spm_swdiff_bound` is the corrected explicit bound (the corrected
+  inequality at p ≤ :func:`spm_kstar` and FAIR ≤ :func:`spm_fair_bound`); the rate is
+  O(m ln²(nλ/β)/(nε²) + mλ ln(nλ/β)/ε + m/ε).
 * Lower bounds: Thm 5.1's 1/(1 + e^ε) and Thm 7.20's 1/(1 + e^{dε}).
 """
 
@@ -58,6 +66,7 @@ __all__ = [
     "impossibility_bound",
     "spm_fair_bound",
     "spm_kstar",
+    "spm_swdiff_bound",
     "spm_tail_bound",
     "swdiff_loss_bound",
     "table1",
@@ -337,6 +346,34 @@ def spm_fair_bound(
     return 2.0 * mm * (kb + 1) / nn + 4.0 * mm * lam_f + a * mm
 
 
+def spm_swdiff_bound(
+    n: int, m: float, epsilon: float, beta: float, lam: float, widening: float | None = None,
+    *, corrected: bool = True,
+) -> float:
+    """High-probability SWDIFF bound on SPM_λ at p_α ≤ k_b (= :func:`spm_kstar`).
+
+    ``corrected=True``: the larger side of :func:`swdiff_loss_bound` at p = k_b and
+    FAIR = F = :func:`spm_fair_bound` (lower median, odd n as in the theorem; the bound
+    is increasing in p and FAIR). ``corrected=False``: Thm 7.19's route through the
+    paper's (11), (2k_b − 1)·F, which is **not** a valid bound (module docstring): kept
+    only to show where it fails.
+    """
+    nn = _n(n)
+    eps = check_positive("epsilon", epsilon)
+    a = _alpha(widening, nn, eps)
+    kb = spm_kstar(nn, eps, beta, lam, a)
+    f = spm_fair_bound(nn, m, eps, beta, lam, a, k_bound=kb)
+    if not corrected:
+        return max(2 * kb - 1, 1) * f
+    band = a * float(m)
+    return float(
+        max(
+            swdiff_loss_bound(kb, f, nn, band, side="left"),
+            swdiff_loss_bound(kb, f, nn, band, side="right"),
+        )
+    )
+
+
 # --------------------------------------------------------------------------- lower bounds
 def impossibility_bound(epsilon: float) -> float:
     """Thm 5.1: some data set has P(FAIR ≥ m/2) ≥ 1/(1 + e^ε) under any ε-DP mechanism."""
@@ -354,8 +391,29 @@ class Table1:
     """Table 1 of paper 000 evaluated with every hidden constant set to 1.
 
     Rates, not bounds: compare *shapes* (slopes in n and ε) with these, and values with
-    the explicit bounds (:func:`ctm_bounds`, :func:`spm_fair_bound`). ln(x) is read as
-    max(1, ln x), as the proofs' max[1, ·] does.
+    the explicit bounds (:func:`ctm_bounds`, :func:`spm_fair_bound`,
+    :func:`spm_swdiff_bound`). ln(x) is read as max(1, ln x), as the proofs' max[1, ·]
+    does.
+
+    The two SWDIFF upper rates are **corrected**: Thms 7.13 (CTM) and 7.19 (SPM_λ) rest on
+    the paper's inequality (11), which is false with widening (module docstring), and
+    their rates are refuted by data sets in the class (all agents at one point; tightly
+    concentrated samples), on which SWDIFF's 0.95-quantile stays at 0.95·m/ε for every n.
+    ``ctm_swdiff_upper`` and ``spm_swdiff_upper`` therefore carry the extra m/ε term of
+    the corrected inequality; the paper's refuted rates are kept, for comparison only, in
+    ``ctm_swdiff_upper_paper`` and ``spm_swdiff_upper_paper``.
+
+    Attributes
+    ----------
+    ctm_swdiff_upper : float
+        m·ln²(1/β)/(nε²) + m/ε (corrected Thm 7.13).
+    spm_swdiff_upper : float
+        m·ln²(nλ/β)/(nε²) + mλ/ε + m/ε (corrected Thm 7.19).
+    ctm_swdiff_upper_paper, spm_swdiff_upper_paper : float
+        The paper's rates without the m/ε term: refuted, not upper bounds.
+    swdiff_upper_corrected : bool
+        Always True: marks (also in :meth:`to_dict`) that the SWDIFF upper rates are the
+        corrected ones, not Table 1's printed entries.
     """
 
     n: int
@@ -373,6 +431,9 @@ class Table1:
     spm_swdiff_upper: float
     general_fair_lower: float
     general_fair_lower_probability: float
+    ctm_swdiff_upper_paper: float
+    spm_swdiff_upper_paper: float
+    swdiff_upper_corrected: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict."""
@@ -380,7 +441,11 @@ class Table1:
 
 
 def table1(n: int, m: float, epsilon: float, beta: float, lam: float) -> Table1:
-    """Every entry of Table 1 as a function of (n, m, ε, β, λ), constants set to 1."""
+    """Every entry of Table 1 as a function of (n, m, ε, β, λ), constants set to 1.
+
+    The SWDIFF upper rates are the corrected ones (see :class:`Table1`); the paper's
+    refuted entries are in the ``*_swdiff_upper_paper`` fields.
+    """
     nn = int(n)
     if nn < 1:
         raise InvalidParameterError(f"n={n!r}: expected an integer >= 1.")
@@ -394,6 +459,8 @@ def table1(n: int, m: float, epsilon: float, beta: float, lam: float) -> Table1:
 
     l1 = ln(1.0 / b)
     lnl = ln(nn * lam_f / b)
+    ctm_sw_paper = mm / (nn * eps**2) * l1**2
+    spm_sw_paper = mm / (nn * eps**2) * lnl**2 + mm * lam_f / eps
     return Table1(
         n=nn,
         m=mm,
@@ -403,11 +470,13 @@ def table1(n: int, m: float, epsilon: float, beta: float, lam: float) -> Table1:
         ctm_fair_lower=mm / (nn * eps) * l1,
         ctm_fair_upper=mm / (nn * eps) * l1,
         ctm_swdiff_lower=mm / (nn * eps**2) * l1**2,
-        ctm_swdiff_upper=mm / (nn * eps**2) * l1**2,
+        ctm_swdiff_upper=ctm_sw_paper + mm / eps,
         spm_fair_lower=mm / (nn * eps) * l1 + mm * lam_f,
         spm_fair_upper=mm / (nn * eps) * lnl + mm * lam_f,
         spm_swdiff_lower=mm / (nn * eps**2) * l1**2 + mm * lam_f,
-        spm_swdiff_upper=mm / (nn * eps**2) * lnl**2 + mm * lam_f / eps,
+        spm_swdiff_upper=spm_sw_paper + mm / eps,
         general_fair_lower=mm / 2.0,
         general_fair_lower_probability=impossibility_bound(eps),
+        ctm_swdiff_upper_paper=ctm_sw_paper,
+        spm_swdiff_upper_paper=spm_sw_paper,
     )

@@ -11,6 +11,14 @@ Public inputs: the domain V = [lo, hi] (m = hi − lo), ε > 0, the widening α 
 (Defs. 7.3–7.5; q and p_α in :mod:`dpfair.facility._metrics`). The default widening is
 α* = 1/(nε) (Cor. 7.10), a function of public quantities only.
 
+**n must be public for the default widening.** Under add/remove neighbours n is private,
+and α* = 1/(nε) moves the loss-0 band with it: with every agent at 0.5, ε = 1, the exact
+laws for n = 1000 and n = 1001 have log-density ratio 250.5 (= 250.5ε), so the default is
+then *not* private. With a fixed ``widening`` (chosen without looking at the data) the
+mechanism is ε-DP under add/remove neighbours too: adding an agent changes k, the cap,
+c(a) and c⁻(a) by 0 or +1 each, so the argument below still gives |Δq| ≤ 1
+(``tests/facility/test_add_remove.py`` checks both facts on exact laws).
+
 Privacy (Lemma 7.6, re-derived)
 -------------------------------
 With c(a) = #{i : x_i ≤ a} and c⁻(a) = #{i : x_i < a},
@@ -143,17 +151,22 @@ class DPExpMed:
     widening : float or None, default=None
         α ≥ 0; the loss-0 band around the median is [T − αm, T + αm]. ``None`` uses
         α* = 1/(nε) (Cor. 7.10), optimal for FAIR up to constants; 0 gives the unwidened
-        mechanism.
+        mechanism. The default treats n as public (replace-one neighbours); if the number
+        of agents is itself private (add/remove neighbours), pass a fixed widening chosen
+        without the data, e.g. 1/(n₀ε) for a public guess n₀: the default is then not
+        private (module docstring).
     median : {"lower", "upper"}, default="lower"
         For even n, the end of the optimal interval [x_(n/2), x_(n/2+1)] the loss is
         centred on (the lower median by default; for odd n both are the median).
 
     Notes
     -----
-    Privacy: pure ε-DP under replace-one neighbours (Lemma 7.6): p_α has sensitivity 1
-    because the counts #{x_i ≤ a} and #{x_i < a} it is built from change by at most 1,
-    and an exponential mechanism with density ∝ exp(−ε·loss/2) on a sensitivity-1 loss
-    has density ratio ≤ e^ε between neighbours (derivation in
+    Privacy: pure ε-DP under replace-one neighbours (Lemma 7.6), where n is public; with
+    a fixed ``widening`` also under add/remove neighbours (not with the default, which
+    depends on n). p_α has sensitivity 1 because the counts #{x_i ≤ a} and #{x_i < a}
+    it is built from change by at most 1, and an exponential mechanism with density
+    ∝ exp(−ε·loss/2) on a sensitivity-1 loss has density ratio ≤ e^ε between neighbours
+    (derivation in
     :mod:`dpfair.facility._mechanism` and ``docs/proofs/facility_dpexpmed.md``). It is also
     ε-bounded-range, hence ε²/8-zCDP (:attr:`privacy_zcdp`). Drawing ``size`` locations
     from one data set is ``size`` releases: ``size·ε`` by basic composition.

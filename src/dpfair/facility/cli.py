@@ -46,7 +46,10 @@ def facility(
         float | None,
         typer.Option(
             "--widening",
-            help="Widening α ≥ 0 (default 1/(n·ε), Cor. 7.10; 0 = unwidened mechanism).",
+            help=(
+                "Widening α ≥ 0 (default 1/(n·ε), Cor. 7.10, which treats n as public; if "
+                "the number of agents is private, pass a fixed value; 0 = unwidened)."
+            ),
             show_default=False,
         ),
     ] = None,
