@@ -274,15 +274,47 @@ def test_cdp_fair_model_ignores_last_bits_of_one_training_record():
     assert np.array_equal(fits[0].tau_, fits[1].tau_)
 
 
-# ------------------------------------------------------------------ known remaining leak
-@pytest.mark.xfail(strict=True, reason="issue 11 item 4 not done: DPExpMed's continuous output "
-                   "is a uniform point of a data-dependent piece (docs/floating_point.md)")
-def test_facility_dpexpmed_output_ignores_last_bits():
-    from dpfair.facility import DPExpMed
-
+# ------------------------------------------------------------------ facility DPExpMed
+def _facility_pair():
     x = np.concatenate((np.full(26, 0.001), np.full(74, 0.9)))
     x_prime = x.copy()
     x_prime[0] = 0.001 + 1e-12
-    mech = DPExpMed(1.0, (0.0, 1.0), widening=0.0)
-    same = [mech.sample(x, rng=s) == mech.sample(x_prime, rng=s) for s in range(200)]
-    assert all(same)
+    return x, x_prime
+
+
+def test_facility_real_arithmetic_draws_separate_the_pair():
+    """Power: draws of the real-arithmetic sampler on D are often impossible under D'."""
+    from dpfair.facility._mechanism import _law_from_sorted, _sample_windowed
+
+    x, x_prime = _facility_pair()
+    law_prime = _law_from_sorted(np.sort(x_prime), 50, 0.0, 1.0, 0.0, 1.0)
+    gen = np.random.default_rng(0)
+    draws = [_sample_windowed(x.copy(), epsilon=1.0, domain=(0.0, 1.0), alpha=0.0, k=50,
+                              size=1, rng=gen)[0] for _ in range(400)]
+    impossible = sum(not _legacy_reachable(float(t), law_prime, 0.0) for t in draws)
+    assert impossible > 50
+
+
+def test_facility_released_locations_are_reachable_under_the_neighbour():
+    """Released: lo + (c + u)θ_g from the public cell c and u only, and every cell has
+    positive probability under D' (exact cell-averaged law), so every location drawn on D
+    is a possible output on D' — for the unwidened and the default mechanism."""
+    from dpfair.facility import DPExpMed
+    from dpfair.facility._mechanism import _OutputGrid
+
+    x, x_prime = _facility_pair()
+    grid = _OutputGrid.for_domain(0.0, 1.0)
+    for widening in (0.0, None):
+        mech = DPExpMed(1.0, (0.0, 1.0), widening=widening)
+        law_prime = mech.distribution(x_prime).law
+        draws = mech.sample(x, rng=1, size=400)
+        c = grid.index(draws)
+        lo, hi = grid.edge(c), grid.edge(c + 1)
+        assert np.all((lo <= draws) & (draws <= hi))
+        # the released law's edges are public cell boundaries
+        edges = law_prime.edges
+        assert np.all((edges == grid.edge(grid.index(edges))) | (edges == 1.0))
+        assert np.all(law_prime.logpdf(draws) > -np.inf)
+        # and D, D' have ε-close densities at every draw (pure ε-DP of the averaged law)
+        law = mech.distribution(x).law
+        assert np.max(np.abs(law.logpdf(draws) - law_prime.logpdf(draws))) <= 1.0 + 1e-9
