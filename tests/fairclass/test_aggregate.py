@@ -10,6 +10,7 @@ import pytest
 
 from dpfair import InvalidDataError
 from dpfair.fairclass import CDPFairClassifier
+from dpfair.fairclass._model import kernel_cell_weights
 from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.fairclass.datasets import simulate
 
@@ -34,6 +35,13 @@ def _adversarial(grid, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray
 
 
 def _in_memory(grid, X, A, y) -> np.ndarray:
+    lo = np.array([b[0] for b in BOUNDS])
+    hi = np.array([b[1] for b in BOUNDS])
+    U = (X - lo) / (hi - lo)
+    return kernel_cell_weights(grid, U, A, y)
+
+
+def _float_binning(grid, X, A, y) -> np.ndarray:
     lo = np.array([b[0] for b in BOUNDS])
     hi = np.array([b[1] for b in BOUNDS])
     U = (X - lo) / (hi - lo)
@@ -71,11 +79,15 @@ def test_weights_equal_linear_binning_on_adversarial_values(grid, tmp_path: Path
                                                             fmt: str) -> None:
     X, A, y = _adversarial(grid, np.random.default_rng(1))
     path = _write(tmp_path / f"train.{fmt}", X, A, y, fmt)
-    agg = kernel_grid_weights(path, ["x1", "x2"], "label", "grp", BOUNDS, grid)
+    bits = grid.binning_bits(X.shape[0], 2)
+    agg = kernel_grid_weights(path, ["x1", "x2"], "label", "grp", BOUNDS, grid, bits=bits)
     want = _in_memory(grid, X, A, y)
-    assert agg.n == X.shape[0]
-    assert np.allclose(agg.weights, want, rtol=1e-12, atol=1e-12)
-    assert agg.weights.sum() == pytest.approx(X.shape[0], rel=1e-12)
+    assert agg.n == X.shape[0] and agg.bits == bits
+    assert np.array_equal(agg.weights, want)  # the same exact integers
+    assert agg.weights.sum() == X.shape[0]  # each row adds exactly 1
+    # the integer binning is the float linear binning up to the 2^-q rounding of fractions
+    assert np.max(np.abs(agg.weights - _float_binning(grid, X, A, y))) <= (
+        X.shape[0] * 2 * 2.0**-bits)
     for a in (0, 1):
         for yy in (0, 1):
             assert agg.counts[a, yy] == np.sum((A == a) & (y == yy))
@@ -101,7 +113,8 @@ def test_clip_matches_clipped_points(grid, tmp_path: Path) -> None:
     A = rng.integers(0, 2, 500).astype(np.int8)
     y = rng.integers(0, 2, 500).astype(np.int8)
     path = _write(tmp_path / "c.parquet", X, A, y, "parquet")
-    agg = kernel_grid_weights(path, ["x1", "x2"], "label", "grp", BOUNDS, grid, clip=True)
+    agg = kernel_grid_weights(path, ["x1", "x2"], "label", "grp", BOUNDS, grid, clip=True,
+                              bits=grid.binning_bits(500, 2))
     lo = np.array([b[0] for b in BOUNDS])
     hi = np.array([b[1] for b in BOUNDS])
     Xc = lo + np.clip((X - lo) / (hi - lo), 0, 1) * (hi - lo)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -302,6 +302,10 @@ class FacilityDistribution(OutputDistribution):
     epsilon: float
     widening: float
     median: str = "lower"
+    #: P(p_α(D, ℓ) = v), v = 0..cap, at the exponential mechanism's draw ℓ, when
+    #: :attr:`law` is the public-cell law of the released location (``DPExpMed``: the
+    #: released L lies in ℓ's public cell, see ``_OutputGrid``) and not indexed by ranks.
+    loss_probabilities: NDArray[np.float64] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ location law
     @cached_property
@@ -416,6 +420,8 @@ class FacilityDistribution(OutputDistribution):
 
     def loss_pmf(self) -> NDArray[np.float64]:
         """P(p_α(D, L) = v) for v = 0, 1, …, cap: the law of the mechanism's own loss."""
+        if self.loss_probabilities is not None:
+            return np.array(self.loss_probabilities, dtype=np.float64)
         cap = loss_cap(self.profile.n, self.profile.k)
         return np.bincount(
             self._piece_loss, weights=self.law.piece_probabilities, minlength=cap + 1

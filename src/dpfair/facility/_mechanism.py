@@ -133,6 +133,76 @@ def _law_from_sorted(
     return PiecewiseConstantLaw(edges, levels)
 
 
+#: The public output grid has cells of width 2^-44 of the domain's scale (256 ulps).
+_CELL_BITS = 44
+
+
+@dataclass(frozen=True)
+class _OutputGrid:
+    r"""Public cells of width θ_g = 2^(⌊log2 s⌋ − 44), s = max(|lo|, |hi|, hi − lo).
+
+    Floating-point model (``docs/floating_point.md``). The released location is
+    lo + (c + u)θ_g (the last cell is cut at hi) for a cell index c and a uniform u: the
+    output is computed from the integer c and public numbers only. c is the cell of a
+    draw ℓ of the real-arithmetic mechanism, so the output law is that law averaged over
+    each cell (:func:`_cell_average`) — a post-processing, hence still pure ε-DP, and the
+    density ratio of the averaged laws is checked exactly by the tests. The one argued
+    step: ℓ is computed in floating point from data-dependent piece edges, so which cell
+    it falls in can differ from real arithmetic only when ℓ is within a few ulps
+    (≤ 2^-7 θ_g) of a cell boundary, an event of probability ≤ 2^-50 per draw.
+    """
+
+    low: float
+    high: float
+    cell: float
+    n_cells: int
+
+    @classmethod
+    def for_domain(cls, lo: float, hi: float) -> _OutputGrid:
+        scale = max(abs(lo), abs(hi), hi - lo)
+        cell = 2.0 ** (math.floor(math.log2(scale)) - _CELL_BITS)
+        return cls(lo, hi, cell, max(math.ceil((hi - lo) / cell), 1))
+
+    def index(self, t: NDArray[np.float64]) -> NDArray[np.int64]:
+        c = np.floor((np.asarray(t, dtype=np.float64) - self.low) / self.cell)
+        return np.clip(c, 0, self.n_cells - 1).astype(np.int64)
+
+    def edge(self, c: NDArray[np.int64]) -> NDArray[np.float64]:
+        return np.minimum(self.low + np.asarray(c, dtype=np.float64) * self.cell, self.high)
+
+    def snap(self, draws: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
+        """A uniform point of the public cell of each draw (public numbers only)."""
+        c = self.index(draws)
+        a, b = self.edge(c), self.edge(c + 1)
+        return np.minimum(a + rng.random(c.size) * (b - a), b)
+
+
+def _cell_average(law: PiecewiseConstantLaw, grid: _OutputGrid) -> PiecewiseConstantLaw:
+    """The law of the snapped output: ``law`` averaged over each public cell, O(n log n).
+
+    The new pieces are public cells: one cell per cell that holds an edge of ``law`` and
+    runs of whole cells in between (where the density is unchanged). Every sub-piece
+    (intersection of an old piece and a new one) adds its exact mass in log-space.
+    """
+    e = law.edges
+    c = grid.index(e)
+    bounds = np.unique(np.concatenate((c, c + 1, [0, grid.n_cells])))
+    new_edges = grid.edge(bounds)
+    new_edges[0], new_edges[-1] = grid.low, grid.high
+    new_edges = np.unique(new_edges)
+    sub = np.unique(np.concatenate((e, new_edges)))
+    mids = 0.5 * (sub[:-1] + sub[1:])
+    old = np.clip(np.searchsorted(e, mids, side="right") - 1, 0, law.n_pieces - 1)
+    new = np.clip(np.searchsorted(new_edges, mids, side="right") - 1, 0, new_edges.size - 2)
+    with np.errstate(divide="ignore"):
+        log_sub = np.log(np.diff(sub)) + law.log_levels[old]
+    log_new = np.full(new_edges.size - 1, -np.inf)
+    np.logaddexp.at(log_new, new, log_sub)
+    with np.errstate(divide="ignore"):
+        levels = log_new - np.log(np.diff(new_edges))
+    return PiecewiseConstantLaw(new_edges, np.where(np.isfinite(levels), levels, -1e300))
+
+
 @dataclass(frozen=True)
 class DPExpMed:
     """Widened exponential mechanism DPExpMed_α for private facility location (paper 000).
@@ -275,13 +345,21 @@ class DPExpMed:
         alpha = self.widening_for(n)
         lo, hi = self.domain
         law = _law_from_sorted(xs, k, alpha * (hi - lo), self.epsilon, lo, hi)
+        cap = loss_cap(n, k)
+        piece_loss = np.minimum(np.abs(np.arange(law.n_pieces) - k), cap).astype(np.int64)
+        averaged = _cell_average(law, _OutputGrid.for_domain(lo, hi))
+        # The loss law is that of the exponential mechanism's draw ℓ (before snapping; the
+        # released L is in the same public cell, 2^-44 of the domain's scale away at most).
+        loss_pmf = np.bincount(piece_loss, weights=law.piece_probabilities,
+                               minlength=cap + 1).astype(np.float64)
         return FacilityDistribution(
-            law=law,
+            law=averaged,
             profile=Profile.from_sorted(xs, self.median),
             domain=self.domain,
             epsilon=self.epsilon,
             widening=alpha,
             median=self.median,
+            loss_probabilities=loss_pmf,
         )
 
     def loss(self, x: ArrayLike, loc: ArrayLike) -> NDArray[np.int64]:
@@ -343,6 +421,8 @@ class DPExpMed:
             size=count,
             rng=gen,
         )
+        # Released: a uniform point of the draw's public cell (THREATS.md rule 6).
+        draws = _OutputGrid.for_domain(*self.domain).snap(draws, gen)
         if size is None:
             return float(draws[0])
         return draws

@@ -51,6 +51,8 @@ from dpfair.fairclass._threshold import (
     dd_steps,
     exact_fair_threshold,
     private_fair_threshold,
+    snap_count_noise,
+    snap_scores,
 )
 from dpfair.fairclass._validation import (
     check_alpha,
@@ -308,12 +310,16 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         """S2: τ from the calibration half (private when ``plan`` is given)."""
         fold = ReleasedFold(eta=eta, pi=pi, tau=0.0)
         z = fold.scores(grid, U_cal, A_cal)
+        if plan is not None:
+            z = snap_scores(z)  # public lattice: THREATS.md rule 6 (see snap_scores)
         z1, z0 = z[A_cal == 1], z[A_cal == 0]
         if plan is None:
             return exact_fair_threshold(dd_steps(z1, z0), target).tau
         n_cal = z.size
-        # Laplace(1/ε_c) on the group-1 count (sensitivity 1; n_cal is public).
-        m1 = float(z1.size) + float(rng.laplace(0.0, 1.0 / plan.epsilon_count))
+        # Laplace(1/ε_c) on the group-1 count (sensitivity 1; n_cal is public), the noise
+        # snapped to a public lattice so that count + noise is exact.
+        m1 = float(z1.size) + snap_count_noise(
+            float(rng.laplace(0.0, 1.0 / plan.epsilon_count)), n_cal)
         m1 = min(max(m1, 1.0), n_cal - 1.0)
         r = float(min(pi))
         res = private_fair_threshold(

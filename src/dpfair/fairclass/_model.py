@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
+from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 
 __all__ = [
@@ -36,9 +37,11 @@ __all__ = [
     "bandwidth_rule",
     "eta_from_sums",
     "kernel_cell_sums",
+    "kernel_cell_weights",
     "make_grid",
     "release_s1",
     "release_s1_from_sums",
+    "release_s1_from_weights",
     "row_uniforms",
 ]
 
@@ -90,6 +93,29 @@ def make_grid(
     return KroneckerGaussianGrid.uniform(d, g, length_scale=h)
 
 
+def kernel_cell_weights(
+    grid: KroneckerGaussianGrid,
+    U: NDArray[np.float64],
+    A: NDArray[np.int8],
+    y: NDArray[np.int8],
+) -> NDArray[np.float64]:
+    """Exact linear-binning weights W_{a,y} of the four cells; shape ``grid.shape + (2, 2)``.
+
+    Integer binning (:meth:`KroneckerGaussianGrid.exact_binning`) with q bits chosen from
+    the public number of rows, divided by 2^{q·d}: every row adds a non-negative unit mass
+    exactly, with no summation rounding, which the robust release
+    (:meth:`GaussianProcessMechanism.release_binned`) relies on.
+    """
+    bits = grid.binning_bits(U.shape[0], grid.ndim)
+    scale = float(1 << bits) ** grid.ndim
+    binned = np.empty((*grid.shape, 2, 2), dtype=np.float64)
+    for a in (0, 1):
+        for yy in (0, 1):
+            mask = (A == a) & (y == yy)
+            binned[..., a, yy] = grid.exact_binning(U[mask], bits) / scale
+    return binned
+
+
 def kernel_cell_sums(
     grid: KroneckerGaussianGrid,
     U: NDArray[np.float64],
@@ -97,12 +123,7 @@ def kernel_cell_sums(
     y: NDArray[np.int8],
 ) -> NDArray[np.float64]:
     """F_{a,y} on the grid for the four cells; shape ``grid.shape + (2, 2)`` ([a, y])."""
-    binned = np.empty((*grid.shape, 2, 2), dtype=np.float64)
-    for a in (0, 1):
-        for yy in (0, 1):
-            mask = (A == a) & (y == yy)
-            binned[..., a, yy] = grid.linear_binning(U[mask])
-    return grid.kernel_apply(binned)
+    return grid.kernel_apply(kernel_cell_weights(grid, U, A, y))
 
 
 def eta_from_sums(sums: NDArray[np.float64], ridge: float = 0.0) -> NDArray[np.float64]:
@@ -138,9 +159,9 @@ def release_s1(
     Gaussian-process noise σ_f·W on the four cell sums form one Gaussian mechanism of level
     μ₁ = sqrt(1/σ_c² + 2/σ_f²). Without ``mechanism`` this is the non-private plug-in.
     """
-    return release_s1_from_sums(
+    return release_s1_from_weights(
         grid,
-        kernel_cell_sums(grid, U, A, y),
+        kernel_cell_weights(grid, U, A, y),
         n=U.shape[0],
         n1=int(np.sum(A == 1)),
         sigma_count=sigma_count,
@@ -176,6 +197,45 @@ def release_s1_from_sums(
         n1_noisy = count1 + sigma_count * float(rng.standard_normal())
         pi1 = n1_noisy / n
         noisy = mechanism.release(sums, grid, rng)
+        eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
+    lo = 1.0 / n
+    pi1 = float(min(max(pi1, lo), 1.0 - lo))
+    return eta, np.array([1.0 - pi1, pi1])
+
+
+def _lattice_noise(value: float, n: int, sigma: float) -> float:
+    """Count noise snapped to a public lattice (``snap_to_lattice``): integer + noise is exact."""
+    return float(snap_to_lattice(value, lattice_bits(float(n) + 64.0 * sigma)))
+
+
+def release_s1_from_weights(
+    grid: KroneckerGaussianGrid,
+    weights: NDArray[np.float64],
+    *,
+    n: int,
+    n1: int,
+    sigma_count: float | None,
+    mechanism: GaussianProcessMechanism | None,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """S1 from the exact binned weights W_{a,y} (:func:`kernel_cell_weights`) and counts.
+
+    As :func:`release_s1_from_sums`, but the kernel sums are released with
+    :meth:`GaussianProcessMechanism.release_binned`: the noise is added in the whitened
+    space where the sensitivity √2 is proven for the computed values (rule 6 of
+    THREATS.md), and ``n`` (the public half size) is the total mass of W.
+    """
+    count1 = float(n1)
+    if mechanism is None:
+        pi1 = count1 / n
+        eta = eta_from_sums(grid.kernel_apply(weights), 0.0)
+    else:
+        if sigma_count is None:
+            raise InvalidParameterError("release_s1: sigma_count is required with a mechanism.")
+        n1_noisy = count1 + _lattice_noise(sigma_count * float(rng.standard_normal()), n,
+                                           sigma_count)
+        pi1 = n1_noisy / n
+        noisy = mechanism.release_binned(weights, grid, rng, total_mass=float(n))
         eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
     lo = 1.0 / n
     pi1 = float(min(max(pi1, lo), 1.0 - lo))

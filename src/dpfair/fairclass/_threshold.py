@@ -30,6 +30,7 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair.mechanisms import PiecewiseConstantLaw
 
 __all__ = [
+    "SCORE_LATTICE_BINS",
     "DDSteps",
     "ThresholdLaw",
     "ThresholdResult",
@@ -37,9 +38,40 @@ __all__ = [
     "dd_steps_from_counts",
     "exact_fair_threshold",
     "private_fair_threshold",
+    "snap_count_noise",
+    "snap_scores",
     "threshold_law",
     "threshold_law_from_steps",
 ]
+
+
+#: B of the public score lattice (2/B)·ℤ ∩ [−1, 1] on which the private threshold's inputs
+#: lie (the out-of-core path's default ``score_bins``).
+SCORE_LATTICE_BINS = 2**16
+
+
+def snap_scores(z: NDArray[np.float64], bins: int = SCORE_LATTICE_BINS) -> NDArray[np.float64]:
+    """Scores rounded to the public lattice −1 + 2k/B (|z| ≤ 1), per record.
+
+    Floating-point model (``docs/floating_point.md``): a per-record deterministic rounding,
+    so neighbours stay neighbours and the privacy proof of :func:`private_fair_threshold`
+    applies to the rounded scores unchanged. Afterwards every edge of the threshold law is
+    a public number (a lattice point, ±r or 0), the law depends on the data only through
+    integer counts per lattice point divided by the public m_a, and the released τ̂ =
+    lo + u·(hi − lo) is computed from the public edges of the chosen piece: no low-order
+    bit of a score reaches τ̂. The in-memory fit and the out-of-core fit (which rounds to
+    the same lattice) then run the same mechanism on the same numbers.
+    """
+    half = int(bins) // 2
+    k = np.clip(np.rint(np.asarray(z, dtype=np.float64) * half), -half, half)
+    return np.asarray(k * (2.0 / int(bins)))
+
+
+def snap_count_noise(value: float, n_public: int) -> float:
+    """Noise of a released count snapped to a public lattice, so count + noise is exact."""
+    from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
+
+    return float(snap_to_lattice(value, lattice_bits(2.0 * float(n_public) + 1e6)))
 
 
 @dataclass(frozen=True)

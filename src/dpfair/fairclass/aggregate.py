@@ -69,17 +69,22 @@ class GridAggregate:
     Attributes
     ----------
     weights : ndarray of shape ``grid.shape + (2, 2)``
-        W[..., a, y]: what ``grid.linear_binning(U[(A == a) & (y == y)])`` gives in memory.
-        ``grid.kernel_apply(weights)`` is the four kernel sums F_{a,y} of S1.
+        W[..., a, y]: what ``kernel_cell_weights`` gives in memory — the exact integer
+        linear binning (fractions rounded to multiples of 2^-q) divided by 2^{q·d}, so it
+        carries no summation error. ``grid.kernel_apply(weights)`` is the four kernel sums
+        F_{a,y} of S1.
     counts : ndarray of shape (2, 2), int64
         Rows per (a, y) (not private: inputs of a mechanism, never to be published as such).
     n : int
         Rows in the file.
+    bits : int
+        The q of the integer binning.
     """
 
     weights: NDArray[np.float64]
     counts: NDArray[np.int64]
     n: int
+    bits: int = 0
 
     def kernel_sums(self, grid: KroneckerGaussianGrid) -> NDArray[np.float64]:
         """F_{a,y} on the grid: ``grid.kernel_apply(weights)``."""
@@ -98,6 +103,7 @@ def kernel_grid_weights(
     memory_limit: str = "1GB",
     threads: int | None = None,
     half: tuple[PositionSplit, int] | None = None,
+    bits: int | None = None,
 ) -> GridAggregate:
     """Linear-binning weights of a CSV/Parquet file per (group, label), out of core.
 
@@ -124,6 +130,10 @@ def kernel_grid_weights(
         Aggregate only the rows of this half of the position split (Parquet only: the
         position is DuckDB's ``file_row_number``). *Every* row of the file is still
         validated, so an error counts the problems of the whole file.
+    bits : int, optional
+        Fractional bits q of the exact integer linear binning (each row adds exactly
+        2^{q·d}; ``KroneckerGaussianGrid.binning_bits`` of the public row count). Default:
+        the value for 2^40 rows.
 
     Returns
     -------
@@ -193,15 +203,20 @@ def kernel_grid_weights(
         f"CAST(least(greatest(floor(u{j} * {g - 1}), 0), {g - 2}) AS BIGINT) AS i{j}"
         for j, g in enumerate(sizes)
     )
+    q_bits = int(bits) if bits is not None else KroneckerGaussianGrid.binning_bits(2**40, d)
+    one = 1 << q_bits
+    # The fraction rounded to a multiple of 2^-q (same IEEE operations as
+    # dpfair.mechanisms.gaussian_process.quantize_fraction), corner weights as exact integers.
     frac_cols = ", ".join(
-        f"least(greatest(u{j} * {g - 1} - i{j}, 0.0), 1.0) AS f{j}" for j, g in enumerate(sizes)
+        f"CAST(least(greatest(floor(least(greatest(u{j} * {g - 1} - i{j}, 0.0), 1.0) * "
+        f"{float(one)!r} + 0.5), 0), {one}) AS BIGINT) AS f{j}" for j, g in enumerate(sizes)
     )
     corners = []
     for c in range(1 << d):
         factors = [
-            (f"f{j}" if (c >> (d - 1 - j)) & 1 else f"(1.0 - f{j})") for j in range(d)
+            (f"f{j}" if (c >> (d - 1 - j)) & 1 else f"({one} - f{j})") for j in range(d)
         ]
-        corners.append(f"sum({' * '.join(factors)}) AS w{c}")
+        corners.append(f"CAST(sum({' * '.join(factors)}) AS BIGINT) AS w{c}")
     a_q, y_q = _quote(sensitive), _quote(target)
     i_list = ", ".join(f"i{j}" for j in range(d))
     sql = f"""
@@ -263,17 +278,18 @@ def kernel_grid_weights(
     if not ok:
         where = "" if half is None else f" in half {half[1]} of the split"
         raise InvalidDataError(f"'{p.name}': no rows{where}.")
-    arr = np.array([r[1:] for r in ok], dtype=np.float64)
+    arr = np.array([r[1:] for r in ok], dtype=np.int64)
     a_idx, y_idx = arr[:, 0].astype(np.intp), arr[:, 1].astype(np.intp)
     cells = arr[:, 2 : 2 + d].astype(np.intp)
     counts = np.zeros((2, 2), dtype=np.int64)
-    np.add.at(counts, (a_idx, y_idx), arr[:, 2 + d].astype(np.int64))
+    np.add.at(counts, (a_idx, y_idx), arr[:, 2 + d])
     wts = arr[:, 3 + d :]
     shape = tuple(sizes)
     strides = np.array([int(np.prod(shape[j + 1 :])) for j in range(d)], dtype=np.intp)
-    flat = np.zeros((int(np.prod(shape)), 2, 2), dtype=np.float64)
+    flat = np.zeros((int(np.prod(shape)), 2, 2), dtype=np.int64)
     for c in range(1 << d):
-        bits = np.array([(c >> (d - 1 - j)) & 1 for j in range(d)], dtype=np.intp)
-        node = ((cells + bits) * strides).sum(axis=1)
+        corner = np.array([(c >> (d - 1 - j)) & 1 for j in range(d)], dtype=np.intp)
+        node = ((cells + corner) * strides).sum(axis=1)
         np.add.at(flat, (node, a_idx, y_idx), wts[:, c])
-    return GridAggregate(flat.reshape((*shape, 2, 2)), counts, int(counts.sum()))
+    weights = flat.reshape((*shape, 2, 2)).astype(np.float64) / float(one) ** d
+    return GridAggregate(weights, counts, int(counts.sum()), q_bits)

@@ -18,10 +18,11 @@ Pipeline (one fit; with ``cross_fit=True`` a second fit with the halves swapped)
    preservation ("COPY" and a "SELECT … FROM" one table keep insertion order while
    ``preserve_insertion_order = true``, which we set explicitly).
 1. **S1 (training half).** :func:`dpfair.fairclass.kernel_grid_weights` aggregates the
-   training half's per-(group, label) linear-binning weights W on the public grid in one
-   streaming GROUP BY (every row of the file is validated in the same pass);
-   F = K·W are the four kernel sums and :func:`~dpfair.fairclass._model.release_s1_from_sums`
-   adds the noise exactly as in memory (group-1 count + N(0, σ_c²); σ_f·GP(0, k_h) on F),
+   training half's per-(group, label) exact integer linear-binning weights W on the public
+   grid in one streaming GROUP BY (every row of the file is validated in the same pass);
+   F = K·W are the four kernel sums and
+   :func:`~dpfair.fairclass._model.release_s1_from_weights` adds the noise exactly as in
+   memory (group-1 count + N(0, σ_c²); σ_f·GP(0, k_h) on F, in the whitened space),
    with the same budget plan, the same bandwidth rule (n = |training half|) and the same
    grid.
 2. **S2 (calibration half).** The calibration rows are streamed in Arrow record batches;
@@ -89,9 +90,13 @@ from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParam
 from dpfair._rng import as_generator
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, PrivacyLedger
 from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier
-from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_sums
+from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_weights
 from dpfair.fairclass._split import PositionSplit
-from dpfair.fairclass._threshold import dd_steps_from_counts, threshold_law_from_steps
+from dpfair.fairclass._threshold import (
+    dd_steps_from_counts,
+    snap_count_noise,
+    threshold_law_from_steps,
+)
 from dpfair.fairclass._validation import MIN_GROUP_ROWS, check_feature_bounds
 from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
@@ -361,7 +366,8 @@ def _private_threshold(
     """
     c1, c0 = hist.counts[1], hist.counts[0]
     n_cal = int(c1.sum() + c0.sum())
-    m1 = float(c1.sum()) + float(rng.laplace(0.0, 1.0 / epsilon_count))
+    m1 = float(c1.sum()) + snap_count_noise(float(rng.laplace(0.0, 1.0 / epsilon_count)),
+                                            n_cal)
     m1 = min(max(m1, 1.0), n_cal - 1.0)
     m0 = n_cal - m1
     steps = dd_steps_from_counts(hist.values, c1, c0, m1, m0)
@@ -575,8 +581,9 @@ class Aggregates(Protocol):
         ...
 
     def grid_weights(self, grid: KroneckerGaussianGrid, split: PositionSplit,
-                     half: int) -> GridAggregate:
-        """Linear-binning weights of the rows of ``half`` (validating *every* row)."""
+                     half: int, bits: int) -> GridAggregate:
+        """Exact integer linear-binning weights (q = ``bits``) of the rows of ``half``,
+        validating *every* row (see :meth:`KroneckerGaussianGrid.exact_binning`)."""
         ...
 
     def score_histograms(
@@ -600,11 +607,12 @@ class _ParquetAggregates:
         return _count_rows(self.con, self.pq)
 
     def grid_weights(self, grid: KroneckerGaussianGrid, split: PositionSplit,
-                     half: int) -> GridAggregate:
+                     half: int, bits: int) -> GridAggregate:
         req = self.req
         return kernel_grid_weights(
             self.pq, req.names, req.target, req.sensitive, req.bounds, grid, clip=req.clip,
             memory_limit=self.memory_limit, threads=self.threads, half=(split, half),
+            bits=bits,
         )
 
     def score_histograms(
@@ -646,12 +654,12 @@ def fit_from_aggregates(
     counts = np.zeros((2, 2, 2), dtype=np.int64)  # (half, group, label)
     s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
     for tr, _cal in pairs:
-        agg = source.grid_weights(grid, split, tr)
+        agg = source.grid_weights(grid, split, tr, grid.binning_bits(sizes[tr], grid.ndim))
         counts[tr] = agg.counts
         s1.append(
-            release_s1_from_sums(
+            release_s1_from_weights(
                 grid,
-                agg.kernel_sums(grid),
+                agg.weights,
                 n=sizes[tr],
                 n1=int(agg.counts[1].sum()),
                 sigma_count=plan.sigma_count,

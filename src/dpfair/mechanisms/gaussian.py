@@ -14,7 +14,49 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_in_open_interval, check_positive
 from dpfair.privacy import Budget
 
-__all__ = ["GaussianMechanism", "analytic_gaussian_delta", "analytic_gaussian_sigma"]
+__all__ = [
+    "GaussianMechanism",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_sigma",
+    "lattice_bits",
+    "snap_to_lattice",
+]
+
+#: Finest lattice used for released Gaussian noise: multiples of 2^-40.
+_MAX_LATTICE_BITS = 40
+
+
+def lattice_bits(magnitude: float) -> int:
+    """Bits k of the public lattice 2^-k·Z for values of absolute size up to ``magnitude``.
+
+    The largest k ≤ 40 with (magnitude + 1)·2^{k+1} ≤ 2^53: any two numbers on the lattice
+    whose sum stays below twice that size add *exactly* in binary64. ``magnitude`` must be
+    public (a public n, a public bound, or a data-free multiple of the noise scale).
+    """
+    m = max(float(magnitude), 0.0) + 1.0
+    if not math.isfinite(m):
+        raise InvalidParameterError(f"magnitude={magnitude!r}: must be finite.")
+    k = 52 - math.ceil(math.log2(m))
+    return int(min(max(k, 0), _MAX_LATTICE_BITS))
+
+
+def snap_to_lattice(values: ArrayLike, bits: int) -> NDArray[np.float64]:
+    """Round to the nearest multiple of 2^-bits: rint(v·2^k)/2^k, every step exact.
+
+    Scaling by a power of two and ``rint`` are exact in binary64 (no overflow for the
+    magnitudes :func:`lattice_bits` allows), so the result is a deterministic function of
+    ``values`` on a public lattice.
+
+    Floating-point model (``docs/floating_point.md``): noise is drawn as a binary64 normal,
+    snapped to the lattice *before* it meets the data, and added to an integer (or
+    lattice) statistic exactly. The released number is therefore c + Z with Z the snapped
+    noise, whose law does not depend on the data at all: the output law is an exact
+    translate, and the guarantee is that of the rounded Gaussian, a post-processing of
+    N(c, σ²) — assuming only that numpy's normal sampler is accurate at the resolution
+    2^-k/σ (the snapped value discards the low-order bits where a sampler's defects live).
+    """
+    scale = float(2.0 ** int(bits))
+    return np.asarray(np.rint(np.asarray(values, dtype=np.float64) * scale) / scale)
 
 
 def analytic_gaussian_delta(sigma: float, l2_sensitivity: float, epsilon: float) -> float:

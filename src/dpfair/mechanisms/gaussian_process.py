@@ -31,30 +31,124 @@ Privacy (derivation also in ``docs/proofs/fairclass_gp_mechanism.md``):
    Σ ⪰ K (Kronecker products of PSD matrices are PSD): the extra variance is independent
    extra noise, i.e. post-processing. The jitter costs no privacy and adds a relative noise
    standard deviation of about sqrt(j·d) ≈ 1e-4 per grid value at most.
+4. As executed (issue 11; ``docs/floating_point.md``). Steps 1–3 hold in real arithmetic.
+   Adding σRξ to *computed* kernel sums is not robust: their rounding lands in directions
+   where RRᵀ has eigenvalues ≈ j^d (measured whitened differences 2.6 on Adult, ≈ 700 at
+   d = 4). :meth:`GaussianProcessMechanism.release_binned` therefore releases
+   R·(z + σ′ξ) with z = R⁻¹K·B computed from exact integer binning, a sensitivity bound
+   proven for the computed operator (:meth:`KroneckerGaussianGrid.whitened_sensitivity`),
+   and z and the noise on a public lattice; CDP-Fair and FDP-Fair use it.
+   :meth:`GaussianProcessMechanism.release` (noise on given values) remains for callers
+   whose values are exact.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from threadpoolctl import ThreadpoolController
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_in_open_interval, check_positive
-from dpfair.mechanisms.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
+from dpfair.mechanisms.gaussian import (
+    analytic_gaussian_delta,
+    analytic_gaussian_sigma,
+    lattice_bits,
+    snap_to_lattice,
+)
 from dpfair.privacy import Budget
 
 __all__ = [
     "GaussianProcessMechanism",
     "KroneckerGaussianGrid",
+    "axis_factor_cache_info",
     "gaussian_kernel_matrix",
+    "quantize_fraction",
+    "single_threaded",
 ]
 
 _DEFAULT_JITTER = 1e-8
+#: Unit roundoff of IEEE-754 binary64 with round-to-nearest.
+_UNIT_ROUNDOFF = 2.0**-53
+#: Largest number of fractional bits per coordinate of the exact linear-binning weights.
+_MAX_BINNING_BITS = 20
+
+_CONTROLLER: ThreadpoolController | None = None
+
+
+@contextmanager
+def single_threaded() -> Iterator[None]:
+    """Run the enclosed BLAS/LAPACK calls on one thread.
+
+    The grids here are small (tens of nodes per axis): a multithreaded BLAS only adds
+    synchronisation, which on a loaded machine made each 37×37 ``eigh`` take ~14 ms.
+    """
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        yield
+
+
+@dataclass(frozen=True, eq=False)
+class _AxisFactors:
+    """Per-axis matrices of a grid, computed once per public (axis, ℓ, jitter)."""
+
+    kernel: NDArray[np.float64]  # K_i
+    root: NDArray[np.float64]  # R_i = V diag(sqrt(λ⁺ + j)) Vᵀ
+    whitened: NDArray[np.float64]  # M_i = V diag(λ⁺ / sqrt(λ⁺ + j)) Vᵀ  (= R_i⁻¹ K_i)
+    gram_diag_max: float  # max_a (M_iᵀ M_i)_aa, with a rounding allowance
+    gram_min: float  # min_ab (M_iᵀ M_i)_ab, with a rounding allowance
+    gram_max_abs: float  # max_ab |(M_iᵀ M_i)_ab|, with a rounding allowance
+    abs_norm: float  # ‖ |M_i| ‖₂ (spectral norm of the entrywise absolute value)
+    max_abs: float  # max_ab |(M_i)_ab|
+
+
+@functools.lru_cache(maxsize=64)
+def _axis_factors(axis: bytes, length_scale: float, jitter: float) -> _AxisFactors:
+    """One ``eigh`` per distinct public axis: sites, folds and refits share it (cached)."""
+    nodes = np.frombuffer(axis, dtype=np.float64)
+    kern = gaussian_kernel_matrix(nodes, length_scale=length_scale)
+    with single_threaded():
+        lam, vec = np.linalg.eigh(0.5 * (kern + kern.T))
+        lam = np.clip(lam, 0.0, None)
+        root = (vec * np.sqrt(lam + jitter)) @ vec.T
+        white = (vec * (lam / np.sqrt(lam + jitter))) @ vec.T
+        gram = white.T @ white
+        slack = 2.0 * nodes.size * _UNIT_ROUNDOFF * float(np.max(np.abs(white).T @ np.abs(white)))
+        abs_norm = float(np.linalg.norm(np.abs(white), 2)) * (1.0 + 1e-12)
+    for mat in (kern, root, white):
+        mat.setflags(write=False)
+    return _AxisFactors(
+        kernel=kern,
+        root=root,
+        whitened=white,
+        gram_diag_max=float(np.max(np.diag(gram))) + slack,
+        gram_min=float(np.min(gram)) - slack,
+        gram_max_abs=float(np.max(np.abs(gram))) + slack,
+        abs_norm=abs_norm,
+        max_abs=float(np.max(np.abs(white))),
+    )
+
+
+def quantize_fraction(frac: NDArray[np.float64], bits: int) -> NDArray[np.int64]:
+    """⌊f·2^q + 1/2⌋ clipped to [0, 2^q]: the same IEEE operations as the SQL of
+    :func:`dpfair.fairclass.aggregate.kernel_grid_weights` (×2^q is exact)."""
+    one = 1 << int(bits)
+    return np.clip(np.floor(np.asarray(frac) * float(one) + 0.5), 0, one).astype(np.int64)
+
+
+def axis_factor_cache_info() -> Any:
+    """``functools`` cache statistics of the per-axis factorisations (hits, misses, size)."""
+    return _axis_factors.cache_info()
 
 
 def gaussian_kernel_matrix(
@@ -78,14 +172,6 @@ def gaussian_kernel_matrix(
     b = a if t is None else np.asarray(t, dtype=np.float64).reshape(-1)
     diff = (a[:, None] - b[None, :]) / ell
     return np.exp(-0.5 * diff * diff)
-
-
-def _psd_sqrt(k: NDArray[np.float64], jitter: float) -> NDArray[np.float64]:
-    """Symmetric square root R of K + jitter·I with R Rᵀ ⪰ K (see module Notes, step 3)."""
-    sym = 0.5 * (k + k.T)
-    lam, vec = np.linalg.eigh(sym)
-    root = np.sqrt(np.clip(lam, 0.0, None) + jitter)
-    return (vec * root) @ vec.T
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +213,7 @@ class KroneckerGaussianGrid:
     jitter: float = _DEFAULT_JITTER
     kernels: tuple[NDArray[np.float64], ...] = field(init=False, repr=False)
     roots: tuple[NDArray[np.float64], ...] = field(init=False, repr=False)
+    _factors: tuple[_AxisFactors, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         ell = check_positive("length_scale", self.length_scale)
@@ -149,15 +236,13 @@ class KroneckerGaussianGrid:
             axes.append(arr)
         if not axes:
             raise InvalidParameterError("axes: at least one dimension is required.")
-        kernels = tuple(gaussian_kernel_matrix(a, length_scale=ell) for a in axes)
-        roots = tuple(_psd_sqrt(k, jit) for k in kernels)
-        for mat in (*kernels, *roots):
-            mat.setflags(write=False)
+        factors = tuple(_axis_factors(a.tobytes(), ell, jit) for a in axes)
         object.__setattr__(self, "axes", tuple(axes))
         object.__setattr__(self, "length_scale", ell)
         object.__setattr__(self, "jitter", jit)
-        object.__setattr__(self, "kernels", kernels)
-        object.__setattr__(self, "roots", roots)
+        object.__setattr__(self, "kernels", tuple(f.kernel for f in factors))
+        object.__setattr__(self, "roots", tuple(f.root for f in factors))
+        object.__setattr__(self, "_factors", factors)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -219,8 +304,9 @@ class KroneckerGaussianGrid:
 
     def _apply(self, mats: tuple[NDArray[np.float64], ...], arr: NDArray[np.float64]) -> Any:
         out = arr
-        for axis, mat in enumerate(mats):
-            out = np.moveaxis(np.tensordot(mat, out, axes=(1, axis)), 0, axis)
+        with single_threaded():
+            for axis, mat in enumerate(mats):
+                out = np.moveaxis(np.tensordot(mat, out, axes=(1, axis)), 0, axis)
         return out
 
     def kernel_apply(self, values: ArrayLike) -> NDArray[np.float64]:
@@ -254,7 +340,10 @@ class KroneckerGaussianGrid:
         xi = gen.standard_normal(self.shape + tuple(batch_shape))
         return np.ascontiguousarray(self._apply(self.roots, xi))
 
-    def _corner_weights(self, points: ArrayLike) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    def _corner_parts(
+        self, points: ArrayLike
+    ) -> tuple[NDArray[np.intp], list[NDArray[np.float64]]]:
+        """Flat node index of each point's 2^d corners, and its fractional offsets per axis."""
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != self.ndim:
             raise InvalidDataError(f"points: expected shape (n, {self.ndim}), got {pts.shape}.")
@@ -276,11 +365,19 @@ class KroneckerGaussianGrid:
         n_corners = 1 << d
         strides = np.array([int(np.prod(self.shape[i + 1 :])) for i in range(d)], dtype=np.intp)
         idx = np.zeros((n, n_corners), dtype=np.intp)
-        wts = np.ones((n, n_corners), dtype=np.float64)
         for c in range(n_corners):
             for i in range(d):
                 bit = (c >> (d - 1 - i)) & 1
                 idx[:, c] += (lows[i] + bit) * strides[i]
+        return idx, fracs
+
+    def _corner_weights(self, points: ArrayLike) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+        idx, fracs = self._corner_parts(points)
+        d = self.ndim
+        wts = np.ones(idx.shape, dtype=np.float64)
+        for c in range(1 << d):
+            for i in range(d):
+                bit = (c >> (d - 1 - i)) & 1
                 wts[:, c] *= fracs[i] if bit else 1.0 - fracs[i]
         return idx, wts
 
@@ -324,6 +421,89 @@ class KroneckerGaussianGrid:
             wts = wts * m[:, None]
         binned = np.bincount(idx.ravel(), weights=wts.ravel(), minlength=self.size)
         return np.asarray(binned, dtype=np.float64).reshape(self.shape)
+
+    # ------------------------------------------------------------------ exact binning
+    @staticmethod
+    def binning_bits(n_records: int, n_dims: int) -> int:
+        """Fractional bits q of :meth:`exact_binning` for ``n_records`` (public) records.
+
+        The largest q ≤ 20 with n·2^{qd} < 2^62, so the integer weights of all records sum
+        without overflow in int64.
+        """
+        need = max(int(n_records), 1).bit_length()
+        return int(max(1, min(_MAX_BINNING_BITS, (62 - need) // max(n_dims, 1))))
+
+    def exact_binning(self, points: ArrayLike, bits: int) -> NDArray[np.int64]:
+        """Linear binning with exact integer weights: each point adds 2^{q·d} in total.
+
+        The fractional offset f of a point in its cell is rounded to a multiple of 2^-q
+        (a per-record, deterministic rounding), so the 2^d corner weights are the integers
+        Π_i (f_i·2^q or 2^q − f_i·2^q), ≥ 0 and summing to exactly 2^{q·d}. They are summed in
+        exact integer arithmetic (two 31-bit limbs through ``bincount``, whose float sums of
+        integers below 2^53 are exact). The result divided by 2^{q·d} is the linear binning
+        of the rounded points, with no rounding error at all.
+        """
+        idx, fracs = self._corner_parts(points)
+        d = self.ndim
+        one = 1 << bits
+        f_int = [quantize_fraction(f, bits) for f in fracs]
+        n = idx.shape[0]
+        if n * (1 << (bits * d)) >= 2**62:
+            raise InvalidParameterError(
+                f"bits={bits}: too many for {n} points in {d} dimensions (use binning_bits)."
+            )
+        wts = np.ones((n, 1 << d), dtype=np.int64)
+        for c in range(1 << d):
+            for i in range(d):
+                bit = (c >> (d - 1 - i)) & 1
+                wts[:, c] *= f_int[i] if bit else one - f_int[i]
+        flat_idx, flat_w = idx.ravel(), wts.ravel()
+        low = (flat_w & (2**31 - 1)).astype(np.float64)
+        high = (flat_w >> 31).astype(np.float64)
+        tot = np.bincount(flat_idx, weights=low, minlength=self.size).astype(np.int64)
+        tot += np.bincount(flat_idx, weights=high, minlength=self.size).astype(np.int64) << 31
+        return tot.reshape(self.shape)
+
+    def whiten(self, weights: ArrayLike) -> NDArray[np.float64]:
+        """(M_1 ⊗ … ⊗ M_d) applied to binned weights, M_i = R_i⁻¹K_i (computed directly).
+
+        For exact weights B, R·whiten(B) = K·B in real arithmetic: the kernel sums.
+        """
+        factors = tuple(f.whitened for f in self._factors)
+        return np.ascontiguousarray(self._apply(factors, self._check_values(weights)))
+
+    def whitened_sensitivity(self, total_mass: float, weights_l1_error: float = 0.0) -> float:
+        r"""Proven bound on ‖whiten(B_D) − whiten(B_D')‖₂ *as computed*, one record replaced.
+
+        Each record adds a non-negative weight vector w of total mass 1 to one trailing
+        slot of B. For the computed matrices M = ⊗M_i (whatever their rounding), the real
+        change ‖M(w′ − w)‖ is a convex function of (w, w′), so it is largest at unit
+        vectors: Δ_M² ≤ max_{a,b} G_aa + G_bb − 2G_ab (same slot) and G_aa + G_bb (two
+        slots), with G = MᵀM = ⊗ M_iᵀM_i; both are ≤ 2 max diag G − 2 min(0, min G), bounded
+        per axis (:class:`_AxisFactors`, with the rounding of M_iᵀM_i allowed for). In real
+        arithmetic G = K − jP with 0 ⪯ P ⪯ I, so Δ_M ≤ √2(1 + O(j)).
+
+        Rounding of the computed z = fl(M·fl(B)): d successive products with g-term dot
+        products and one conversion of B to binary64 give
+        ‖fl(MB) − MB‖ ≤ (dγ_g + u)(1 + γ_g)^d Π‖|M_i|‖₂ ‖B‖₁ with γ_g = gu/(1 − gu) for any
+        summation order, and ‖B‖₁ = ``total_mass`` (the public number of records). If the
+        weights themselves carry an error (float-summed elsewhere), ``weights_l1_error``
+        bounds ‖B_computed − B‖₁, adding Π‖|M_i|‖₂ times it. Both data sets carry such an
+        error, hence the factor 2.
+        """
+        u = _UNIT_ROUNDOFF
+        g = max(self.shape)
+        gamma = g * u / (1.0 - g * u)
+        diag = math.prod(f.gram_diag_max for f in self._factors)
+        lo, hi = 1.0, 1.0
+        for f in self._factors:
+            cands = (lo * f.gram_min, lo * f.gram_max_abs, hi * f.gram_min, hi * f.gram_max_abs)
+            lo, hi = min(cands), max(cands)
+        delta_m = math.sqrt(max(2.0 * diag - 2.0 * min(0.0, lo), 0.0))
+        norm = math.prod(f.abs_norm for f in self._factors)
+        round_err = (self.ndim * gamma + u) * (1.0 + gamma) ** self.ndim * norm * total_mass
+        weight_err = norm * float(weights_l1_error)
+        return (delta_m + 2.0 * (round_err + weight_err)) * (1.0 + 1e-12)
 
     def rkhs_norm_sq(self, coefficients: ArrayLike) -> float:
         """‖Σ_j c_j k(·, t_j)‖²_H = cᵀ K c for coefficients c on the grid nodes."""
@@ -431,3 +611,83 @@ class GaussianProcessMechanism:
         arr = grid._check_values(values)
         noise = grid.sample(rng, batch_shape=arr.shape[grid.ndim :])
         return arr + self.sigma * noise
+
+    def noise_scale_for(self, grid: KroneckerGaussianGrid, total_mass: float,
+                        weights_l1_error: float = 0.0, n_slots: int = 4) -> float:
+        """Noise multiplier actually used by :meth:`release_binned`: σ·max(1, Δ_eff/Δ_H).
+
+        Δ_eff = the proven bound on the computed whitened change
+        (:meth:`KroneckerGaussianGrid.whitened_sensitivity`) plus the lattice snapping
+        slack sqrt(#values)·2^-k.
+        """
+        bits = self.lattice_bits_for(grid, total_mass, weights_l1_error)
+        n_values = grid.size * int(n_slots)  # values released (``n_slots`` functions)
+        bound = grid.whitened_sensitivity(total_mass, weights_l1_error) + math.sqrt(
+            n_values) * 2.0**-bits
+        return self.sigma * max(1.0, bound / self.rkhs_sensitivity)
+
+    def release_binned(
+        self,
+        weights: ArrayLike,
+        grid: KroneckerGaussianGrid,
+        rng: RandomLike = None,
+        *,
+        total_mass: float,
+        weights_l1_error: float = 0.0,
+    ) -> NDArray[np.float64]:
+        r"""Release the kernel sums K·B of binned weights B, robustly to rounding.
+
+        The release is computed as R·(z + σ′ξ) with z = :meth:`~KroneckerGaussianGrid.whiten`
+        (B) = R⁻¹K·B and ξ standard normal: in real arithmetic exactly the law of
+        :meth:`release` on K·B (mean K·B, covariance σ′²RRᵀ). As executed, the data enter
+        only through the computed vector z, released with *white* noise σ′ξ (then
+        multiplied by the public R: post-processing), so the guarantee needs a bound on
+        ‖z_D − z_D'‖ for the computed z, not for real numbers:
+        :meth:`KroneckerGaussianGrid.whitened_sensitivity` proves Δ_eff ≤ √2(1 + ~1e-8) for
+        weights where each record is a non-negative unit mass in one trailing slot (the
+        binned kernel sums of CDP-Fair/FDP-Fair). The noise is σ′ = σ·max(1, Δ_eff/Δ_H), so
+        the release is μ-GDP with μ = Δ_H/σ as stated by :attr:`privacy` whatever the
+        rounding: any slack is paid in noise, not hidden. Finally z and the noise are both
+        snapped to the public lattice 2^-k·Z (:meth:`lattice_bits_for`, from public n and
+        σ) and added exactly, so the released vector is z_q + Z with Z independent of the
+        data (``snap_to_lattice``); snapping z costs sqrt(#values)·2^-k more sensitivity,
+        included in σ′.
+
+        Parameters
+        ----------
+        weights : array of shape ``grid.shape + (m,)``
+            Binned weights B (e.g. :meth:`~KroneckerGaussianGrid.exact_binning` / 2^{qd}).
+        grid : KroneckerGaussianGrid
+        rng : seed or Generator
+        total_mass : float
+            The public number of records (‖B‖₁).
+        weights_l1_error : float, default=0
+            Bound on the L1 rounding error of ``weights`` (0 for exact integer binning).
+
+        Notes
+        -----
+        Running time depends only on the public grid shape and the number of slots.
+        """
+        if not isinstance(grid, KroneckerGaussianGrid):
+            raise InvalidParameterError(
+                f"grid={grid!r}: expected a KroneckerGaussianGrid (the public evaluation grid)."
+            )
+        z = grid.whiten(weights)
+        bits = self.lattice_bits_for(grid, total_mass, weights_l1_error)
+        # snapping moves each coordinate by ≤ 2^-k/2 on each data set: slack sqrt(D)·2^-k
+        scale = self.noise_scale_for(grid, total_mass, weights_l1_error, z.size // grid.size)
+        gen = as_generator(rng)
+        noise = snap_to_lattice(scale * gen.standard_normal(z.shape), bits)
+        noisy = snap_to_lattice(z, bits) + noise  # exact: both on 2^-k·Z, small enough
+        return np.ascontiguousarray(grid._apply(grid.roots, noisy))
+
+    def lattice_bits_for(self, grid: KroneckerGaussianGrid, total_mass: float,
+                         weights_l1_error: float = 0.0) -> int:
+        """k of the public lattice 2^-k·Z on which :meth:`release_binned` adds its noise.
+
+        From public numbers only: |z_t| ≤ Π_i max|M_i|·(total_mass + weights_l1_error),
+        plus 64 noise standard deviations.
+        """
+        zmax = math.prod(f.max_abs for f in grid._factors) * (
+            float(total_mass) + float(weights_l1_error)) * (1.0 + 1e-6)
+        return lattice_bits(zmax + 64.0 * 2.0 * self.sigma)

@@ -38,8 +38,16 @@ from dpfair._validation import (
     check_positive,
     check_positive_int,
 )
-from dpfair.mechanisms.gaussian import GaussianMechanism, analytic_gaussian_sigma
+from dpfair.mechanisms.gaussian import (
+    GaussianMechanism,
+    analytic_gaussian_sigma,
+    lattice_bits,
+    snap_to_lattice,
+)
 from dpfair.privacy import Budget
+
+#: Public bound on any count released with lattice noise (2^40 records).
+_COUNT_MAGNITUDE = float(2**40)
 
 __all__ = [
     "ConsistentTree",
@@ -692,13 +700,24 @@ class NoisyBinaryTree:
         -------
         NoisyTree
             Noise is drawn in one call, in node order level 0 (if noisy), 1, …, D.
+
+        Notes
+        -----
+        Floating point: every released node is c + Z exactly, Z the N(0, σ²) draw snapped
+        to a public lattice (``snap_to_lattice``), so its law does not depend on the data
+        beyond the integer count c. Running time depends only on D (public).
         """
         counts = _check_leaf_counts(leaf_counts, self.depth)
         gen = as_generator(rng)
         exact = _build_levels(counts)
         first = 0 if self.root == "noisy" else 1
         n_noisy = (1 << (self.depth + 1)) - (1 << first)
-        noise = gen.normal(0.0, self.sigma, size=n_noisy)
+        # Noise on the public lattice 2^-k·Z, then an exact sum with the integer counts
+        # (``snap_to_lattice``): the released values are c + Z exactly, no rounding that
+        # depends on the data (THREATS.md rule 6). k is fixed by public numbers only
+        # (counts up to 2^40 and σ), never by the (possibly private) total.
+        bits = lattice_bits(_COUNT_MAGNITUDE + 64.0 * self.sigma)
+        noise = snap_to_lattice(gen.normal(0.0, self.sigma, size=n_noisy), bits)
         levels: list[NDArray[np.float64]] = [exact[0].astype(np.float64)]
         offset = 0
         for ell in range(first, self.depth + 1):

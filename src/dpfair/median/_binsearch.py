@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError
 from dpfair.mechanisms import GaussianMechanism, leaf_edges
+from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
 from dpfair.median._ranks import (
     gaussian_union_tail,
     generic_lower_failure,
@@ -82,7 +83,11 @@ def _search(
     depth = round(np.log2(grid.size - 1))
     # The D noises are independent of the data and of each other, so drawing them up
     # front is the same as drawing each one fresh at its query.
-    noise = rng.normal(0.0, mech.sigma, size=depth)
+    # Noise snapped to a public lattice, added exactly to the integer prefix counts: the
+    # noisy counts in the diagnostics are c + Z with Z independent of the data
+    # (``snap_to_lattice``; THREATS.md rule 6). n is public here.
+    bits = lattice_bits(float(prefix[-1]) + 64.0 * mech.sigma)
+    noise = snap_to_lattice(rng.normal(0.0, mech.sigma, size=depth), bits)
     queries: list[tuple[float, float]] = []
     for step in range(depth):
         mid = (lo + hi) // 2

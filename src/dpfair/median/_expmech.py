@@ -36,6 +36,11 @@ P(U < med) ≤ F(n − kU). We take kL the largest rank with F(kL) ≤ α/2 and 
 Off-by-one check: with no privacy noise and θ → 0, F(k) = P(B ≤ k), so kL is one below
 the classical rank (the mechanism for rank k returns a point of [x_(k), x_(k+1))).
 
+As executed (THREATS.md rule 6, ``docs/floating_point.md``). The draws above are real
+arithmetic; the released interval runs the same mechanism on the public cell grid of
+:class:`CellGrid` (records enter only through integer cell indices, the ends are public
+grid points), see :func:`sample_order_statistic_cell` and :func:`expmech_interval`.
+
 Privacy. Each draw is the exponential mechanism with ε = 2·sqrt(ρ) on a sensitivity-1
 score: pure ε-DP and, by the bounded-range property, ε²/8 = ρ/2-zCDP (Cesar & Rogers
 2021). Two draws compose to ρ-zCDP. The range and θ are public; the final interval is
@@ -46,22 +51,26 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfair._errors import InsufficientDataError
+from dpfair._errors import InsufficientDataError, InvalidParameterError
 from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw, sample_piece_windowed
 from dpfair.median._ranks import expmech_lower_target
 from dpfair.privacy import Accountant, Budget
 
 __all__ = [
+    "CellGrid",
     "SortedCounts",
+    "cell_order_statistic_law",
     "expmech_interval",
     "expmech_target_ranks",
     "order_statistic_law",
     "sample_order_statistic",
+    "sample_order_statistic_cell",
 ]
 
 
@@ -71,19 +80,23 @@ def order_statistic_law(
     epsilon: float,
     bounds: tuple[float, float],
     granularity: float,
+    shift_up: float | None = None,
 ) -> PiecewiseConstantLaw:
     """Exact output law of the granular exponential mechanism for the rank-``k`` statistic.
 
     ``x_sorted`` must already be clipped into ``bounds`` and sorted (callers in this
-    package guarantee it); ``k`` ranges over 0..n.
+    package guarantee it); ``k`` ranges over 0..n. The k smallest points move down by
+    ``granularity`` and the others up by ``shift_up`` (default: ``granularity``); the
+    cell mechanism (:func:`sample_order_statistic_cell`) uses shifts Q and Q + 1.
     """
     a, b = bounds
+    up = granularity if shift_up is None else shift_up
     n = x_sorted.size
     shifted = np.empty(n + 2, dtype=np.float64)
     shifted[0] = a
     shifted[n + 1] = b
     shifted[1 : k + 1] = x_sorted[:k] - granularity
-    shifted[k + 1 : n + 1] = x_sorted[k:] + granularity
+    shifted[k + 1 : n + 1] = x_sorted[k:] + up
     np.clip(shifted, a, b, out=shifted)
     scores = -np.abs(np.arange(n + 1, dtype=np.float64) - k)
     return ExponentialMechanism(epsilon).law(shifted, scores)
@@ -113,7 +126,8 @@ class SortedCounts:
         return self.values[np.searchsorted(self.cum, idx, side="right")]
 
     def sparse_law(
-        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float
+        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float,
+        shift_up: float | None = None,
     ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
         """(piece index j, piece edges, log-mass) of every piece that can have mass.
 
@@ -133,7 +147,8 @@ class SortedCounts:
             last = np.insert(last, g, k)
             down = np.insert(down, g, True)
             down[g + 1] = False
-        shifted = np.clip(np.where(down, values - granularity, values + granularity), a, b)
+        up = granularity if shift_up is None else shift_up
+        shifted = np.clip(np.where(down, values - granularity, values + up), a, b)
         edges = np.concatenate(([a], shifted, [b]))
         pieces = np.concatenate(([0], last)).astype(np.intp)
         with np.errstate(divide="ignore"):
@@ -152,11 +167,61 @@ class _SortedArray:
         return self.x[idx]
 
     def sparse_law(
-        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float
+        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float,
+        shift_up: float | None = None,
     ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
-        law = order_statistic_law(self.x, k, epsilon, bounds, granularity)
+        law = order_statistic_law(self.x, k, epsilon, bounds, granularity, shift_up)
         # unnormalised, on the same scale as the window's log-masses
         return np.arange(self.size + 1), law.edges, law.log_mass + law.log_norm
+
+
+def _sample_piece(
+    sample: SortedCounts | _SortedArray | _CellSample,
+    k: int,
+    epsilon: float,
+    bounds: tuple[float, float],
+    shift_down: float,
+    shift_up: float,
+    band: float,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Edges (lo, hi) of one exactly drawn piece of the rank-``k`` law (see below).
+
+    Piece j has mass len_j·e^{−ε|j−k|/2}. The pieces with |j − k| > T have total mass at
+    most |R|·e^{−ε(T+1)/2}; with T chosen so that this is < 1e-12 of the score-0 band's
+    mass (≥ ``band``), :func:`~dpfair.mechanisms.sample_piece_windowed` draws exactly while
+    touching only 2T + 1 pieces, except with probability < 1e-12 (then it computes all).
+    T depends only on public quantities (n, ε, |R|, band), so the work done depends on the
+    data only through that rare branch, whose probability is set by the noise.
+    """
+    a, b = bounds
+    n = sample.size
+    log_ratio = math.log((b - a) / band) + _WINDOW_MARGIN_DIGITS * math.log(10.0)
+    half = max(1, math.ceil(2.0 * log_ratio / epsilon))
+    j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
+    # Breakpoints y_j for j = j_lo..j_hi+1 (y_0 = a, y_{n+1} = b).
+    j = np.arange(j_lo, j_hi + 2)
+    vals = sample.take(np.clip(j - 1, 0, n - 1))
+    y = np.where(j <= k, vals - shift_down, vals + shift_up)
+    y = np.where(j == 0, a, np.where(j == n + 1, b, y))
+    np.clip(y, a, b, out=y)
+    lengths = np.diff(y)
+    pieces = np.arange(j_lo, j_hi + 1)
+    with np.errstate(divide="ignore"):
+        log_mass = np.log(lengths) - epsilon * np.abs(pieces - k) / 2.0
+    outside = math.log(b - a) - epsilon * (half + 1) / 2.0
+    cache: dict[str, tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]] = {}
+
+    def full() -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+        cache["law"] = sample.sparse_law(k, epsilon, bounds, shift_down, shift_up)
+        return cache["law"][0], cache["law"][2]
+
+    piece = sample_piece_windowed(log_mass, j_lo, outside, full, rng)
+    if j_lo <= piece <= j_hi:
+        return float(y[piece - j_lo]), float(y[piece - j_lo + 1])
+    index, edges, _ = cache["law"]
+    pos = int(np.searchsorted(index, piece))
+    return float(edges[pos]), float(edges[pos + 1])
 
 
 def sample_order_statistic(
@@ -169,51 +234,196 @@ def sample_order_statistic(
 ) -> float:
     """One exact draw from :func:`order_statistic_law` in O(T) instead of O(n).
 
-    Piece j has mass len_j·e^{−ε|j−k|/2}. The pieces with |j − k| > T have total mass at
-    most |R|·e^{−ε(T+1)/2}; with T chosen so that this is < 1e-12 of the score-0 band's
-    mass (≥ θ), :func:`~dpfair.mechanisms.sample_piece_windowed` draws exactly while
-    touching only 2T + 1 pieces, except with probability < 1e-12 (then it computes all).
-    ``x_sorted`` may also be a :class:`SortedCounts` (histogram path).
+    The real-arithmetic mechanism (a uniform point of a data-dependent piece); the
+    released intervals use :func:`sample_order_statistic_cell` instead, whose output is a
+    cell of a public grid (see :class:`CellGrid`). ``x_sorted`` may also be a
+    :class:`SortedCounts` (histogram path).
     """
     sample = x_sorted if isinstance(x_sorted, SortedCounts) else _SortedArray(x_sorted)
     a, b = bounds
-    n = sample.size
     band = min(granularity, b - a)
-    log_ratio = math.log((b - a) / band) + _WINDOW_MARGIN_DIGITS * math.log(10.0)
-    half = max(1, math.ceil(2.0 * log_ratio / epsilon))
-    j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
-    # Breakpoints y_j for j = j_lo..j_hi+1 (y_0 = a, y_{n+1} = b).
-    j = np.arange(j_lo, j_hi + 2)
-    vals = sample.take(np.clip(j - 1, 0, n - 1))
-    y = np.where(j <= k, vals - granularity, vals + granularity)
-    y = np.where(j == 0, a, np.where(j == n + 1, b, y))
-    np.clip(y, a, b, out=y)
-    lengths = np.diff(y)
-    pieces = np.arange(j_lo, j_hi + 1)
-    with np.errstate(divide="ignore"):
-        log_mass = np.log(lengths) - epsilon * np.abs(pieces - k) / 2.0
-    outside = math.log(b - a) - epsilon * (half + 1) / 2.0
-    cache: dict[str, tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]] = {}
-
-    def full() -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-        cache["law"] = sample.sparse_law(k, epsilon, bounds, granularity)
-        return cache["law"][0], cache["law"][2]
-
-    piece = sample_piece_windowed(log_mass, j_lo, outside, full, rng)
-    if j_lo <= piece <= j_hi:
-        lo, hi = y[piece - j_lo], y[piece - j_lo + 1]
-    else:
-        index, edges, _ = cache["law"]
-        pos = int(np.searchsorted(index, piece))
-        lo, hi = edges[pos], edges[pos + 1]
+    lo, hi = _sample_piece(sample, k, epsilon, bounds, granularity, granularity, band, rng)
     return float(min(lo + rng.random() * (hi - lo), hi))
+
+
+#: Cells per granularity step θ of the public output grid (a power of two, so θ/Q is
+#: exact), reduced when the grid would be too fine for the bounds' floating-point scale.
+_CELLS_PER_THETA = 64
+#: At most this many cells over R: cell indices stay exact in float64 and the cell of a
+#: record is computed with an error below 2^-11 cells (see :class:`CellGrid`).
+_MAX_CELLS = 2**40
+
+
+@dataclass(frozen=True)
+class CellGrid:
+    r"""The public output grid of ExpMech: M cells of width θ_g = θ/Q on R = [a, b].
+
+    Cell m is [a + mθ_g, a + (m+1)θ_g), m = 0..M−1, with M = ⌈(b − a)/θ_g⌉. Everything
+    here is a function of the public (a, b, θ) only.
+
+    Floating-point model (``docs/floating_point.md``). A record x ∈ R enters the
+    mechanism only through its cell index κ(x) = clip(⌊fl(fl(x − a)/θ_g)⌋, 0, M − 1), a
+    deterministic, non-decreasing function of x. Both roundings are relative errors ≤ 2^-53
+    of numbers ≤ M ≤ 2^40 (in cell units), so κ(x) is the true cell of x or a neighbour of
+    it:
+
+    .. math:: a + (κ(x) − 1)θ_g ≤ x ≤ a + (κ(x) + 2)θ_g. \qquad (P)
+
+    The mechanism's choice (a cell m) depends on the data only through the integers κ_i,
+    and the released ends a + jθ_g (j an integer computed from m) are computed from public
+    quantities only, so no low-order bit of any record can reach the output. ``Q`` is
+    reduced (by halving) until θ_g ≥ 2^-40·max(|a|, |b|, b − a) and M ≤ 2^40, which keeps
+    the rounding of a + jθ_g (≤ 2^-51 max(|a|, |b|)) far below the one-cell margin of (P);
+    if even Q = 1 does not fit (R wider than 2^40 θ), the cells are coarsened to θ_g = 2^p θ
+    with one-cell shifts, the smallest such grid that fits (reported in the diagnostics).
+    The coverage argument holds for every integer Q ≥ 1 and every θ_g.
+    """
+
+    low: float
+    cell: float
+    n_cells: int
+    per_theta: int
+
+    @classmethod
+    def for_bounds(cls, bounds: tuple[float, float], granularity: float) -> CellGrid:
+        """The grid for public bounds R and granularity θ (cached per public input)."""
+        return _cell_grid(float(bounds[0]), float(bounds[1]), float(granularity))
+
+    def index(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """κ(x) for values in R, as exact integers stored in float64."""
+        t = np.floor((np.asarray(x, dtype=np.float64) - self.low) / self.cell)
+        return np.clip(t, 0.0, float(self.n_cells - 1))
+
+    def edge(self, j: int) -> float:
+        """a + j·θ_g: a public number (j is an integer computed from the chosen cell)."""
+        return float(self.low + j * self.cell)
+
+    @property
+    def band_cells(self) -> int:
+        """Minimum number of cells of the score-0 band: Q + 1 (see :func:`expmech_interval`)."""
+        return min(self.per_theta + 1, self.n_cells)
+
+    @property
+    def tail_constant(self) -> float:
+        """C = (M − band)/band: the tail bound P(s ≤ −t) ≤ C e^{−εt/2} of the cell mechanism."""
+        band = self.band_cells
+        return max(self.n_cells - band, 0) / band
+
+
+@functools.lru_cache(maxsize=64)
+def _cell_grid(a: float, b: float, granularity: float) -> CellGrid:
+    scale = max(abs(a), abs(b), b - a)
+
+    def fits(cell: float) -> bool:
+        return cell >= scale * 2.0**-40 and math.ceil((b - a) / cell) <= _MAX_CELLS
+
+    q = _CELLS_PER_THETA
+    while q > 1 and not fits(granularity / q):
+        q //= 2
+    cell = granularity / q
+    while not fits(cell):  # R is too wide for θ: coarser cells, one-cell shifts
+        cell *= 2.0
+    if not math.isfinite(cell) or cell <= 0.0:
+        raise InvalidParameterError(
+            f"granularity={granularity!r}: no public output grid fits the range {(a, b)}; "
+            "use finite bounds and a positive granularity."
+        )
+    return CellGrid(low=a, cell=cell, n_cells=max(math.ceil((b - a) / cell), 1), per_theta=q)
+
+
+class _CellSample:
+    """A sorted sample seen through κ: same interface as :class:`SortedCounts`."""
+
+    def __init__(self, sample: SortedCounts | _SortedArray, grid: CellGrid) -> None:
+        self.sample = sample
+        self.grid = grid
+        self.size = sample.size
+
+    def take(self, idx: NDArray[np.int64]) -> NDArray[np.float64]:
+        return self.grid.index(self.sample.take(idx))
+
+    def compressed(self) -> SortedCounts:
+        """(distinct cells, counts) of the whole sample: O(n), only in the rare branch."""
+        if isinstance(self.sample, SortedCounts):
+            cells = self.grid.index(self.sample.values)
+            counts = self.sample.counts
+        else:
+            cells = self.grid.index(self.sample.x)
+            counts = np.ones(cells.size, dtype=np.int64)
+        uniq, inverse = np.unique(cells, return_inverse=True)
+        merged = np.bincount(inverse.ravel(), weights=counts, minlength=uniq.size)
+        return SortedCounts(uniq, np.rint(merged).astype(np.int64))
+
+    def sparse_law(
+        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float,
+        shift_up: float | None = None,
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+        return self.compressed().sparse_law(k, epsilon, bounds, granularity, shift_up)
+
+
+def _as_sample(x: NDArray[np.float64] | SortedCounts) -> SortedCounts | _SortedArray:
+    return x if isinstance(x, SortedCounts) else _SortedArray(x)
+
+
+def sample_order_statistic_cell(
+    x_sorted: NDArray[np.float64] | SortedCounts,
+    k: int,
+    epsilon: float,
+    grid: CellGrid,
+    rng: np.random.Generator,
+) -> int:
+    r"""One draw of the cell mechanism for rank ``k``: a cell index m ∈ {0, …, M − 1}.
+
+    With κ_(1) ≤ … ≤ κ_(n) the sorted cell indices of the (clipped) records and
+    Q = ``grid.per_theta``, the score of cell m is
+
+    .. math:: s_k(m) = -\max\{0,\; k - c^+(m),\; c^-(m) - k\},\quad
+              c^+(m) = \#\{i: κ_i ≤ m + Q\},\; c^-(m) = \#\{i: κ_i < m - Q\},
+
+    sensitivity 1 (each count moves by ≤ 1 when one record is replaced), and
+    P(m) ∝ exp(ε s_k(m)/2). Equivalently, the pieces [y_j, y_{j+1}) of integer cells with
+    y_j = κ_(j) − Q (j ≤ k), κ_(j) + Q + 1 (j > k), clipped to [0, M], carry score −|j − k|:
+    a piece is drawn by :func:`_sample_piece` (its log-masses log(len_j) − ε|j − k|/2 are
+    computed in floating point from integers only), then a cell uniformly inside it with an
+    exact integer draw. Everything depends on the data only through the integers κ_i.
+
+    Running time: O(T) with T from public (n, ε, M/(Q + 1)) only, plus the O(n) branch
+    that runs with probability < 1e-12 as decided by the noise (:func:`_sample_piece`).
+    """
+    cells = _CellSample(_as_sample(x_sorted), grid)
+    q = float(grid.per_theta)
+    lo, hi = _sample_piece(cells, k, epsilon, (0.0, float(grid.n_cells)), q, q + 1.0,
+                           float(grid.band_cells), rng)
+    first, stop = int(lo), int(hi)
+    return first + int(rng.integers(stop - first)) if stop > first + 1 else first
+
+
+def cell_order_statistic_law(
+    x_sorted: NDArray[np.float64], k: int, epsilon: float, grid: CellGrid
+) -> NDArray[np.float64]:
+    """Exact probabilities of the M cells under :func:`sample_order_statistic_cell` (O(M)).
+
+    For tests and small grids: the law of the piece, spread uniformly over its cells.
+    """
+    cells = grid.index(x_sorted)
+    q = float(grid.per_theta)
+    law = order_statistic_law(cells, k, epsilon, (0.0, float(grid.n_cells)), q, q + 1.0)
+    probs = law.piece_probabilities
+    edges = np.rint(law.edges).astype(np.int64)
+    lengths = np.diff(edges)
+    per_cell = np.divide(probs, lengths, out=np.zeros_like(probs), where=lengths > 0)
+    return np.repeat(per_cell, lengths)
 
 
 @functools.lru_cache(maxsize=256)
 def expmech_target_ranks(
     n: int, epsilon: float, alpha: float, range_width: float, granularity: float
 ) -> tuple[int, int, float]:
-    """Target ranks (kL, kU) and the tail constant C for ExpMech; see the module docstring.
+    """Target ranks (kL, kU) and the tail constant C of the real-arithmetic ExpMech.
+
+    The released interval runs the cell mechanism instead (:func:`expmech_interval`),
+    whose ranks use C = :attr:`CellGrid.tail_constant` (slightly smaller, so its ranks are
+    the same or one closer to the median).
 
     Raises
     ------
@@ -234,6 +444,19 @@ def expmech_target_ranks(
     return k_low, n - k_low, ratio
 
 
+@functools.lru_cache(maxsize=256)
+def _cell_target_ranks(n: int, epsilon: float, alpha: float, grid: CellGrid) -> tuple[int, int]:
+    k_low = expmech_lower_target(n, epsilon, grid.tail_constant, alpha / 2.0)
+    if k_low < 0:
+        raise InsufficientDataError(
+            f"n={n} is too small for a valid ExpMech interval at alpha={alpha:g} with "
+            f"epsilon={epsilon:.4g} per draw and range/granularity ratio "
+            f"{grid.tail_constant:.4g}: even the lowest rank misses the median too often. "
+            "Increase n, rho or alpha, or use a narrower public range."
+        )
+    return k_low, n - k_low
+
+
 def expmech_interval(
     x_sorted: NDArray[np.float64] | SortedCounts,
     rho: float,
@@ -245,24 +468,40 @@ def expmech_interval(
     """Run ExpMech on clipped, sorted data (an array or :class:`SortedCounts`).
 
     Returns (low, high, spent, diagnostics).
+
+    Notes
+    -----
+    As executed, each draw is the cell mechanism :func:`sample_order_statistic_cell` on the
+    public grid :meth:`CellGrid.for_bounds` (θ_g = θ/Q), and the interval is
+    [a + (m_L − Q − 1)θ_g, a + (m_U + Q + 2)θ_g] ∩ R for the drawn cells m_L, m_U.
+    Coverage, following the module docstring with B = #{x_i < med}: if the lower end
+    exceeds med, every x_i < med has, by (P) of :class:`CellGrid`, κ_i − 1 < m_L − Q − 1,
+    so c⁻(m_L) ≥ B and s(m_L) ≤ −(B − kL); if the upper end is below med, every x_j > med
+    has κ_j + 2 > m_U + Q + 2, so c⁺(m_U) ≤ B and s(m_U) ≤ −(kU − B). The score-0 band
+    [κ_(k) − Q, κ_(k+1) + Q] ∩ {0..M−1} holds at least Q + 1 of the M cells, so the tail
+    bound holds with C = (M − Q − 1)/(Q + 1) (:attr:`CellGrid.tail_constant`), and the
+    target ranks are computed with it. Against the real-arithmetic mechanism the interval
+    is wider by about 3θ_g = 3θ/Q on average.
     """
     n = x_sorted.size
     a, b = bounds
+    grid = CellGrid.for_bounds(bounds, granularity)
     mech = ExponentialMechanism.for_zcdp(rho / 2.0)  # ε²/8 = ρ/2 per draw: ε = 2·sqrt(ρ)
-    k_low, k_high, ratio = expmech_target_ranks(n, mech.epsilon, alpha, b - a, granularity)
+    k_low, k_high = _cell_target_ranks(n, mech.epsilon, alpha, grid)
     acct = Accountant(Budget.zcdp(rho))
     acct.charge(mech.privacy_zcdp, label="expmech/lower")
-    draw_low = sample_order_statistic(x_sorted, k_low, mech.epsilon, bounds, granularity, rng)
+    cell_low = sample_order_statistic_cell(x_sorted, k_low, mech.epsilon, grid, rng)
     acct.charge(mech.privacy_zcdp, label="expmech/upper")
-    draw_high = sample_order_statistic(x_sorted, k_high, mech.epsilon, bounds, granularity,
-                                       rng)
-    low = max(a, draw_low - granularity)
-    high = min(b, draw_high + granularity)
+    cell_high = sample_order_statistic_cell(x_sorted, k_high, mech.epsilon, grid, rng)
+    q = grid.per_theta
+    low = max(a, grid.edge(cell_low - q - 1))
+    high = min(b, grid.edge(cell_high + q + 2))
     diagnostics: dict[str, Any] = {
         "target_ranks": (k_low, k_high),
         "epsilon_per_draw": mech.epsilon,
         "zcdp_conversion": "bounded range: eps^2/8 per draw",
-        "tail_constant": ratio,
+        "tail_constant": grid.tail_constant,
+        "output_grid": {"cell": grid.cell, "cells": grid.n_cells, "cells_per_theta": q},
         "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
     }
     return low, high, acct.spent, diagnostics

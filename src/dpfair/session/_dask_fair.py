@@ -107,17 +107,18 @@ def _add_dicts(*parts: Any) -> Any:
 
 def _weights_task(part: Any, offset: int, names: Sequence[Hashable], target: Hashable,
                   sensitive: Hashable, req: FitRequest, grid: KroneckerGaussianGrid,
-                  split: PositionSplit, half: int) -> tuple[Any, ...]:
+                  split: PositionSplit, half: int, bits: int) -> tuple[Any, ...]:
     U, a, y, problems, ok = _rows(part, names, target, sensitive, req)
     keep = ok & (_halves(split, offset, len(part)) == half)
-    weights = np.zeros((*grid.shape, 2, 2), dtype=np.float64)
+    # exact integer weights (each row adds 2^{q·d}): partition sums are exact in any order
+    weights = np.zeros((*grid.shape, 2, 2), dtype=np.int64)
     counts = np.zeros((2, 2), dtype=np.int64)
     for ga in (0, 1):
         for gy in (0, 1):
             sel = keep & (a == ga) & (y == gy)
             counts[ga, gy] = int(sel.sum())
             if counts[ga, gy]:
-                weights[..., ga, gy] = grid.linear_binning(U[sel])
+                weights[..., ga, gy] = grid.exact_binning(U[sel], bits)
     return weights, counts, problems
 
 
@@ -189,12 +190,13 @@ class DaskAggregates:
         return result
 
     def grid_weights(self, grid: KroneckerGaussianGrid, split: PositionSplit,
-                     half: int) -> GridAggregate:
-        weights, counts, problems = self._run(_weights_task, grid, split, half)
+                     half: int, bits: int) -> GridAggregate:
+        ints, counts, problems = self._run(_weights_task, grid, split, half, bits)
         _raise_problems(self.name, problems, self.req)
         if int(counts.sum()) == 0:
             raise InvalidDataError(f"'{self.name}': no rows in half {half} of the split.")
-        return GridAggregate(weights, counts, int(counts.sum()))
+        weights = ints.astype(np.float64) / float(1 << bits) ** grid.ndim
+        return GridAggregate(weights, counts, int(counts.sum()), bits)
 
     def score_histograms(
         self, grid: KroneckerGaussianGrid, split: PositionSplit,

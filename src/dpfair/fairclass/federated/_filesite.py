@@ -253,6 +253,7 @@ class FileSite(Site):
                 self._pq, self._features, self._target, self._sensitive, self._bounds, grid,
                 clip=self._clip, memory_limit=self._memory_limit, threads=self._threads,
                 half=(self.split, half),
+                bits=grid.binning_bits(self.half_sizes[half], grid.ndim),
             )
         except InvalidDataError as exc:
             raise ProtocolError(self.site_id, "data", str(exc)) from None
@@ -262,7 +263,7 @@ class FileSite(Site):
             raise ProtocolError(
                 self.site_id, "data", f"'{self.path.name}' changed while it was being read."
             )
-        return int(agg.counts[1].sum()), agg.kernel_sums(grid), int(agg.n)
+        return int(agg.counts[1].sum()), agg.weights, int(agg.n)
 
     def _calibration_leaves(
         self, folds: list[tuple[int, ReleasedFold]], grid: KroneckerGaussianGrid

@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
-from dpfair.fairclass._model import ReleasedFold, kernel_cell_sums
+from dpfair.fairclass._model import ReleasedFold, _lattice_noise, kernel_cell_weights
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
@@ -257,8 +257,9 @@ class Site:
         counts, sums, n_train = [], [], []
         for tr, _cal in folds:
             n1, cell_sums, n_rows = self._training_stats(tr, grid)
-            counts.append(float(n1) + plan.sigma_count * float(rng.standard_normal()))
-            sums.append(mech.release(cell_sums, grid, rng))
+            counts.append(float(n1) + _lattice_noise(
+                plan.sigma_count * float(rng.standard_normal()), n_rows, plan.sigma_count))
+            sums.append(mech.release_binned(cell_sums, grid, rng, total_mass=float(n_rows)))
             n_train.append(n_rows)
         self._round = 1
         return Envelope(
@@ -351,10 +352,14 @@ class Site:
     def _training_stats(
         self, half: int, grid: KroneckerGaussianGrid
     ) -> tuple[int, NDArray[np.float64], int]:
-        """(group-1 count, the four kernel sums F_{a,y}, rows) of training half ``half``."""
+        """(group-1 count, the exact binned weights W_{a,y}, rows) of training half ``half``.
+
+        The weights (``kernel_cell_weights``) are released as the kernel sums K·W by
+        ``GaussianProcessMechanism.release_binned``; ``rows`` is the public half size.
+        """
         rows = self._halves[half]
         U, A, y = self._U[rows], self._A[rows], self._y[rows]
-        return int(np.sum(A == 1)), kernel_cell_sums(grid, U, A, y), int(rows.size)
+        return int(np.sum(A == 1)), kernel_cell_weights(grid, U, A, y), int(rows.size)
 
     def _calibration_leaves(
         self, folds: list[tuple[int, ReleasedFold]], grid: KroneckerGaussianGrid
