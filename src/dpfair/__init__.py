@@ -18,17 +18,20 @@ from dpfair._errors import (
     MissingPublicBoundError,
     NotFittedError,
 )
+from dpfair._warnings import DPFairWarning, UncertifiedFairnessWarning
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BudgetExceededError",
     "DPFairError",
+    "DPFairWarning",
     "InsufficientDataError",
     "InvalidDataError",
     "InvalidParameterError",
     "MissingPublicBoundError",
     "NotFittedError",
+    "UncertifiedFairnessWarning",
     "__version__",
     "data",
     "facility",

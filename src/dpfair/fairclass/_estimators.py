@@ -23,6 +23,7 @@ PlugInClassifier             no      no     unconstrained group-wise plug-in
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,12 +34,19 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
 from dpfair._rng import as_generator
+from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair._validation import check_positive
 from dpfair.fairclass._budget import (
     KERNEL_SUM_RKHS_SENSITIVITY,
     BudgetPlan,
     PrivacyLedger,
     plan_budget,
+)
+from dpfair.fairclass._certify import (
+    FairnessCertificate,
+    certification_margin,
+    certified_target,
+    check_threshold,
 )
 from dpfair.fairclass._model import (
     ReleasedFold,
@@ -79,6 +87,34 @@ def _check_bool(name: str, value: Any) -> bool:
     return bool(value)
 
 
+THRESHOLD_RULES = ("certified", "target")
+
+
+def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str:
+    """The text of :class:`~dpfair.UncertifiedFairnessWarning` (shared with the CLI)."""
+    return (
+        f"the fitted classifier is NOT certified to keep |DD| <= alpha={alpha:g} with "
+        f"probability >= {1 - fail_prob:g}{detail}: too little data or privacy budget for this "
+        "alpha. The model is fitted (certified_ is False); use more data, a larger epsilon or "
+        "alpha, and do not read alpha as a cap for this model."
+    )
+
+
+def _warn_if_uncertified(est: Any) -> None:
+    if getattr(est, "certified_", None) is False:
+        certs = est.certificates_ or ()
+        detail = "; " + ", ".join(
+            f"fold {k + 1}: released DD {c.released_dd:+.3f}, "
+            f"needs |DD| <= {c.alpha - c.margin:.3f}"
+            for k, c in enumerate(certs)
+        )
+        warnings.warn(
+            uncertified_message(float(est.alpha), float(est.fail_prob), detail),
+            UncertifiedFairnessWarning,
+            stacklevel=3,
+        )
+
+
 class _PlugInBase(ClassifierMixin, BaseEstimator):
     """Shared machinery; not public. Subclasses set the class flags and ``__init__``."""
 
@@ -109,6 +145,13 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
     def _alpha_params(self) -> tuple[float, float] | None:
         return None
 
+    def _certify_fail_prob(self) -> float | None:
+        """β of the certified threshold rule, or None (no certificate attempted)."""
+        return None
+
+    def _cross_fit_flag(self) -> bool:
+        return _check_bool("cross_fit", self.cross_fit)
+
     def _plan(self, eps: float, delta: float) -> BudgetPlan:
         """The budget split of a private estimator (overridden by the private ones)."""
         raise TypeError(
@@ -117,7 +160,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def _validate_common(self) -> tuple[bool, bool, float, int]:
-        cross_fit = _check_bool("cross_fit", self.cross_fit)
+        cross_fit = self._cross_fit_flag()
         clip = _check_bool("clip", self.clip)
         res = check_positive("grid_resolution", self.grid_resolution)
         max_nodes = self.max_grid_nodes
@@ -173,6 +216,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         alpha = self._alpha_params()
         states = self._fit_path(X, y, sensitive_features, [alpha] if alpha else [None])
         self.__dict__.update(states[0])
+        _warn_if_uncertified(self)
         return self
 
     def _fit_path(
@@ -249,23 +293,31 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             )
 
         # S2 on each calibration half, once per alpha.
+        beta = self._certify_fail_prob() if plan is not None else None
         states: list[dict[str, Any]] = []
         for entry, ledger in zip(alphas, ledgers, strict=True):
             folds: list[ReleasedFold] = []
+            certs: list[FairnessCertificate] = []
             for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
                 tau = 0.0
                 if entry is not None:
-                    tau = self._threshold(
+                    tau, cert = self._threshold(
                         grid,
                         eta,
                         pi,
                         U[halves[cal]],
                         A[halves[cal]],
-                        entry[0] - entry[1],
+                        entry,
                         plan,
                         rng,
+                        None if beta is None else beta / len(pairs),
                     )
+                    if cert is not None:
+                        certs.append(cert)
                 folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
+            certified = None
+            if beta is not None and entry is not None:
+                certified = all(c.certified for c in certs)
             states.append(
                 {
                     "grid_": grid,
@@ -280,6 +332,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                     "budget_plan_": plan,
                     "privacy_ledger_": ledger,
                     "privacy_spent_": ledger.total if ledger is not None else None,
+                    "certified_": certified,
+                    "certificates_": tuple(certs) if certified is not None else None,
                 }
             )
         return states
@@ -291,25 +345,63 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         pi: NDArray[np.float64],
         U_cal: NDArray[np.float64],
         A_cal: NDArray[np.int8],
-        target: float,
+        entry: tuple[float, float],
         plan: BudgetPlan | None,
         rng: np.random.Generator,
-    ) -> float:
-        """S2: τ from the calibration half (private when ``plan`` is given)."""
+        fail_prob: float | None = None,
+    ) -> tuple[float, FairnessCertificate | None]:
+        """S2: τ from the calibration half (private when ``plan`` is given).
+
+        ``entry`` = (α, margin). With ``fail_prob`` (the fold's β) the certified rule runs:
+        EM towards the shrunk target, then the Laplace check (:mod:`._certify`).
+        """
+        alpha, margin = entry
         fold = ReleasedFold(eta=eta, pi=pi, tau=0.0)
         z = fold.scores(grid, U_cal, A_cal)
         z1, z0 = z[A_cal == 1], z[A_cal == 0]
         if plan is None:
-            return exact_fair_threshold(dd_steps(z1, z0), target).tau
+            return exact_fair_threshold(dd_steps(z1, z0), alpha - margin).tau, None
         n_cal = z.size
         # Laplace(1/ε_c) on the group-1 count (sensitivity 1; n_cal is public).
         m1 = float(z1.size) + float(rng.laplace(0.0, 1.0 / plan.epsilon_count))
         m1 = min(max(m1, 1.0), n_cal - 1.0)
+        m0 = n_cal - m1
         r = float(min(pi))
-        res = private_fair_threshold(
-            z1, z0, m1, n_cal - m1, target, plan.epsilon_threshold, r, rng
+        if fail_prob is None or plan.epsilon_check <= 0:
+            res = private_fair_threshold(
+                z1, z0, m1, m0, alpha - margin, plan.epsilon_threshold, r, rng
+            )
+            return res.tau, None
+        t = certification_margin(
+            m1,
+            m0,
+            epsilon_count=plan.epsilon_count,
+            epsilon_check=plan.epsilon_check,
+            fail_prob_side=fail_prob / 2.0,
         )
-        return res.tau
+        target = certified_target(
+            alpha,
+            t,
+            m1,
+            m0,
+            epsilon_threshold=plan.epsilon_threshold,
+            epsilon_check=plan.epsilon_check,
+            extra_margin=margin,
+        )
+        res = private_fair_threshold(z1, z0, m1, m0, target, plan.epsilon_threshold, r, rng)
+        cert = check_threshold(
+            dd_steps(z1, z0, m1, m0),
+            res.tau,
+            m1,
+            m0,
+            alpha,
+            margin=t,
+            target=target,
+            epsilon_check=plan.epsilon_check,
+            fail_prob=fail_prob,
+            rng=rng,
+        )
+        return res.tau, cert
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self) -> None:
@@ -405,6 +497,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             ],
             "tie_seed": self.tie_seed_,
             "privacy_spent": None if spent is None else spent.to_dict(),
+            "certified": getattr(self, "certified_", None),
+            "certificates": [c.to_dict() for c in (getattr(self, "certificates_", None) or ())],
         }
 
 
@@ -463,12 +557,34 @@ class CDPFairClassifier(_PlugInBase):
         Total δ ∈ (0, 1); the paper uses δ = (N/2)^-2.
     alpha : float, default=0.1
         Disparity tolerance α ∈ (0, 1).
+    threshold_rule : {"certified", "target"}, default="certified"
+        ``"certified"``: the released classifier keeps |DD| ≤ α in the population with
+        probability ≥ 1 − ``fail_prob`` whenever ``certified_`` is True. The threshold
+        aims below α by a public margin (calibration sampling error, the noise of the
+        released denominators and of a private check), then a private check of DD̂ at τ̂
+        (Laplace, a share ``check_share`` of S2's ε) decides the certificate. If it fails,
+        ``fit`` warns (:class:`dpfair.UncertifiedFairnessWarning`) and ``certified_`` is
+        False. ``"target"``: the previous behaviour — the threshold aims at |DD̂| = α −
+        ``alpha_margin`` on the calibration half (about half of the fits exceed α in the
+        population); no certificate.
+    fail_prob : float, default=0.05
+        β of the certified rule (public): P(|DD| > α and certified) ≤ β.
 """
-        + _COMMON_PARAMS_DOC
+        + _COMMON_PARAMS_DOC.replace(
+            "    cross_fit : bool, default=True\n"
+            "        Fit twice with the halves swapped and average the two classifiers "
+            "(paper §5.1.1).",
+            "    cross_fit : bool or None, default=None\n"
+            "        Fit twice with the halves swapped and average the two classifiers "
+            "(paper §5.1.1).\n"
+            "        None: False for ``threshold_rule='certified'`` (S2 then gets the full ε on "
+            "its own\n        half, and β is not split between two folds), True for "
+            "``'target'``.",
+        )
         + """    alpha_margin : float, default=0.0
-        Target |DD| ≤ alpha − alpha_margin on the calibration half, to keep the population
-        disparity below α with higher probability (paper §4.2 suggests a margin of order
-        N^-1/2 + (Nε)^-1).
+        ``"target"``: aim at |DD| ≤ alpha − alpha_margin on the calibration half (paper §4.2
+        suggests a margin of order N^-1/2 + (Nε)^-1). ``"certified"``: lowers the threshold's
+        aim further below the certified margin (more fits certified, higher error).
     cross_fit_budget : {"split", "compose"}, default="split"
         With cross-fitting every row feeds one S1 and one S2 release. ``"split"`` divides
         (ε, δ) between them so the total is (ε, δ); ``"compose"`` gives each fit the full
@@ -479,9 +595,16 @@ class CDPFairClassifier(_PlugInBase):
         Share of S1's Gaussian budget (in μ²) for the group count behind π̃.
     threshold_count_share : float, default=0.25
         Fraction of S2's ε for the calibration group count (the rest drives τ̂).
+    check_share : float, default=0.35
+        Fraction of S2's ε for the certificate's check (``"certified"`` only).
 
     Attributes
     ----------
+    certified_ : bool or None
+        True if every fold is certified (|DD| ≤ α in the population with probability
+        ≥ 1 − β), False if not (``fit`` warned), None for ``threshold_rule="target"``.
+    certificates_ : tuple of FairnessCertificate or None
+        Per fold: the released check D̃, the public margin t, β of the fold, the verdict.
     privacy_spent_ : Budget
         The guarantee of the whole fit, (ε, δ)-DP (never more than requested unless
         ``cross_fit_budget="compose"``).
@@ -507,8 +630,10 @@ class CDPFairClassifier(_PlugInBase):
       (sensitivity 1/m̃_1 + 1/m̃_0), ε_e-DP. The paper's Gaussian vertical shift returns a
       calibration record's own score and is not DP; see
       :func:`dpfair.fairclass.private_fair_threshold`.
-    * Composition: one fit — halves are disjoint, so (ε, δ) with ε₁ = ε_c + ε_e = ε;
-      cross-fit — ε₁ + ε_c + ε_e = ε per row (``cross_fit_budget="split"``).
+    * Certificate (``threshold_rule="certified"``): D̃ = DD̂(τ̂) + Laplace(Δ/ε_k), ε_k-DP;
+      certified iff |D̃| ≤ α − t with a public margin t (``fairclass/_certify.py``).
+    * Composition: one fit — halves are disjoint, so (ε, δ) with ε₁ = ε_c + ε_e + ε_k = ε;
+      cross-fit — ε₁ + ε_c + ε_e + ε_k = ε per row (``cross_fit_budget="split"``).
 
     Prediction is post-processing of the released (η̃ grid, π̃, τ̂): it never reads the
     training data and never draws noise.
@@ -541,9 +666,11 @@ class CDPFairClassifier(_PlugInBase):
         epsilon: float = 1.0,
         delta: float = 1e-5,
         alpha: float = 0.1,
+        threshold_rule: str = "certified",
+        fail_prob: float = 0.05,
         feature_bounds: Any = None,
         bandwidth: float | None = None,
-        cross_fit: bool = True,
+        cross_fit: bool | None = None,
         random_state: Any = None,
         clip: bool = False,
         alpha_margin: float = 0.0,
@@ -551,12 +678,15 @@ class CDPFairClassifier(_PlugInBase):
         s1_share: float = 0.75,
         count_share: float = 0.05,
         threshold_count_share: float = 0.25,
+        check_share: float = 0.35,
         grid_resolution: float = 4.0,
         max_grid_nodes: int = 2**18,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
+        self.threshold_rule = threshold_rule
+        self.fail_prob = fail_prob
         self.feature_bounds = feature_bounds
         self.bandwidth = bandwidth
         self.cross_fit = cross_fit
@@ -567,8 +697,35 @@ class CDPFairClassifier(_PlugInBase):
         self.s1_share = s1_share
         self.count_share = count_share
         self.threshold_count_share = threshold_count_share
+        self.check_share = check_share
         self.grid_resolution = grid_resolution
         self.max_grid_nodes = max_grid_nodes
+
+    def _rule(self) -> str:
+        rule = self.threshold_rule
+        if rule not in THRESHOLD_RULES:
+            raise InvalidParameterError(
+                f"threshold_rule={rule!r}: expected 'certified' (the cap holds with "
+                "probability >= 1 - fail_prob when certified_) or 'target' (aim at alpha on the "
+                "calibration half, no certificate)."
+            )
+        return str(rule)
+
+    def _cross_fit_flag(self) -> bool:
+        if self.cross_fit is None:
+            return self._rule() == "target"
+        return _check_bool("cross_fit", self.cross_fit)
+
+    def _certify_fail_prob(self) -> float | None:
+        if self._rule() != "certified":
+            return None
+        beta = check_positive("fail_prob", self.fail_prob)
+        if not beta < 0.5:
+            raise InvalidParameterError(
+                f"fail_prob={self.fail_prob!r}: must lie in (0, 0.5) (e.g. 0.05: the cap holds "
+                "with probability >= 0.95)."
+            )
+        return beta
 
     def _privacy_params(self) -> tuple[float, float]:
         return check_budget(self.epsilon, self.delta)
@@ -577,15 +734,17 @@ class CDPFairClassifier(_PlugInBase):
         return check_alpha(self.alpha, self.alpha_margin)
 
     def _plan(self, eps: float, delta: float) -> BudgetPlan:
+        certified = self._certify_fail_prob() is not None
         return plan_budget(
             eps,
             delta,
-            cross_fit=bool(self.cross_fit),
+            cross_fit=self._cross_fit_flag(),
             has_s2=True,
             cross_fit_budget=self.cross_fit_budget,  # type: ignore[arg-type]
             s1_share=self.s1_share,
             count_share=self.count_share,
             threshold_count_share=self.threshold_count_share,
+            check_share=self.check_share if certified else 0.0,
         )
 
 
