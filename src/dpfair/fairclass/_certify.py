@@ -145,9 +145,13 @@ def certification_margin(
     """
     p = float(fail_prob_side)
     if not 0.0 < p < 0.5:
-        raise InvalidParameterError(f"fail_prob={fail_prob_side!r}: the per-side share must be in (0, 0.5).")
+        raise InvalidParameterError(
+            f"fail_prob={fail_prob_side!r}: the per-side share must be in (0, 0.5)."
+        )
     if not (epsilon_count > 0 and epsilon_check > 0):
-        raise InvalidParameterError("certification_margin: epsilon_count and epsilon_check must be > 0.")
+        raise InvalidParameterError(
+            "certification_margin: epsilon_count and epsilon_check must be > 0."
+        )
     ell = math.log(1.0 / (_SIZE_SLACK * p)) / epsilon_count
     lo1, lo0 = max(m1 - ell, 1.0), max(m0 - ell, 1.0)
     s = 0.5 * math.sqrt(1.0 / lo1 + 1.0 / lo0)

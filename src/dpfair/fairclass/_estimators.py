@@ -34,8 +34,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
 from dpfair._rng import as_generator
-from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair._validation import check_positive
+from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import (
     KERNEL_SUM_RKHS_SENSITIVITY,
     BudgetPlan,

@@ -88,7 +88,13 @@ from numpy.typing import NDArray
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair._rng import as_generator
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, PrivacyLedger
-from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier
+from dpfair.fairclass._certify import (
+    FairnessCertificate,
+    certification_margin,
+    certified_target,
+    check_threshold,
+)
+from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier, _warn_if_uncertified
 from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_sums
 from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._threshold import dd_steps_from_counts, threshold_law_from_steps
@@ -352,12 +358,16 @@ def _private_threshold(
     epsilon_count: float,
     epsilon_threshold: float,
     rng: np.random.Generator,
-) -> float:
+    *,
+    certify: tuple[float, float, float] | None = None,
+) -> tuple[float, FairnessCertificate | None]:
     """S2 from a score histogram: the in-memory ``_threshold`` with rounded scores.
 
-    Same draws from ``rng`` in the same order (Laplace count, then the law's sample), and
-    the same law: ``private_fair_threshold`` on ``np.repeat(values, counts)`` gives the
-    same τ̂ for the same generator state.
+    Same draws from ``rng`` in the same order (Laplace count, then the law's sample, then
+    the certificate's check), and the same law: ``private_fair_threshold`` on
+    ``np.repeat(values, counts)`` gives the same τ̂ for the same generator state.
+    ``certify = (α, β_fold, ε_k)`` runs the certified rule (``target`` is then the margin
+    ``alpha_margin`` only).
     """
     c1, c0 = hist.counts[1], hist.counts[0]
     n_cal = int(c1.sum() + c0.sum())
@@ -365,10 +375,28 @@ def _private_threshold(
     m1 = min(max(m1, 1.0), n_cal - 1.0)
     m0 = n_cal - m1
     steps = dd_steps_from_counts(hist.values, c1, c0, m1, m0)
-    law = threshold_law_from_steps(
-        steps, m1, m0, target, epsilon_threshold, float(min(pi)), n_cal=n_cal
+    if certify is None:
+        law = threshold_law_from_steps(
+            steps, m1, m0, target, epsilon_threshold, float(min(pi)), n_cal=n_cal
+        )
+        return law.sample(rng), None
+    alpha, beta, eps_k = certify
+    t = certification_margin(
+        m1, m0, epsilon_count=epsilon_count, epsilon_check=eps_k, fail_prob_side=beta / 2.0
     )
-    return law.sample(rng)
+    aim = certified_target(
+        alpha, t, m1, m0, epsilon_threshold=epsilon_threshold, epsilon_check=eps_k,
+        extra_margin=target,
+    )
+    law = threshold_law_from_steps(
+        steps, m1, m0, aim, epsilon_threshold, float(min(pi)), n_cal=n_cal
+    )
+    tau = law.sample(rng)
+    cert = check_threshold(
+        steps, tau, m1, m0, alpha, margin=t, target=aim, epsilon_check=eps_k, fail_prob=beta,
+        rng=rng,
+    )
+    return tau, cert
 
 
 def fit_cdp_fair_from_file(
@@ -386,6 +414,9 @@ def fit_cdp_fair_from_file(
     clip: bool = False,
     bandwidth: float | None = None,
     alpha_margin: float = 0.0,
+    threshold_rule: str = "certified",
+    fail_prob: float = 0.05,
+    check_share: float = 0.35,
     cross_fit_budget: str = "split",
     s1_share: float = 0.75,
     count_share: float = 0.05,
@@ -413,8 +444,10 @@ def fit_cdp_fair_from_file(
     feature_bounds : sequence of (lo, hi)
         The *public* box of the features.
     epsilon, delta, alpha, random_state, clip, bandwidth, alpha_margin, cross_fit_budget, \
-s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
-        As for :class:`CDPFairClassifier` (same validation, same budget plan).
+s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes, \
+threshold_rule, fail_prob, check_share
+        As for :class:`CDPFairClassifier` (same validation, same budget plan; the certified
+        rule is the default, as in memory).
     cross_fit : bool, default=False
         Fit twice with the halves swapped (one more aggregation pass).
     score_bins : int, default=2**16
@@ -472,6 +505,9 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
         s1_share=s1_share,
         count_share=count_share,
         threshold_count_share=threshold_count_share,
+        threshold_rule=threshold_rule,
+        fail_prob=fail_prob,
+        check_share=check_share,
         grid_resolution=grid_resolution,
         max_grid_nodes=max_grid_nodes,
     )
@@ -580,11 +616,22 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
     _check_counts(counts)
 
     folds = []
+    certs: list[FairnessCertificate] = []
+    beta = clf._certify_fail_prob()
     for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
-        tau = _private_threshold(
-            hists[cal], pi, target_alpha, plan.epsilon_count, plan.epsilon_threshold, rng
-        )
+        if beta is None:
+            tau, _ = _private_threshold(
+                hists[cal], pi, target_alpha, plan.epsilon_count, plan.epsilon_threshold, rng
+            )
+        else:
+            tau, cert = _private_threshold(
+                hists[cal], pi, margin, plan.epsilon_count, plan.epsilon_threshold, rng,
+                certify=(alpha_value, beta / len(pairs), plan.epsilon_check),
+            )
+            assert cert is not None
+            certs.append(cert)
         folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
+    certified = None if beta is None else all(c.certified for c in certs)
     clf.__dict__.update(
         {
             "grid_": grid,
@@ -601,6 +648,9 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
             "privacy_spent_": ledger.total,
             "n_features_in_": d,
             "outofcore_": OutOfCoreFit(str(p), n, sizes, bins, converted),
+            "certified_": certified,
+            "certificates_": None if certified is None else tuple(certs),
         }
     )
+    _warn_if_uncertified(clf)
     return clf
