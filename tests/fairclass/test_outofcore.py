@@ -101,7 +101,7 @@ def test_binned_steps_equal_dd_steps_of_repeated_values() -> None:
 # ----------------------------------------------------------------------------- equality
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_release_equals_in_memory_on_the_same_split_and_generator(sim, files, fmt) -> None:
-    clf = _fit(files[fmt], sim.feature_bounds)
+    clf = _fit(files[fmt], sim.feature_bounds, threshold_rule="target")  # replayed below
     n = sim.n
     # Replay the fit's generator: split coefficients, then S1, then S2.
     rng = np.random.default_rng(7)
