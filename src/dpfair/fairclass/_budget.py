@@ -184,9 +184,26 @@ class BudgetPlan:
         """Pure (ε_c + ε_e + ε_k) of S2."""
         return Budget.pure(self.epsilon_count + self.epsilon_threshold + self.epsilon_check)
 
-    def charge_fit(self, ledger: PrivacyLedger, fit: int, train_rows: str, cal_rows: str) -> None:
-        """Charge the releases of fit number ``fit`` (1-based) to ``ledger``."""
+    def charge_fit(
+        self,
+        ledger: PrivacyLedger,
+        fit: int,
+        train_rows: str,
+        cal_rows: str,
+        *,
+        s1_records: list[LedgerRecord] | None = None,
+    ) -> None:
+        """Charge the releases of fit number ``fit`` (1-based) to ``ledger``.
+
+        ``s1_records``: the S1 releases of another group-score estimator (e.g. the linear
+        one), charged instead of the kernel S1; together they must stay within ``s1``.
+        """
         tag = f"fit {fit}"
+        if s1_records is not None:
+            for rec in s1_records:
+                ledger.charge(rec)
+            self._charge_s2(ledger, tag, cal_rows)
+            return
         s1_label = f"{tag} / S1 (count + kernel sums, one Gaussian mechanism)"
         ledger.charge(
             LedgerRecord(
@@ -217,6 +234,9 @@ class BudgetPlan:
                 part_of=s1_label,
             )
         )
+        self._charge_s2(ledger, tag, cal_rows)
+
+    def _charge_s2(self, ledger: PrivacyLedger, tag: str, cal_rows: str) -> None:
         if self.has_s2:
             ledger.charge(
                 LedgerRecord(

@@ -39,6 +39,7 @@ from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import (
     KERNEL_SUM_RKHS_SENSITIVITY,
     BudgetPlan,
+    LedgerRecord,
     PrivacyLedger,
     plan_budget,
 )
@@ -47,6 +48,13 @@ from dpfair.fairclass._certify import (
     certification_margin,
     certified_target,
     check_threshold,
+)
+from dpfair.fairclass._linear import (
+    FeatureMap,
+    ReleasedLinearFold,
+    design,
+    objective_perturbation_logistic,
+    plan_linear_s1,
 )
 from dpfair.fairclass._model import (
     ReleasedFold,
@@ -70,6 +78,7 @@ from dpfair.fairclass._validation import (
     scale_to_unit_box,
 )
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+from dpfair.privacy import Budget
 
 __all__ = [
     "CDPFairClassifier",
@@ -88,6 +97,9 @@ def _check_bool(name: str, value: Any) -> bool:
 
 
 THRESHOLD_RULES = ("certified", "target")
+ESTIMATORS = ("auto", "kernel", "linear")
+#: "auto" keeps the kernel grid up to this many features.
+AUTO_KERNEL_MAX_D = 3
 
 
 def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str:
@@ -232,6 +244,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         noise). Studies use this to sweep α without refitting S1; releasing several of them
         composes, which is why ``fit`` releases exactly one.
         """
+        if self._resolve_estimator(X) == "linear":
+            return self._fit_path_linear(X, y, sensitive_features, alphas)
         priv = self._privacy_params()
         cross_fit, clip, resolution, max_nodes = self._validate_common()
         X_arr, y_raw = self._prepare_X(X, reset=True, y=y)
@@ -334,6 +348,150 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                     "privacy_spent_": ledger.total if ledger is not None else None,
                     "certified_": certified,
                     "certificates_": tuple(certs) if certified is not None else None,
+                    "estimator_": "kernel",
+                    "feature_map_": None,
+                }
+            )
+        return states
+
+    # ------------------------------------------------------------------ linear S1
+    def _resolve_estimator(self, X: Any) -> str:
+        kind = getattr(self, "estimator", "kernel")
+        if kind not in ESTIMATORS:
+            raise InvalidParameterError(
+                f"estimator={kind!r}: expected 'auto' (kernel grid for d <= "
+                f"{AUTO_KERNEL_MAX_D} numeric features, else linear), 'kernel' or 'linear'."
+            )
+        cats = getattr(self, "categories", None)
+        if kind == "kernel" and cats:
+            raise InvalidParameterError(
+                "categories: the kernel estimator needs numeric features on a grid; use "
+                "estimator='linear' (or 'auto') for one-hot categorical columns."
+            )
+        if kind == "auto":
+            d = int(np.shape(X)[1]) if np.ndim(X) == 2 else 0
+            return "kernel" if (not cats and 1 <= d <= AUTO_KERNEL_MAX_D) else "linear"
+        return str(kind)
+
+    def _fit_path_linear(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sensitive_features: ArrayLike,
+        alphas: list[tuple[float, float] | None],
+    ) -> list[dict[str, Any]]:
+        """:meth:`_fit_path` with the private logistic group score (``_linear.py``)."""
+        priv = self._privacy_params()
+        cross_fit, clip, _res, _nodes = self._validate_common()
+        try:
+            X_obj = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
+        except ValueError as exc:
+            raise InvalidDataError(str(exc)) from None
+        names = getattr(self, "feature_names_in_", None)
+        n, ncols = X_obj.shape
+        fmap = FeatureMap.build(
+            self.feature_bounds, getattr(self, "categories", None), ncols,
+            None if names is None else list(names), clip,
+        )
+        yy = check_binary("y", y, n_samples=n)
+        A = check_sensitive(sensitive_features, n)
+        U = fmap.transform(X_obj, None if names is None else list(names))
+        check_group_sizes(A, yy)
+        rng = as_generator(self.random_state, name="random_state")
+        perm = rng.permutation(n)
+        halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
+        if min(int(np.sum(A[h] == a)) for h in halves for a in (0, 1)) < 2:
+            raise InvalidDataError(
+                "sensitive_features: after the random split into two halves a group has "
+                "fewer than 2 rows in one half; collect more data for the smaller group."
+            )
+        pairs = [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
+        plan: BudgetPlan | None = None
+        lin = None
+        if priv is not None:
+            plan = self._plan(*priv)
+            lin = plan_linear_s1(float(plan.s1.epsilon or 0.0), plan.delta)
+        ledgers: list[PrivacyLedger | None] = []
+        for _ in alphas:
+            ledger = PrivacyLedger(plan.limit) if plan is not None else None
+            if plan is not None and ledger is not None and lin is not None:
+                for fit_no, (tr, cal) in enumerate(pairs, start=1):
+                    rows = _HALF_LABELS[tr]
+                    recs = [
+                        LedgerRecord(
+                            f"fit {fit_no} / S1 / group-1 count n_1 (Gaussian, sensitivity 1)",
+                            rows,
+                            Budget.approx(lin.epsilon_count, lin.delta_count),
+                            noise=f"N(0, {lin.sigma_count:.6g}^2)",
+                        ),
+                        LedgerRecord(
+                            f"fit {fit_no} / S1 / logistic group score (objective perturbation)",
+                            rows,
+                            Budget.approx(
+                                lin.epsilon_jacobian + lin.epsilon_noise, lin.delta_noise
+                            ),
+                            noise=(
+                                f"b ~ N(0, {lin.sigma_b:.6g}^2 I), "
+                                f"Lambda = {lin.regulariser:.6g}"
+                            ),
+                        ),
+                    ]
+                    plan.charge_fit(
+                        ledger, fit_no, rows, _HALF_LABELS[cal], s1_records=recs
+                    )
+            ledgers.append(ledger)
+        R = fmap.norm_bound
+        s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
+        for tr, _cal in pairs:
+            rows_idx = halves[tr]
+            nt = rows_idx.size
+            n1 = float(np.sum(A[rows_idx] == 1))
+            if lin is not None:
+                n1 += float(rng.normal(0.0, lin.sigma_count))
+            p1 = min(max(n1 / nt, 1.0 / nt), 1.0 - 1.0 / nt)
+            theta = objective_perturbation_logistic(
+                design(U[rows_idx], A[rows_idx], R), yy[rows_idx], lin, rng
+            )
+            s1.append((theta, np.array([1.0 - p1, p1])))
+        beta = self._certify_fail_prob() if plan is not None else None
+        states: list[dict[str, Any]] = []
+        for entry, ledger in zip(alphas, ledgers, strict=True):
+            folds: list[ReleasedLinearFold] = []
+            certs: list[FairnessCertificate] = []
+            for (theta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
+                fold = ReleasedLinearFold(theta=theta, pi=pi, tau=0.0, norm_bound=R)
+                tau = 0.0
+                if entry is not None:
+                    rows_c = halves[cal]
+                    z = fold.scores(None, U[rows_c], A[rows_c])
+                    tau, cert = self._threshold_from_scores(
+                        z, A[rows_c], pi, entry, plan, rng,
+                        None if beta is None else beta / len(pairs),
+                    )
+                    if cert is not None:
+                        certs.append(cert)
+                folds.append(ReleasedLinearFold(theta=theta, pi=pi, tau=tau, norm_bound=R))
+            certified = None
+            if beta is not None and entry is not None:
+                certified = all(c.certified for c in certs)
+            states.append(
+                {
+                    "grid_": None,
+                    "folds_": tuple(folds),
+                    "bandwidth_": None,
+                    "feature_lows_": None,
+                    "feature_highs_": None,
+                    "tau_": np.array([f.tau for f in folds]),
+                    "pi_": np.vstack([f.pi for f in folds]),
+                    "classes_": np.array([0, 1]),
+                    "tie_seed_": int(rng.integers(0, 2**63 - 1)),
+                    "budget_plan_": plan,
+                    "privacy_ledger_": ledger,
+                    "privacy_spent_": ledger.total if ledger is not None else None,
+                    "certified_": certified,
+                    "certificates_": tuple(certs) if certified is not None else None,
+                    "estimator_": "linear",
+                    "feature_map_": fmap,
                 }
             )
         return states
@@ -355,9 +513,22 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         ``entry`` = (α, margin). With ``fail_prob`` (the fold's β) the certified rule runs:
         EM towards the shrunk target, then the Laplace check (:mod:`._certify`).
         """
-        alpha, margin = entry
         fold = ReleasedFold(eta=eta, pi=pi, tau=0.0)
         z = fold.scores(grid, U_cal, A_cal)
+        return _PlugInBase._threshold_from_scores(z, A_cal, pi, entry, plan, rng, fail_prob)
+
+    @staticmethod
+    def _threshold_from_scores(
+        z: NDArray[np.float64],
+        A_cal: NDArray[np.int8],
+        pi: NDArray[np.float64],
+        entry: tuple[float, float],
+        plan: BudgetPlan | None,
+        rng: np.random.Generator,
+        fail_prob: float | None = None,
+    ) -> tuple[float, FairnessCertificate | None]:
+        """S2 from the calibration scores Z (any group-score estimator)."""
+        alpha, margin = entry
         z1, z0 = z[A_cal == 1], z[A_cal == 0]
         if plan is None:
             return exact_fair_threshold(dd_steps(z1, z0), alpha - margin).tau, None
@@ -414,6 +585,14 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         self, X: ArrayLike, sensitive_features: ArrayLike
     ) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
         self._check_fitted()
+        if getattr(self, "estimator_", "kernel") == "linear":
+            try:
+                X_obj = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+            except ValueError as exc:
+                raise InvalidDataError(str(exc)) from None
+            A = check_sensitive(sensitive_features, X_obj.shape[0])
+            names = getattr(self, "feature_names_in_", None)
+            return self.feature_map_.transform(X_obj, None if names is None else list(names)), A
         X_arr = self._prepare_X(X, reset=False)
         A = check_sensitive(sensitive_features, X_arr.shape[0])
         U = scale_to_unit_box(
@@ -426,7 +605,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         return U, A
 
     def _positive_rate(self, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
-        grid: KroneckerGaussianGrid = self.grid_
+        grid: KroneckerGaussianGrid | None = self.grid_
         votes = np.zeros(U.shape[0])
         for fold in self.folds_:
             votes += fold.decide(grid, U, A)
@@ -485,6 +664,26 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         """
         self._check_fitted()
         spent = self.privacy_spent_
+        if getattr(self, "estimator_", "kernel") == "linear":
+            return {
+                "format": "dpfair.fairclass.released_model/1",
+                "estimator": type(self).__name__,
+                "group_score": "linear",
+                "params": {
+                    k: v for k, v in self.get_params().items() if k not in ("random_state",)
+                },
+                "feature_map": self.feature_map_.to_dict(),
+                "folds": [
+                    {"theta": f.theta.tolist(), "pi": f.pi.tolist(), "tau": f.tau}
+                    for f in self.folds_
+                ],
+                "tie_seed": self.tie_seed_,
+                "privacy_spent": None if spent is None else spent.to_dict(),
+                "certified": getattr(self, "certified_", None),
+                "certificates": [
+                    c.to_dict() for c in (getattr(self, "certificates_", None) or ())
+                ],
+            }
         return {
             "format": "dpfair.fairclass.released_model/1",
             "estimator": type(self).__name__,
@@ -597,6 +796,16 @@ class CDPFairClassifier(_PlugInBase):
         Fraction of S2's ε for the calibration group count (the rest drives τ̂).
     check_share : float, default=0.35
         Fraction of S2's ε for the certificate's check (``"certified"`` only).
+    estimator : {"auto", "kernel", "linear"}, default="auto"
+        The private group score of S1. ``"kernel"``: the paper's Gaussian-kernel estimate on
+        a public grid (m^d nodes: d ≤ 3). ``"linear"``: logistic regression with the group
+        as a feature, released by objective perturbation ((ε₁, δ)-DP, see
+        ``fairclass/_linear.py``); scales to many features and one-hot categorical columns.
+        ``"auto"``: kernel for ≤ 3 numeric features without categories, else linear.
+    categories : mapping or None, default=None
+        ``{column: [public categories]}`` (column index or name) for categorical columns,
+        one-hot encoded over the public list (linear estimator only); their entry in
+        ``feature_bounds`` is None. An unknown category is an error.
 
     Attributes
     ----------
@@ -681,6 +890,8 @@ class CDPFairClassifier(_PlugInBase):
         check_share: float = 0.35,
         grid_resolution: float = 4.0,
         max_grid_nodes: int = 2**18,
+        estimator: str = "auto",
+        categories: Any = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -700,6 +911,8 @@ class CDPFairClassifier(_PlugInBase):
         self.check_share = check_share
         self.grid_resolution = grid_resolution
         self.max_grid_nodes = max_grid_nodes
+        self.estimator = estimator
+        self.categories = categories
 
     def _rule(self) -> str:
         rule = self.threshold_rule
