@@ -216,16 +216,7 @@ class FeatureMap:
                 cats = self.categories[j]
                 lookup = {c: k for k, c in enumerate(cats)}
                 vals = np.asarray(col, dtype=object)
-                # Map the distinct values once (vectorised), not every row.
-                try:
-                    uniq, inv = np.unique(vals, return_inverse=True)
-                except TypeError:  # mixed types that do not sort: row by row
-                    uniq, inv = np.array(list(dict.fromkeys(vals)), dtype=object), None
-                code = np.array([lookup.get(c, -1) for c in uniq], dtype=np.int64)
-                if inv is None:
-                    pos_of = {c: k for k, c in enumerate(uniq)}
-                    inv = np.fromiter((pos_of[c] for c in vals), dtype=np.int64, count=n)
-                idx = code[np.asarray(inv).reshape(-1)]
+                idx = _category_codes(vals, cats, lookup)
                 if np.any(idx < 0):
                     bad = vals[np.flatnonzero(idx < 0)[0]]
                     raise InvalidDataError(
@@ -242,6 +233,18 @@ class FeatureMap:
             "bounds": [None if b is None else list(b) for b in self.bounds],
             "categories": {str(k): [str(c) for c in v] for k, v in self.categories.items()},
         }
+
+
+def _category_codes(
+    vals: NDArray[Any], cats: tuple[Any, ...], lookup: dict[Any, int]
+) -> NDArray[np.int64]:
+    """Position of every value in the public list, −1 if absent (hash lookups, O(n))."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is an optional dependency
+        return np.array([lookup.get(c, -1) for c in vals.tolist()], dtype=np.int64)
+    codes = pd.Categorical(vals, categories=list(cats)).codes
+    return np.asarray(codes, dtype=np.int64)
 
 
 def _columns(X: Any, n_cols: int) -> list[Any]:
