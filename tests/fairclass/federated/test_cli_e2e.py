@@ -119,6 +119,9 @@ def test_three_site_processes(tmp_path: Path) -> None:
     )
     for spent in fin["site_privacy"].values():
         assert spent["epsilon"] <= 4.0 + 1e-6 and spent["delta"] == 1e-6
+    # The verdict of the confidence rule is printed (a warning on stderr when uncertified).
+    outcomes = [t["outcome"] for t in fin["thresholds"]]
+    assert fin["certified"] is all(o == "certified" for o in outcomes)
     res = _run(
         "predict",
         "released.json",

@@ -419,3 +419,17 @@ def test_fdp_residuals_standardized():
     r = np.array([_residuals(1.0, rep, (-0.1,))[0] for rep in range(150)])
     assert 0.7 <= r.std(ddof=1) <= 1.35
     assert np.sum(r >= -1.96) >= min_successes(150, 0.975)
+
+
+def test_uncertified_fdp_fit_warns_and_says_so():
+    data = _sites(2, n=600, seed=77)
+    clf = FDPFairClassifier(epsilon=0.5, delta=1e-6, alpha=0.02, feature_bounds=[(0, 1), (0, 1)],
+                            random_state=0)
+    with pytest.warns(UncertifiedFairnessWarning, match="NOT certified"):
+        clf.fit([d.X for d in data], [d.y for d in data], sensitive_features=[d.A for d in data])
+    assert clf.certified_ is False
+    assert any(t["outcome"] == "uncertified" for t in clf.thresholds_)
+    paper = FDPFairClassifier(epsilon=4.0, delta=1e-6, alpha=0.2, feature_bounds=[(0, 1), (0, 1)],
+                              threshold_rule="paper", random_state=0)
+    paper.fit([d.X for d in data], [d.y for d in data], sensitive_features=[d.A for d in data])
+    assert paper.certified_ is None  # the paper rule attempts no certificate
