@@ -82,7 +82,10 @@ def worker_dpfair(args: argparse.Namespace) -> None:
     def make(seed: int) -> Any:
         common = {"feature_bounds": bounds, "random_state": seed, "cross_fit": args.cross_fit}
         if args.method == "cdp_fair":
-            return CDPFairClassifier(epsilon=args.epsilon, delta=delta, alpha=args.alpha, **common)
+            return CDPFairClassifier(
+                epsilon=args.epsilon, delta=delta, alpha=args.alpha, threshold_rule="target",
+                **common,
+            )
         if args.method == "privacy_only":
             return PrivatePlugInClassifier(epsilon=args.epsilon, delta=delta, **common)
         if args.method == "fairness_only":

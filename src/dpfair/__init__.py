@@ -22,6 +22,7 @@ from dpfair._errors import (
     NotFittedError,
     ReleaseReplayError,
 )
+from dpfair._warnings import DPFairWarning, UncertifiedFairnessWarning
 from dpfair.session import Session
 
 __version__ = "0.1.0"
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetExceededError",
     "DPFairError",
+    "DPFairWarning",
     "IncompatibleBudgetError",
     "InsufficientDataError",
     "InvalidDataError",
@@ -38,6 +40,7 @@ __all__ = [
     "NotFittedError",
     "ReleaseReplayError",
     "Session",
+    "UncertifiedFairnessWarning",
     "__version__",
     "data",
     "facility",

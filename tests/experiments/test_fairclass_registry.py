@@ -53,7 +53,7 @@ def _estimator(method: str, eps: float, n_train: int, bounds: Any, seed: Any) ->
     delta = (n_train / 2) ** -2
     if method == "cdp_fair":
         return CDPFairClassifier(epsilon=eps, delta=delta, feature_bounds=bounds,
-                                 random_state=seed)
+                                 threshold_rule="target", random_state=seed)
     if method == "privacy_only":
         return PrivatePlugInClassifier(epsilon=eps, delta=delta, feature_bounds=bounds,
                                        random_state=seed)

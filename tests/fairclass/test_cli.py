@@ -91,7 +91,12 @@ def test_fair_classify_json_and_models(app, csvs, tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, _args(csvs, "--json", "--save-model", str(tmp_path / "m.pkl")))
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
+    # The certification verdict is in the payload; an uncertified fit also warns on stderr.
+    assert out["certified"] in (True, False) and out["threshold_rule"] == "certified"
+    assert ("warning: the fitted classifier is NOT certified" in res.stderr) == (
+        out["certified"] is False
+    )
     assert out["privacy_spent"]["epsilon"] == pytest.approx(1.0)
     assert out["privacy_spent"]["delta"] == pytest.approx(1e-8)
     assert 0.1 < out["test_error"] < 0.35 and out["test_abs_dd"] < 0.2
@@ -99,7 +104,7 @@ def test_fair_classify_json_and_models(app, csvs, tmp_path):
     assert clf.privacy_spent_.epsilon == pytest.approx(1.0)
     # same seed, same output; the table form works too
     again = runner.invoke(app, _args(csvs, "--json"))
-    assert json.loads(again.output)["tau"] == out["tau"]
+    assert json.loads(again.stdout)["tau"] == out["tau"]
     table = runner.invoke(app, _args(csvs, "--save-model", str(tmp_path / "m.json")))
     assert table.exit_code == 0 and "privacy spent" in table.output
     model = json.loads((tmp_path / "m.json").read_text())

@@ -41,6 +41,8 @@ def _make(cls, **kw):
         base.update(epsilon=1.0, delta=1e-6)
     if cls in (CDPFairClassifier, FairPlugInClassifier):
         base.update(alpha=0.1)
+    if cls is CDPFairClassifier:
+        base.update(cross_fit=True)  # two folds, like the other estimators' default
     base.update(kw)
     return cls(**base)
 

@@ -106,7 +106,7 @@ def test_binned_steps_equal_dd_steps_of_repeated_values() -> None:
 # ----------------------------------------------------------------------------- equality
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_release_equals_in_memory_on_the_same_split_and_generator(sim, files, fmt) -> None:
-    clf = _fit(files[fmt], sim.feature_bounds)
+    clf = _fit(files[fmt], sim.feature_bounds, threshold_rule="target")  # replayed below
     n = sim.n
     # Replay the fit's generator: split coefficients, then S1, then S2.
     rng = np.random.default_rng(7)
@@ -194,7 +194,7 @@ def test_quality_close_to_in_memory_fit(tmp_path: Path) -> None:
     errs, dds = [], []
     for seed in range(4):
         ooc = _fit(path, data.feature_bounds, random_state=seed, cross_fit=True)
-        mem = CDPFairClassifier(epsilon=EPS, delta=DELTA, alpha=ALPHA,
+        mem = CDPFairClassifier(epsilon=EPS, delta=DELTA, alpha=ALPHA, cross_fit=True,
                                 feature_bounds=data.feature_bounds, random_state=seed).fit(
             data.X, data.y, sensitive_features=data.A)
         row = []
@@ -206,6 +206,22 @@ def test_quality_close_to_in_memory_fit(tmp_path: Path) -> None:
         dds.append(row[0][1] - row[1][1])
     assert abs(np.mean(errs)) <= 0.02
     assert abs(np.mean(dds)) <= 0.04
+
+
+def test_out_of_core_certified_rule_by_default(sim, files) -> None:
+    """The out-of-core fit runs the certified rule like ``fit``: check charged, verdict set."""
+    import warnings
+
+    from dpfair import UncertifiedFairnessWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+        clf = _fit(files["parquet"], sim.feature_bounds)
+    assert isinstance(clf.certified_, bool) and len(clf.certificates_) == 1
+    cert = clf.certificates_[0]
+    assert cert.certified == (abs(cert.released_dd) <= cert.alpha - cert.margin)
+    assert any("certificate" in r.label for r in clf.privacy_ledger_.records)
+    assert clf.privacy_spent_.epsilon == pytest.approx(EPS)
 
 
 # ----------------------------------------------------------------------------- errors

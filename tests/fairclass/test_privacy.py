@@ -181,7 +181,9 @@ def test_threshold_step_uses_planned_epsilons(monkeypatch, seed):
     U = rng.random((500, 2))
     A = (rng.random(500) < 0.4).astype(np.int8)
     for _ in range(2000):
-        est_mod._PlugInBase._threshold(grid, eta, np.array([0.6, 0.4]), U, A, 0.1, plan, rng)
+        est_mod._PlugInBase._threshold(
+            grid, eta, np.array([0.6, 0.4]), U, A, (0.1, 0.0), plan, rng
+        )
     n1 = int(A.sum())
     dev = np.array([abs(m1 - n1) for _, m1, _, _ in seen]) * plan.epsilon_count
     total = float(dev.sum())

@@ -162,6 +162,8 @@ class BudgetPlan:
         ε_e of the exponential mechanism for τ̂ (0 without S2).
     limit : Budget
         The total the ledger may reach.
+    epsilon_check : float
+        ε_k of the certificate's Laplace check of DD̂(τ̂) (0: no check, the "target" rule).
     """
 
     epsilon: float
@@ -175,16 +177,35 @@ class BudgetPlan:
     epsilon_count: float
     epsilon_threshold: float
     limit: Budget
+    epsilon_check: float = 0.0
 
     @property
     def s2(self) -> Budget:
-        """Pure (ε_c + ε_e) of S2."""
-        return Budget.pure(self.epsilon_count + self.epsilon_threshold)
+        """Pure (ε_c + ε_e + ε_k) of S2."""
+        return Budget.pure(self.epsilon_count + self.epsilon_threshold + self.epsilon_check)
 
-    def charge_fit(self, ledger: PrivacyLedger, fit: int, train_rows: str, cal_rows: str) -> None:
-        """Charge the releases of fit number ``fit`` (1-based) to ``ledger``."""
-        self._charge_s1(ledger, f"fit {fit}", train_rows)
-        self._charge_s2(ledger, f"fit {fit}", cal_rows)
+    def charge_fit(
+        self,
+        ledger: PrivacyLedger,
+        fit: int,
+        train_rows: str,
+        cal_rows: str,
+        *,
+        s1_records: list[LedgerRecord] | None = None,
+    ) -> None:
+        """Charge the releases of fit number ``fit`` (1-based) to ``ledger``.
+
+        ``s1_records``: the S1 releases of another group-score estimator (e.g. the linear
+        one), charged instead of the kernel S1; together they must stay within ``s1``.
+        """
+        tag = f"fit {fit}"
+        if s1_records is not None:
+            for rec in s1_records:
+                ledger.charge(rec)
+            self._charge_s2(ledger, tag, cal_rows)
+            return
+        self._charge_s1(ledger, tag, train_rows)
+        self._charge_s2(ledger, tag, cal_rows)
 
     def path_ledger(self, n_thresholds: int, fits: list[tuple[str, str]]) -> PrivacyLedger:
         """What publishing every model of an α path costs: S1 once, S2 once per α.
@@ -268,6 +289,15 @@ class BudgetPlan:
                     noise="exp(-eps * |DD - target| / (2 * (1/m1 + 1/m0)))",
                 )
             )
+            if self.epsilon_check > 0:
+                ledger.charge(
+                    LedgerRecord(
+                        f"{tag} / S2 / certificate: DD at tau (Laplace, sensitivity 1/m1 + 1/m0)",
+                        cal_rows,
+                        Budget.pure(self.epsilon_check),
+                        noise=f"Laplace(0, (1/m1 + 1/m0) / {self.epsilon_check:.6g})",
+                    )
+                )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -299,6 +329,7 @@ def plan_budget(
     s1_share: float = 0.75,
     count_share: float = 0.05,
     threshold_count_share: float = 0.25,
+    check_share: float = 0.0,
 ) -> BudgetPlan:
     """Derive every noise scale from the user's (ε, δ) (module docstring).
 
@@ -319,10 +350,19 @@ def plan_budget(
         w_c: the training-half count's share of μ₁² (the rest goes to the kernel sums).
     threshold_count_share : float in (0, 1)
         The calibration count's fraction of S2's ε (the rest goes to τ̂).
+    check_share : float in [0, 1), default 0
+        The certificate check's fraction of S2's ε (0: no check). The count and the check
+        together must leave a positive share for τ̂.
     """
     s = _check_share("s1_share", s1_share)
     wc = _check_share("count_share", count_share)
     tc = _check_share("threshold_count_share", threshold_count_share)
+    check = 0.0 if check_share == 0 else _check_share("check_share", check_share)
+    if tc + check >= 1.0:
+        raise InvalidParameterError(
+            f"threshold_count_share={tc:g} + check_share={check:g} must be < 1: the rest of "
+            "S2's epsilon drives the threshold."
+        )
     if cross_fit_budget not in ("split", "compose"):
         raise InvalidParameterError(
             f"cross_fit_budget={cross_fit_budget!r}: expected 'split' (total (epsilon, delta)) "
@@ -354,7 +394,8 @@ def plan_budget(
     if analytic_gaussian_delta(1.0 / mu_total, 1.0, eps1) > dl * (1.0 + 1e-9):
         raise AssertionError("internal: S1 calibration does not meet its (epsilon, delta)")
     eps_c = tc * eps2
-    eps_e = eps2 - eps_c
+    eps_k = check * eps2
+    eps_e = eps2 - eps_c - eps_k
     return BudgetPlan(
         epsilon=eps,
         delta=dl,
@@ -367,4 +408,5 @@ def plan_budget(
         epsilon_count=eps_c,
         epsilon_threshold=eps_e,
         limit=limit,
+        epsilon_check=eps_k,
     )

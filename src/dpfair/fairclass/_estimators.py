@@ -23,6 +23,7 @@ PlugInClassifier             no      no     unconstrained group-wise plug-in
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,11 +35,26 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
 from dpfair._rng import as_generator
 from dpfair._validation import check_positive
+from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import (
     KERNEL_SUM_RKHS_SENSITIVITY,
     BudgetPlan,
+    LedgerRecord,
     PrivacyLedger,
     plan_budget,
+)
+from dpfair.fairclass._certify import (
+    FairnessCertificate,
+    certification_margin,
+    certified_target,
+    check_threshold,
+)
+from dpfair.fairclass._linear import (
+    FeatureMap,
+    ReleasedLinearFold,
+    design,
+    objective_perturbation_logistic,
+    plan_linear_s1,
 )
 from dpfair.fairclass._model import (
     ReleasedFold,
@@ -64,6 +80,7 @@ from dpfair.fairclass._validation import (
     scale_to_unit_box,
 )
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+from dpfair.privacy import Budget
 
 __all__ = [
     "CDPFairClassifier",
@@ -79,6 +96,37 @@ def _check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidParameterError(f"{name}={value!r}: expected True or False.")
     return bool(value)
+
+
+THRESHOLD_RULES = ("certified", "target")
+ESTIMATORS = ("auto", "kernel", "linear")
+#: "auto" keeps the kernel grid up to this many features.
+AUTO_KERNEL_MAX_D = 3
+
+
+def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str:
+    """The text of :class:`~dpfair.UncertifiedFairnessWarning` (shared with the CLI)."""
+    return (
+        f"the fitted classifier is NOT certified to keep |DD| <= alpha={alpha:g} with "
+        f"probability >= {1 - fail_prob:g}{detail}: too little data or privacy budget for this "
+        "alpha. The model is fitted (certified_ is False); use more data, a larger epsilon or "
+        "alpha, and do not read alpha as a cap for this model."
+    )
+
+
+def _warn_if_uncertified(est: Any) -> None:
+    if getattr(est, "certified_", None) is False:
+        certs = est.certificates_ or ()
+        detail = "; " + ", ".join(
+            f"fold {k + 1}: released DD {c.released_dd:+.3f}, "
+            f"needs |DD| <= {c.alpha - c.margin:.3f}"
+            for k, c in enumerate(certs)
+        )
+        warnings.warn(
+            uncertified_message(float(est.alpha), float(est.fail_prob), detail),
+            UncertifiedFairnessWarning,
+            stacklevel=3,
+        )
 
 
 class _PlugInBase(ClassifierMixin, BaseEstimator):
@@ -111,6 +159,13 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
     def _alpha_params(self) -> tuple[float, float] | None:
         return None
 
+    def _certify_fail_prob(self) -> float | None:
+        """β of the certified threshold rule, or None (no certificate attempted)."""
+        return None
+
+    def _cross_fit_flag(self) -> bool:
+        return _check_bool("cross_fit", self.cross_fit)
+
     def _plan(self, eps: float, delta: float) -> BudgetPlan:
         """The budget split of a private estimator (overridden by the private ones)."""
         raise TypeError(
@@ -119,7 +174,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def _validate_common(self) -> tuple[bool, bool, float, int]:
-        cross_fit = _check_bool("cross_fit", self.cross_fit)
+        cross_fit = self._cross_fit_flag()
         clip = _check_bool("clip", self.clip)
         res = check_positive("grid_resolution", self.grid_resolution)
         max_nodes = self.max_grid_nodes
@@ -175,6 +230,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         alpha = self._alpha_params()
         states = self._fit_path(X, y, sensitive_features, [alpha] if alpha else [None])
         self.__dict__.update(states[0])
+        _warn_if_uncertified(self)
         return self
 
     def _fit_path(
@@ -190,6 +246,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         noise). Studies use this to sweep α without refitting S1; releasing several of them
         composes, which is why ``fit`` releases exactly one.
         """
+        if self._resolve_estimator(X) == "linear":
+            return self._fit_path_linear(X, y, sensitive_features, alphas)
         priv = self._privacy_params()
         cross_fit, clip, resolution, max_nodes = self._validate_common()
         X_arr, y_raw = self._prepare_X(X, reset=True, y=y)
@@ -257,23 +315,31 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             )
 
         # S2 on each calibration half, once per alpha.
+        beta = self._certify_fail_prob() if plan is not None else None
         states: list[dict[str, Any]] = []
         for entry, ledger in zip(alphas, ledgers, strict=True):
             folds: list[ReleasedFold] = []
+            certs: list[FairnessCertificate] = []
             for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
                 tau = 0.0
                 if entry is not None:
-                    tau = self._threshold(
+                    tau, cert = self._threshold(
                         grid,
                         eta,
                         pi,
                         U[halves[cal]],
                         A[halves[cal]],
-                        entry[0] - entry[1],
+                        entry,
                         plan,
                         rng,
+                        None if beta is None else beta / len(pairs),
                     )
+                    if cert is not None:
+                        certs.append(cert)
                 folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
+            certified = None
+            if beta is not None and entry is not None:
+                certified = all(c.certified for c in certs)
             states.append(
                 {
                     "grid_": grid,
@@ -292,6 +358,161 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                         path_ledger.total if path_ledger is not None else None
                     ),
                     "path_privacy_ledger_": path_ledger,
+                    "certified_": certified,
+                    "certificates_": tuple(certs) if certified is not None else None,
+                    "estimator_": "kernel",
+                    "feature_map_": None,
+                }
+            )
+        return states
+
+    # ------------------------------------------------------------------ linear S1
+    def _resolve_estimator(self, X: Any) -> str:
+        kind = getattr(self, "estimator", "kernel")
+        if kind not in ESTIMATORS:
+            raise InvalidParameterError(
+                f"estimator={kind!r}: expected 'auto' (kernel grid for d <= "
+                f"{AUTO_KERNEL_MAX_D} numeric features, else linear), 'kernel' or 'linear'."
+            )
+        cats = getattr(self, "categories", None)
+        if kind == "kernel" and cats:
+            raise InvalidParameterError(
+                "categories: the kernel estimator needs numeric features on a grid; use "
+                "estimator='linear' (or 'auto') for one-hot categorical columns."
+            )
+        if kind == "auto":
+            d = int(np.shape(X)[1]) if np.ndim(X) == 2 else 0
+            return "kernel" if (not cats and 1 <= d <= AUTO_KERNEL_MAX_D) else "linear"
+        return str(kind)
+
+    def _fit_path_linear(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sensitive_features: ArrayLike,
+        alphas: list[tuple[float, float] | None],
+    ) -> list[dict[str, Any]]:
+        """:meth:`_fit_path` with the private logistic group score (``_linear.py``)."""
+        priv = self._privacy_params()
+        cross_fit, clip, _res, _nodes = self._validate_common()
+        try:
+            X_obj = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
+        except ValueError as exc:
+            raise InvalidDataError(str(exc)) from None
+        names = getattr(self, "feature_names_in_", None)
+        n, ncols = X_obj.shape
+        fmap = FeatureMap.build(
+            self.feature_bounds, getattr(self, "categories", None), ncols,
+            None if names is None else list(names), clip,
+        )
+        yy = check_binary("y", y, n_samples=n)
+        A = check_sensitive(sensitive_features, n)
+        U = fmap.transform(X_obj, None if names is None else list(names))
+        check_group_sizes(A, yy)
+        rng = as_generator(self.random_state, name="random_state")
+        perm = rng.permutation(n)
+        halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
+        if min(int(np.sum(A[h] == a)) for h in halves for a in (0, 1)) < 2:
+            raise InvalidDataError(
+                "sensitive_features: after the random split into two halves a group has "
+                "fewer than 2 rows in one half; collect more data for the smaller group."
+            )
+        pairs = [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
+        plan: BudgetPlan | None = None
+        lin = None
+        if priv is not None:
+            plan = self._plan(*priv)
+            lin = plan_linear_s1(float(plan.s1.epsilon or 0.0), plan.delta)
+        path_ledger = (
+            plan.path_ledger(len(alphas), [(_HALF_LABELS[tr], _HALF_LABELS[cal])
+                                           for tr, cal in pairs])
+            if plan is not None else None
+        )
+        ledgers: list[PrivacyLedger | None] = []
+        for _ in alphas:
+            ledger = PrivacyLedger(plan.limit) if plan is not None else None
+            if plan is not None and ledger is not None and lin is not None:
+                for fit_no, (tr, cal) in enumerate(pairs, start=1):
+                    rows = _HALF_LABELS[tr]
+                    recs = [
+                        LedgerRecord(
+                            f"fit {fit_no} / S1 / group-1 count n_1 (Gaussian, sensitivity 1)",
+                            rows,
+                            Budget.approx(lin.epsilon_count, lin.delta_count),
+                            noise=f"N(0, {lin.sigma_count:.6g}^2)",
+                        ),
+                        LedgerRecord(
+                            f"fit {fit_no} / S1 / logistic group score (objective perturbation)",
+                            rows,
+                            Budget.approx(
+                                lin.epsilon_jacobian + lin.epsilon_noise, lin.delta_noise
+                            ),
+                            noise=(
+                                f"b ~ N(0, {lin.sigma_b:.6g}^2 I), "
+                                f"Lambda = {lin.regulariser:.6g}"
+                            ),
+                        ),
+                    ]
+                    plan.charge_fit(
+                        ledger, fit_no, rows, _HALF_LABELS[cal], s1_records=recs
+                    )
+            ledgers.append(ledger)
+        R = fmap.norm_bound
+        s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
+        for tr, _cal in pairs:
+            rows_idx = halves[tr]
+            nt = rows_idx.size
+            n1 = float(np.sum(A[rows_idx] == 1))
+            if lin is not None:
+                n1 += float(rng.normal(0.0, lin.sigma_count))
+            p1 = min(max(n1 / nt, 1.0 / nt), 1.0 - 1.0 / nt)
+            theta = objective_perturbation_logistic(
+                design(U[rows_idx], A[rows_idx], R), yy[rows_idx], lin, rng
+            )
+            s1.append((theta, np.array([1.0 - p1, p1])))
+        beta = self._certify_fail_prob() if plan is not None else None
+        states: list[dict[str, Any]] = []
+        for entry, ledger in zip(alphas, ledgers, strict=True):
+            folds: list[ReleasedLinearFold] = []
+            certs: list[FairnessCertificate] = []
+            for (theta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
+                fold = ReleasedLinearFold(theta=theta, pi=pi, tau=0.0, norm_bound=R)
+                tau = 0.0
+                if entry is not None:
+                    rows_c = halves[cal]
+                    z = fold.scores(None, U[rows_c], A[rows_c])
+                    tau, cert = self._threshold_from_scores(
+                        z, A[rows_c], pi, entry, plan, rng,
+                        None if beta is None else beta / len(pairs),
+                    )
+                    if cert is not None:
+                        certs.append(cert)
+                folds.append(ReleasedLinearFold(theta=theta, pi=pi, tau=tau, norm_bound=R))
+            certified = None
+            if beta is not None and entry is not None:
+                certified = all(c.certified for c in certs)
+            states.append(
+                {
+                    "grid_": None,
+                    "folds_": tuple(folds),
+                    "bandwidth_": None,
+                    "feature_lows_": None,
+                    "feature_highs_": None,
+                    "tau_": np.array([f.tau for f in folds]),
+                    "pi_": np.vstack([f.pi for f in folds]),
+                    "classes_": np.array([0, 1]),
+                    "tie_seed_": int(rng.integers(0, 2**63 - 1)),
+                    "budget_plan_": plan,
+                    "privacy_ledger_": ledger,
+                    "privacy_spent_": ledger.total if ledger is not None else None,
+                    "path_privacy_spent_": (
+                        path_ledger.total if path_ledger is not None else None
+                    ),
+                    "path_privacy_ledger_": path_ledger,
+                    "certified_": certified,
+                    "certificates_": tuple(certs) if certified is not None else None,
+                    "estimator_": "linear",
+                    "feature_map_": fmap,
                 }
             )
         return states
@@ -303,29 +524,80 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         pi: NDArray[np.float64],
         U_cal: NDArray[np.float64],
         A_cal: NDArray[np.int8],
-        target: float,
+        entry: tuple[float, float],
         plan: BudgetPlan | None,
         rng: np.random.Generator,
-    ) -> float:
-        """S2: τ from the calibration half (private when ``plan`` is given)."""
+        fail_prob: float | None = None,
+    ) -> tuple[float, FairnessCertificate | None]:
+        """S2: τ from the calibration half (private when ``plan`` is given).
+
+        ``entry`` = (α, margin). With ``fail_prob`` (the fold's β) the certified rule runs:
+        EM towards the shrunk target, then the Laplace check (:mod:`._certify`).
+        """
         fold = ReleasedFold(eta=eta, pi=pi, tau=0.0)
         z = fold.scores(grid, U_cal, A_cal)
+        return _PlugInBase._threshold_from_scores(z, A_cal, pi, entry, plan, rng, fail_prob)
+
+    @staticmethod
+    def _threshold_from_scores(
+        z: NDArray[np.float64],
+        A_cal: NDArray[np.int8],
+        pi: NDArray[np.float64],
+        entry: tuple[float, float],
+        plan: BudgetPlan | None,
+        rng: np.random.Generator,
+        fail_prob: float | None = None,
+    ) -> tuple[float, FairnessCertificate | None]:
+        """S2 from the calibration scores Z (any group-score estimator)."""
+        alpha, margin = entry
         if plan is not None:
             z = snap_scores(z)  # public lattice: THREATS.md rule 6 (see snap_scores)
         z1, z0 = z[A_cal == 1], z[A_cal == 0]
         if plan is None:
-            return exact_fair_threshold(dd_steps(z1, z0), target).tau
+            return exact_fair_threshold(dd_steps(z1, z0), alpha - margin).tau, None
         n_cal = z.size
         # Laplace(1/ε_c) on the group-1 count (sensitivity 1; n_cal is public), the noise
         # snapped to a public lattice so that count + noise is exact.
         m1 = float(z1.size) + snap_count_noise(
             float(rng.laplace(0.0, 1.0 / plan.epsilon_count)), n_cal)
         m1 = min(max(m1, 1.0), n_cal - 1.0)
+        m0 = n_cal - m1
         r = float(min(pi))
-        res = private_fair_threshold(
-            z1, z0, m1, n_cal - m1, target, plan.epsilon_threshold, r, rng
+        if fail_prob is None or plan.epsilon_check <= 0:
+            res = private_fair_threshold(
+                z1, z0, m1, m0, alpha - margin, plan.epsilon_threshold, r, rng
+            )
+            return res.tau, None
+        t = certification_margin(
+            m1,
+            m0,
+            epsilon_count=plan.epsilon_count,
+            epsilon_check=plan.epsilon_check,
+            fail_prob_side=fail_prob / 2.0,
         )
-        return res.tau
+        target = certified_target(
+            alpha,
+            t,
+            m1,
+            m0,
+            epsilon_threshold=plan.epsilon_threshold,
+            epsilon_check=plan.epsilon_check,
+            extra_margin=margin,
+        )
+        res = private_fair_threshold(z1, z0, m1, m0, target, plan.epsilon_threshold, r, rng)
+        cert = check_threshold(
+            dd_steps(z1, z0, m1, m0),
+            res.tau,
+            m1,
+            m0,
+            alpha,
+            margin=t,
+            target=target,
+            epsilon_check=plan.epsilon_check,
+            fail_prob=fail_prob,
+            rng=rng,
+        )
+        return res.tau, cert
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self) -> None:
@@ -338,6 +610,14 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         self, X: ArrayLike, sensitive_features: ArrayLike
     ) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
         self._check_fitted()
+        if getattr(self, "estimator_", "kernel") == "linear":
+            try:
+                X_obj = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+            except ValueError as exc:
+                raise InvalidDataError(str(exc)) from None
+            A = check_sensitive(sensitive_features, X_obj.shape[0])
+            names = getattr(self, "feature_names_in_", None)
+            return self.feature_map_.transform(X_obj, None if names is None else list(names)), A
         X_arr = self._prepare_X(X, reset=False)
         A = check_sensitive(sensitive_features, X_arr.shape[0])
         U = scale_to_unit_box(
@@ -350,7 +630,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         return U, A
 
     def _positive_rate(self, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
-        grid: KroneckerGaussianGrid = self.grid_
+        grid: KroneckerGaussianGrid | None = self.grid_
         votes = np.zeros(U.shape[0])
         for fold in self.folds_:
             votes += fold.decide(grid, U, A)
@@ -409,6 +689,26 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         """
         self._check_fitted()
         spent = self.privacy_spent_
+        if getattr(self, "estimator_", "kernel") == "linear":
+            return {
+                "format": "dpfair.fairclass.released_model/1",
+                "estimator": type(self).__name__,
+                "group_score": "linear",
+                "params": {
+                    k: v for k, v in self.get_params().items() if k not in ("random_state",)
+                },
+                "feature_map": self.feature_map_.to_dict(),
+                "folds": [
+                    {"theta": f.theta.tolist(), "pi": f.pi.tolist(), "tau": f.tau}
+                    for f in self.folds_
+                ],
+                "tie_seed": self.tie_seed_,
+                "privacy_spent": None if spent is None else spent.to_dict(),
+                "certified": getattr(self, "certified_", None),
+                "certificates": [
+                    c.to_dict() for c in (getattr(self, "certificates_", None) or ())
+                ],
+            }
         return {
             "format": "dpfair.fairclass.released_model/1",
             "estimator": type(self).__name__,
@@ -421,6 +721,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             ],
             "tie_seed": self.tie_seed_,
             "privacy_spent": None if spent is None else spent.to_dict(),
+            "certified": getattr(self, "certified_", None),
+            "certificates": [c.to_dict() for c in (getattr(self, "certificates_", None) or ())],
         }
 
 
@@ -479,12 +781,34 @@ class CDPFairClassifier(_PlugInBase):
         Total δ ∈ (0, 1); the paper uses δ = (N/2)^-2.
     alpha : float, default=0.1
         Disparity tolerance α ∈ (0, 1).
+    threshold_rule : {"certified", "target"}, default="certified"
+        ``"certified"``: the released classifier keeps |DD| ≤ α in the population with
+        probability ≥ 1 − ``fail_prob`` whenever ``certified_`` is True. The threshold
+        aims below α by a public margin (calibration sampling error, the noise of the
+        released denominators and of a private check), then a private check of DD̂ at τ̂
+        (Laplace, a share ``check_share`` of S2's ε) decides the certificate. If it fails,
+        ``fit`` warns (:class:`dpfair.UncertifiedFairnessWarning`) and ``certified_`` is
+        False. ``"target"``: the previous behaviour — the threshold aims at |DD̂| = α −
+        ``alpha_margin`` on the calibration half (about half of the fits exceed α in the
+        population); no certificate.
+    fail_prob : float, default=0.05
+        β of the certified rule (public): P(|DD| > α and certified) ≤ β.
 """
-        + _COMMON_PARAMS_DOC
+        + _COMMON_PARAMS_DOC.replace(
+            "    cross_fit : bool, default=True\n"
+            "        Fit twice with the halves swapped and average the two classifiers "
+            "(paper §5.1.1).",
+            "    cross_fit : bool or None, default=None\n"
+            "        Fit twice with the halves swapped and average the two classifiers "
+            "(paper §5.1.1).\n"
+            "        None: False for ``threshold_rule='certified'`` (S2 then gets the full ε on "
+            "its own\n        half, and β is not split between two folds), True for "
+            "``'target'``.",
+        )
         + """    alpha_margin : float, default=0.0
-        Target |DD| ≤ alpha − alpha_margin on the calibration half, to keep the population
-        disparity below α with higher probability (paper §4.2 suggests a margin of order
-        N^-1/2 + (Nε)^-1).
+        ``"target"``: aim at |DD| ≤ alpha − alpha_margin on the calibration half (paper §4.2
+        suggests a margin of order N^-1/2 + (Nε)^-1). ``"certified"``: lowers the threshold's
+        aim further below the certified margin (more fits certified, higher error).
     cross_fit_budget : {"split", "compose"}, default="split"
         With cross-fitting every row feeds one S1 and one S2 release. ``"split"`` divides
         (ε, δ) between them so the total is (ε, δ); ``"compose"`` gives each fit the full
@@ -495,9 +819,26 @@ class CDPFairClassifier(_PlugInBase):
         Share of S1's Gaussian budget (in μ²) for the group count behind π̃.
     threshold_count_share : float, default=0.25
         Fraction of S2's ε for the calibration group count (the rest drives τ̂).
+    check_share : float, default=0.35
+        Fraction of S2's ε for the certificate's check (``"certified"`` only).
+    estimator : {"auto", "kernel", "linear"}, default="auto"
+        The private group score of S1. ``"kernel"``: the paper's Gaussian-kernel estimate on
+        a public grid (m^d nodes: d ≤ 3). ``"linear"``: logistic regression with the group
+        as a feature, released by objective perturbation ((ε₁, δ)-DP, see
+        ``fairclass/_linear.py``); scales to many features and one-hot categorical columns.
+        ``"auto"``: kernel for ≤ 3 numeric features without categories, else linear.
+    categories : mapping or None, default=None
+        ``{column: [public categories]}`` (column index or name) for categorical columns,
+        one-hot encoded over the public list (linear estimator only); their entry in
+        ``feature_bounds`` is None. An unknown category is an error.
 
     Attributes
     ----------
+    certified_ : bool or None
+        True if every fold is certified (|DD| ≤ α in the population with probability
+        ≥ 1 − β), False if not (``fit`` warned), None for ``threshold_rule="target"``.
+    certificates_ : tuple of FairnessCertificate or None
+        Per fold: the released check D̃, the public margin t, β of the fold, the verdict.
     privacy_spent_ : Budget
         The guarantee of the whole fit, (ε, δ)-DP (never more than requested unless
         ``cross_fit_budget="compose"``).
@@ -530,8 +871,10 @@ class CDPFairClassifier(_PlugInBase):
       (sensitivity 1/m̃_1 + 1/m̃_0), ε_e-DP. The paper's Gaussian vertical shift returns a
       calibration record's own score and is not DP; see
       :func:`dpfair.fairclass.private_fair_threshold`.
-    * Composition: one fit — halves are disjoint, so (ε, δ) with ε₁ = ε_c + ε_e = ε;
-      cross-fit — ε₁ + ε_c + ε_e = ε per row (``cross_fit_budget="split"``).
+    * Certificate (``threshold_rule="certified"``): D̃ = DD̂(τ̂) + Laplace(Δ/ε_k), ε_k-DP;
+      certified iff |D̃| ≤ α − t with a public margin t (``fairclass/_certify.py``).
+    * Composition: one fit — halves are disjoint, so (ε, δ) with ε₁ = ε_c + ε_e + ε_k = ε;
+      cross-fit — ε₁ + ε_c + ε_e + ε_k = ε per row (``cross_fit_budget="split"``).
 
     Prediction is post-processing of the released (η̃ grid, π̃, τ̂): it never reads the
     training data and never draws noise.
@@ -564,9 +907,11 @@ class CDPFairClassifier(_PlugInBase):
         epsilon: float = 1.0,
         delta: float = 1e-5,
         alpha: float = 0.1,
+        threshold_rule: str = "certified",
+        fail_prob: float = 0.05,
         feature_bounds: Any = None,
         bandwidth: float | None = None,
-        cross_fit: bool = True,
+        cross_fit: bool | None = None,
         random_state: Any = None,
         clip: bool = False,
         alpha_margin: float = 0.0,
@@ -574,12 +919,17 @@ class CDPFairClassifier(_PlugInBase):
         s1_share: float = 0.75,
         count_share: float = 0.05,
         threshold_count_share: float = 0.25,
+        check_share: float = 0.35,
         grid_resolution: float = 4.0,
         max_grid_nodes: int = 2**18,
+        estimator: str = "auto",
+        categories: Any = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
+        self.threshold_rule = threshold_rule
+        self.fail_prob = fail_prob
         self.feature_bounds = feature_bounds
         self.bandwidth = bandwidth
         self.cross_fit = cross_fit
@@ -590,8 +940,37 @@ class CDPFairClassifier(_PlugInBase):
         self.s1_share = s1_share
         self.count_share = count_share
         self.threshold_count_share = threshold_count_share
+        self.check_share = check_share
         self.grid_resolution = grid_resolution
         self.max_grid_nodes = max_grid_nodes
+        self.estimator = estimator
+        self.categories = categories
+
+    def _rule(self) -> str:
+        rule = self.threshold_rule
+        if rule not in THRESHOLD_RULES:
+            raise InvalidParameterError(
+                f"threshold_rule={rule!r}: expected 'certified' (the cap holds with "
+                "probability >= 1 - fail_prob when certified_) or 'target' (aim at alpha on the "
+                "calibration half, no certificate)."
+            )
+        return str(rule)
+
+    def _cross_fit_flag(self) -> bool:
+        if self.cross_fit is None:
+            return self._rule() == "target"
+        return _check_bool("cross_fit", self.cross_fit)
+
+    def _certify_fail_prob(self) -> float | None:
+        if self._rule() != "certified":
+            return None
+        beta = check_positive("fail_prob", self.fail_prob)
+        if not beta < 0.5:
+            raise InvalidParameterError(
+                f"fail_prob={self.fail_prob!r}: must lie in (0, 0.5) (e.g. 0.05: the cap holds "
+                "with probability >= 0.95)."
+            )
+        return beta
 
     def _privacy_params(self) -> tuple[float, float]:
         return check_budget(self.epsilon, self.delta)
@@ -600,15 +979,17 @@ class CDPFairClassifier(_PlugInBase):
         return check_alpha(self.alpha, self.alpha_margin)
 
     def _plan(self, eps: float, delta: float) -> BudgetPlan:
+        certified = self._certify_fail_prob() is not None
         return plan_budget(
             eps,
             delta,
-            cross_fit=bool(self.cross_fit),
+            cross_fit=self._cross_fit_flag(),
             has_s2=True,
             cross_fit_budget=self.cross_fit_budget,  # type: ignore[arg-type]
             s1_share=self.s1_share,
             count_share=self.count_share,
             threshold_count_share=self.threshold_count_share,
+            check_share=self.check_share if certified else 0.0,
         )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +27,7 @@ from typer.core import TyperCommand
 from dpfair._cli_ledger import LedgerOption, open_ledger
 from dpfair._cli_support import run_with_progress, user_errors
 from dpfair._errors import InvalidParameterError
+from dpfair._warnings import UncertifiedFairnessWarning
 
 __all__ = ["register"]
 
@@ -173,8 +175,28 @@ def fair_classify(
         ),
     ] = None,
     cross_fit: Annotated[
-        bool, typer.Option("--cross-fit/--no-cross-fit", help="Two fits with swapped halves.")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--cross-fit/--no-cross-fit",
+            help="Two fits with swapped halves (default: no for 'certified', yes for 'target').",
+            show_default=False,
+        ),
+    ] = None,
+    threshold_rule: Annotated[
+        str,
+        typer.Option(
+            "--threshold-rule",
+            help=(
+                "certified | target. 'certified': |DD| <= alpha holds in the population with "
+                "probability >= 1 - --fail-prob when the fit reports certified (a warning "
+                "says when it is not). 'target': aim at alpha on the calibration half (no "
+                "certificate; about half of the fits exceed alpha)."
+            ),
+        ),
+    ] = "certified",
+    fail_prob: Annotated[
+        float, typer.Option("--fail-prob", help="beta of the certified rule.")
+    ] = 0.05,
     clip: Annotated[
         bool, typer.Option("--clip", help="Clip features into --bounds instead of failing.")
     ] = False,
@@ -239,50 +261,63 @@ def fair_classify(
         pairs = [(float(bounds[2 * k]), float(bounds[2 * k + 1])) for k in range(len(features))]
         cols = [*features, target, sensitive]
         led = open_ledger(ledger, train)  # the ledger of the TRAIN file (TEST is not private)
-        planned = plan_budget(*check_budget(epsilon, delta), cross_fit=cross_fit, has_s2=True)
+        planned = plan_budget(*check_budget(epsilon, delta),
+                              cross_fit=bool(cross_fit) if cross_fit is not None else False,
+                              has_s2=True)
         led.precheck(planned.limit, label="fit_fair_classifier")
         te = read_columns(test, cols) if ledger is not None else None  # fail before charging
         big = train.is_file() and train.stat().st_size > _AGGREGATE_BYTES
         use_aggregates = aggregate == "always" or (aggregate == "auto" and big)
-        if use_aggregates:
-            clf = fit_cdp_fair_from_file(
-                train,
-                features=list(features),
-                target=target,
-                sensitive=sensitive,
-                feature_bounds=pairs,
-                epsilon=epsilon,
-                delta=delta,
-                alpha=alpha,
-                bandwidth=bandwidth,
-                cross_fit=cross_fit,
-                clip=clip,
-                random_state=seed,
-            )
-            n_train = clf.outofcore_.n
-        else:
-            tr = read_columns(train, cols)
-            Xtr = np.column_stack([tr[f] for f in features])
-            n_train = int(Xtr.shape[0])
-            clf = CDPFairClassifier(
-                epsilon=epsilon,
-                delta=delta,
-                alpha=alpha,
-                feature_bounds=pairs,
-                bandwidth=bandwidth,
-                cross_fit=cross_fit,
-                clip=clip,
-                random_state=seed,
-            )
-            clf.fit(Xtr, tr[target], sensitive_features=tr[sensitive])
-            del tr, Xtr
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", UncertifiedFairnessWarning)
+            if use_aggregates:
+                clf = fit_cdp_fair_from_file(
+                    train,
+                    features=list(features),
+                    target=target,
+                    sensitive=sensitive,
+                    feature_bounds=pairs,
+                    epsilon=epsilon,
+                    delta=delta,
+                    alpha=alpha,
+                    bandwidth=bandwidth,
+                    cross_fit=(threshold_rule == "target") if cross_fit is None else cross_fit,
+                    clip=clip,
+                    random_state=seed,
+                    threshold_rule=threshold_rule,
+                    fail_prob=fail_prob,
+                )
+                n_train = clf.outofcore_.n
+            else:
+                tr = read_columns(train, cols)
+                Xtr = np.column_stack([tr[f] for f in features])
+                n_train = int(Xtr.shape[0])
+                clf = CDPFairClassifier(
+                    epsilon=epsilon,
+                    delta=delta,
+                    alpha=alpha,
+                    threshold_rule=threshold_rule,
+                    fail_prob=fail_prob,
+                    feature_bounds=pairs,
+                    bandwidth=bandwidth,
+                    cross_fit=cross_fit,
+                    clip=clip,
+                    random_state=seed,
+                )
+                clf.fit(Xtr, tr[target], sensitive_features=tr[sensitive])
+                del tr, Xtr
+        certified = getattr(clf, "certified_", None)
         spent = clf.privacy_spent_
         assert spent is not None
         charged = led.charge(spent, label="fit_fair_classifier", params={
             "features": list(features), "target": target, "sensitive": sensitive,
             "feature_bounds": [list(b) for b in pairs], "epsilon": epsilon, "delta": delta,
-            "alpha": alpha, "cross_fit": cross_fit, "n": n_train, "data": str(train),
+            "alpha": alpha, "cross_fit": cross_fit, "threshold_rule": threshold_rule,
+            "fail_prob": fail_prob, "n": n_train, "data": str(train),
             "aggregated": use_aggregates, "seeded": seed is not None})
+        for w in seen:  # printed only after the charge: certification is part of the release
+            if issubclass(w.category, UncertifiedFairnessWarning):
+                typer.echo(f"warning: {w.message}", err=True)
         if te is None:
             te = read_columns(test, cols)
         Xte = np.column_stack([te[f] for f in features])
@@ -313,7 +348,10 @@ def fair_classify(
             "bandwidth": clf.bandwidth_,
             "tau": clf.tau_.tolist(),
             "pi": clf.pi_.tolist(),
-            "cross_fit": cross_fit,
+            "cross_fit": len(clf.folds_) == 2,
+            "threshold_rule": threshold_rule,
+            "certified": certified,
+            "certificates": [c.to_dict() for c in (clf.certificates_ or ())],
             "seed": seed,
             "saved_model": str(saved) if saved else None,
             "aggregated": use_aggregates,
@@ -328,6 +366,17 @@ def fair_classify(
                 ),
             ),
             ("alpha", _fmt(alpha)),
+            (
+                "certified",
+                "n/a (threshold rule 'target': no certificate)"
+                if certified is None
+                else (
+                    f"yes: |DD| <= {alpha:g} in the population with probability >= "
+                    f"{1 - fail_prob:g}"
+                    if certified
+                    else "NO: alpha is not a certified cap for this model (see warning)"
+                ),
+            ),
             ("test error", _fmt(err) + f"  (expected over the coin: {_fmt(exp_err)})"),
             ("test |DD|", _fmt(abs(dd)) + f"  (expected: {_fmt(abs(exp_dd))}; signed {dd:+.4g})"),
             ("privacy spent", f"({spent.epsilon:.6g}, {spent.delta:.3g})-DP, replace-one"),

@@ -89,7 +89,13 @@ from numpy.typing import NDArray
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair._rng import as_generator
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, PrivacyLedger
-from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier
+from dpfair.fairclass._certify import (
+    FairnessCertificate,
+    certification_margin,
+    certified_target,
+    check_threshold,
+)
+from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier, _warn_if_uncertified
 from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_weights
 from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._threshold import (
@@ -357,12 +363,16 @@ def _private_threshold(
     epsilon_count: float,
     epsilon_threshold: float,
     rng: np.random.Generator,
-) -> float:
+    *,
+    certify: tuple[float, float, float] | None = None,
+) -> tuple[float, FairnessCertificate | None]:
     """S2 from a score histogram: the in-memory ``_threshold`` with rounded scores.
 
-    Same draws from ``rng`` in the same order (Laplace count, then the law's sample), and
-    the same law: ``private_fair_threshold`` on ``np.repeat(values, counts)`` gives the
-    same τ̂ for the same generator state.
+    Same draws from ``rng`` in the same order (Laplace count, then the law's sample, then
+    the certificate's check), and the same law: ``private_fair_threshold`` on
+    ``np.repeat(values, counts)`` gives the same τ̂ for the same generator state.
+    ``certify = (α, β_fold, ε_k)`` runs the certified rule (``target`` is then the margin
+    ``alpha_margin`` only).
     """
     c1, c0 = hist.counts[1], hist.counts[0]
     n_cal = int(c1.sum() + c0.sum())
@@ -371,10 +381,28 @@ def _private_threshold(
     m1 = min(max(m1, 1.0), n_cal - 1.0)
     m0 = n_cal - m1
     steps = dd_steps_from_counts(hist.values, c1, c0, m1, m0)
-    law = threshold_law_from_steps(
-        steps, m1, m0, target, epsilon_threshold, float(min(pi)), n_cal=n_cal
+    if certify is None:
+        law = threshold_law_from_steps(
+            steps, m1, m0, target, epsilon_threshold, float(min(pi)), n_cal=n_cal
+        )
+        return law.sample(rng), None
+    alpha, beta, eps_k = certify
+    t = certification_margin(
+        m1, m0, epsilon_count=epsilon_count, epsilon_check=eps_k, fail_prob_side=beta / 2.0
     )
-    return law.sample(rng)
+    aim = certified_target(
+        alpha, t, m1, m0, epsilon_threshold=epsilon_threshold, epsilon_check=eps_k,
+        extra_margin=target,
+    )
+    law = threshold_law_from_steps(
+        steps, m1, m0, aim, epsilon_threshold, float(min(pi)), n_cal=n_cal
+    )
+    tau = law.sample(rng)
+    cert = check_threshold(
+        steps, tau, m1, m0, alpha, margin=t, target=aim, epsilon_check=eps_k, fail_prob=beta,
+        rng=rng,
+    )
+    return tau, cert
 
 
 def fit_cdp_fair_from_file(
@@ -392,6 +420,9 @@ def fit_cdp_fair_from_file(
     clip: bool = False,
     bandwidth: float | None = None,
     alpha_margin: float = 0.0,
+    threshold_rule: str = "certified",
+    fail_prob: float = 0.05,
+    check_share: float = 0.35,
     cross_fit_budget: str = "split",
     s1_share: float = 0.75,
     count_share: float = 0.05,
@@ -419,8 +450,10 @@ def fit_cdp_fair_from_file(
     feature_bounds : sequence of (lo, hi)
         The *public* box of the features.
     epsilon, delta, alpha, random_state, clip, bandwidth, alpha_margin, cross_fit_budget, \
-s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
-        As for :class:`CDPFairClassifier` (same validation, same budget plan).
+s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes, \
+threshold_rule, fail_prob, check_share
+        As for :class:`CDPFairClassifier` (same validation, same budget plan; the certified
+        rule is the default, as in memory).
     cross_fit : bool, default=False
         Fit twice with the halves swapped (one more aggregation pass).
     score_bins : int, default=2**16
@@ -470,7 +503,8 @@ s1_share, count_share, threshold_count_share, grid_resolution, max_grid_nodes
         alpha=alpha, random_state=random_state, cross_fit=cross_fit, clip=clip,
         bandwidth=bandwidth, alpha_margin=alpha_margin, cross_fit_budget=cross_fit_budget,
         s1_share=s1_share, count_share=count_share,
-        threshold_count_share=threshold_count_share, grid_resolution=grid_resolution,
+        threshold_count_share=threshold_count_share, threshold_rule=threshold_rule,
+        fail_prob=fail_prob, check_share=check_share, grid_resolution=grid_resolution,
         max_grid_nodes=max_grid_nodes,
     )
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or (
@@ -508,6 +542,8 @@ class FitRequest:
     epsilon: float
     delta: float
     target_alpha: float
+    alpha: float
+    margin: float
     cross_fit: bool
     clip: bool
     resolution: float
@@ -560,7 +596,8 @@ def validate_request(
             f"score_bins={score_bins!r}: expected a power of two between 2**4 and 2**24."
         )
     return FitRequest(
-        clf=clf, epsilon=eps, delta=dl, target_alpha=alpha_value - margin, cross_fit=do_cross,
+        clf=clf, epsilon=eps, delta=dl, target_alpha=alpha_value - margin, alpha=alpha_value,
+        margin=margin, cross_fit=do_cross,
         clip=do_clip, resolution=resolution, max_nodes=max_nodes, names=names,
         target=str(target), sensitive=str(sensitive), lows=lows, highs=highs, bins=int(bins),
     )
@@ -685,11 +722,23 @@ def fit_from_aggregates(
     _check_counts(counts)
 
     folds = []
+    certs: list[FairnessCertificate] = []
+    beta = clf._certify_fail_prob()
     for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
-        tau = _private_threshold(
-            hists[cal], pi, req.target_alpha, plan.epsilon_count, plan.epsilon_threshold, rng
-        )
+        if beta is None:
+            tau, _ = _private_threshold(
+                hists[cal], pi, req.target_alpha, plan.epsilon_count, plan.epsilon_threshold,
+                rng,
+            )
+        else:
+            tau, cert = _private_threshold(
+                hists[cal], pi, req.margin, plan.epsilon_count, plan.epsilon_threshold, rng,
+                certify=(req.alpha, beta / len(pairs), plan.epsilon_check),
+            )
+            assert cert is not None
+            certs.append(cert)
         folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
+    certified = None if beta is None else all(c.certified for c in certs)
     clf.__dict__.update(
         {
             "grid_": grid,
@@ -705,6 +754,9 @@ def fit_from_aggregates(
             "privacy_ledger_": ledger,
             "privacy_spent_": ledger.total,
             "n_features_in_": d,
+            "certified_": certified,
+            "certificates_": None if certified is None else tuple(certs),
         }
     )
+    _warn_if_uncertified(clf)
     return n, sizes

@@ -283,6 +283,7 @@ def _one_sim_rep(
             epsilon=eps,
             delta=(n / 2) ** -2,
             alpha=0.5,
+            threshold_rule="target",  # the paper's rule (reproduction)
             feature_bounds=train.feature_bounds,
             cross_fit=cross_fit,
             random_state=np.random.SeedSequence([seed, n, rep, 1000 + k]),
@@ -410,6 +411,7 @@ def _one_real_rep(
             epsilon=eps,
             delta=delta,
             alpha=0.5,
+            threshold_rule="target",  # the paper's rule (reproduction)
             feature_bounds=bounds,
             cross_fit=cross_fit,
             random_state=kids[4 + 2 * k],

@@ -295,6 +295,9 @@ def test_fdp_between_institutions_honest_run_and_attacks(tmp_path: Path) -> None
     fin = _ok("centre", "finalize", "h1.r2.json", "h2.r2.json", "--setup", "setup.json",
               "--key", "keys/centre.key", "--model", "model.json", "--out", "released.json",
               "--seed", "0", cwd=t)
+    # The verdict of the confidence rule is printed (a warning on stderr when uncertified).
+    outcomes = [th["outcome"] for th in fin["thresholds"]]
+    assert fin["certified"] is all(o == "certified" for o in outcomes)
     for spent in fin["site_privacy"].values():
         assert spent["epsilon"] <= EPS + 1e-6 and spent["delta"] == DELTA
     res = _ok("predict", "released.json", "test.csv", "--centre-key", "keys/centre.pub",

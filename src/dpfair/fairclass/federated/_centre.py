@@ -132,22 +132,59 @@ def site_dd_curve(
 def site_dd_terms(
     trees: NDArray[np.float64], depth: int, sigma: float, tail: str
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`site_dd_curve` plus the variance bound v_s(τ_j) of DD_s(τ_j) around the truth.
+    """:func:`site_dd_curve` plus the variance v_s(τ_j) of DD_s(τ_j) around the truth.
 
-    With T̂ = T + e_T a noisy count and n̂ = n + e_n its group's noisy size,
-    T̂/n̂ − T/n = (e_T − p·e_n)/n̂ with p = T/n ∈ [0, 1], so the DP part of the error has
-    sd ≤ sqrt(sd_T² + sd_n²) when e_T and e_n are independent (dyadic: disjoint nodes, or
-    e_T = e_n at the root where the error vanishes) and ≤ sd_T + sd_n in general
-    (Cauchy–Schwarz; used for the consistent estimate). sd_T, sd_n are the exact standard
-    deviations of the tree estimates (``DyadicEstimate.std``, ``ConsistentTree.prefix_std``).
-    The calibration sample's own error (a binomial proportion given the released model)
-    adds at most 1/(4n) per group. Per site and group, with n̂ clipped below at 1::
-
-        v_s = Σ_a [ DP_a² / n̂_a² + 1/(4 n̂_a) ].
-
-    Everything is a function of released values and public (M, σ_t): post-processing.
+    ``v_s = dp + sampling`` from :func:`site_dd_variance_parts` (see there and
+    ``docs/proofs/fairclass_fdp_fair.md`` §Threshold). Everything is a function of released
+    values and public (M, σ_t): post-processing.
     """
-    prefixes, sds, totals, tot_sd = [], [], [], []
+    dd, totals, dp, samp = site_dd_variance_parts(trees, depth, sigma, tail)
+    return dd, totals, dp + samp
+
+
+def _dp_count_ratio_var(
+    v_count: NDArray[np.float64],
+    v_total: float,
+    cov_total: NDArray[np.float64],
+    p: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Var(e_T − p·e_n) for a count T, its complement n − T and the total n (all estimates).
+
+    With Cov(e_T, e_n) = cov_total: Var = v_count − 2p·cov_total + p²·v_total. For the
+    consistent (Honaker) tree the estimates are additive, e_n = e_T + e_comp, hence
+    cov_total = (v_total + v_count − v_comp)/2 — exact, from the exact marginal variances.
+    """
+    return np.maximum(v_count - 2.0 * p * cov_total + p * p * v_total, 0.0)
+
+
+def site_dd_variance_parts(
+    trees: NDArray[np.float64], depth: int, sigma: float, tail: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """DD_s(τ_j), the group sizes, and the DP and sampling variances of DD_s(τ_j).
+
+    Per group a with noisy count T̂ = T + e_T (group 1: #{Z ≥ τ_j}, group 0: #{Z ≤ τ_j})
+    and noisy size n̂ = n + e_n (the tree's root estimate, clipped below at 1):
+    T̂/n̂ − T/n = (e_T − p·e_n)/n̂ exactly, p = T/n ∈ [0, 1]. The tree estimates are fixed
+    linear maps of independent N(0, σ_t²) node noises, so
+
+        Var(e_T − p·e_n) = V_T − 2p·C_T + p²·V_n
+
+    with exact V_T, V_n (``prefix_std``/``DyadicEstimate.std``) and the exact covariance
+    C_T = Cov(e_T, e_n): dyadic tails use nodes disjoint from the root (C_T = 0, except
+    C_T = V_n at the root itself); the consistent estimate is additive (prefix + suffix =
+    total), so C_T = (V_n + V_T − V_comp)/2 with V_comp the variance of the complementary
+    count (the mirror-image prefix). Given the released model the calibration group counts
+    are binomial: the proportion T/n has variance p(1 − p)/n.
+
+    p is unknown; it is replaced by the released p̂ = clip(T̂/n̂, 0, 1) widened by one
+    standard deviation of p̂ on each side (both variance terms are evaluated at the point
+    of the interval [p̂ − sd, p̂ + sd] ∩ [0, 1] that maximises them: the DP term is convex in
+    p, the sampling term concave with its maximum at 1/2). Returns (dd, totals, dp, samp)
+    with dp = Σ_a Var_a/n̂_a² and samp = Σ_a p_a(1 − p_a)/n̂_a.
+    """
+    n_leaves = 1 << depth
+    prefixes, pvars, totals = [], [], []
+    dyadic_root_used = []
     for g in (0, 1):
         tree = NoisyTree(
             levels=unflatten_levels(trees[g], depth), sigma=sigma, depth=depth, root="noisy"
@@ -158,21 +195,42 @@ def site_dd_terms(
         else:
             dy = tree.dyadic_prefix()
             pref, psd = dy.estimate, dy.std
-        prefixes.append(pref)
-        sds.append(np.asarray(psd, dtype=np.float64))
+        prefixes.append(np.asarray(pref, dtype=np.float64))
+        pvars.append(np.asarray(psd, dtype=np.float64) ** 2)
         totals.append(max(float(pref[-1]), 1.0))
-        tot_sd.append(float(psd[-1]))
+        dyadic_root_used.append(np.arange(n_leaves + 1) == n_leaves)
     p0, p1 = prefixes
     dd = p1[::-1] / totals[1] - p0 / totals[0]
-    var = np.zeros_like(dd)
-    for g, count_sd in ((0, sds[0]), (1, sds[1][::-1])):
+    dp = np.zeros_like(dd)
+    samp = np.zeros_like(dd)
+    for g in (0, 1):
+        # Index j of the grid ↔ index k of the group's prefix: k = j (group 0), 2^M − j (1).
+        order = slice(None) if g == 0 else slice(None, None, -1)
+        count = prefixes[g][order]
+        v_t = pvars[g][order]
+        v_n = float(pvars[g][-1])
         if tail == "consistent":
-            dp = count_sd + tot_sd[g]
-            var += dp * dp / totals[g] ** 2
+            v_comp = pvars[g][::-1][order]
+            cov = 0.5 * (v_n + v_t - v_comp)
         else:
-            var += (count_sd**2 + tot_sd[g] ** 2) / totals[g] ** 2
-        var += 0.25 / totals[g]
-    return dd, np.array(totals), var
+            cov = np.where(dyadic_root_used[g][order], v_n, 0.0)
+        n_hat = totals[g]
+        p_hat = np.clip(count / n_hat, 0.0, 1.0)
+        # sd of p̂ (DP at the worst p plus the sampling worst case 1/4).
+        dp_worst = np.maximum(
+            _dp_count_ratio_var(v_t, v_n, cov, np.zeros_like(p_hat)),
+            _dp_count_ratio_var(v_t, v_n, cov, np.ones_like(p_hat)),
+        )
+        sd_p = np.sqrt(dp_worst / n_hat**2 + 0.25 / n_hat)
+        lo, hi = np.clip(p_hat - sd_p, 0.0, 1.0), np.clip(p_hat + sd_p, 0.0, 1.0)
+        dp_var = np.maximum(
+            _dp_count_ratio_var(v_t, v_n, cov, lo),
+            _dp_count_ratio_var(v_t, v_n, cov, hi),
+        )
+        p_mid = np.clip(0.5, lo, hi)
+        dp += dp_var / n_hat**2
+        samp += p_mid * (1.0 - p_mid) / n_hat
+    return dd, np.array(totals), dp, samp
 
 
 def _half_sizes_ok(sizes: list[Any], n_folds: int, n: int) -> bool:

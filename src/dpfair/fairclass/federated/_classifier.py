@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -12,6 +13,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
 from dpfair._rng import as_generator
+from dpfair._warnings import UncertifiedFairnessWarning
+from dpfair.fairclass._estimators import uncertified_message
 from dpfair.fairclass._model import ReleasedFold, row_uniforms
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._centre import Centre
@@ -22,7 +25,28 @@ from dpfair.fairclass.federated._site import Site
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 from dpfair.privacy import Budget
 
-__all__ = ["FDPFairClassifier", "FederatedModel", "run_protocol"]
+__all__ = ["FDPFairClassifier", "FederatedModel", "certified_from_thresholds", "run_protocol"]
+
+
+def certified_from_thresholds(thresholds: Any) -> bool | None:
+    """True/False when every fold used the confidence rule (all certified or not); None
+    for the paper rule (no certificate is attempted)."""
+    if not isinstance(thresholds, list) or not thresholds:
+        return None
+    if any(not isinstance(t, dict) or t.get("rule") != "confidence" for t in thresholds):
+        return None
+    return all(t.get("outcome") == "certified" for t in thresholds)
+
+
+def _uncertified_detail(thresholds: Any) -> str:
+    parts = []
+    for t in thresholds or ():
+        if isinstance(t, dict) and t.get("outcome") == "uncertified":
+            parts.append(
+                f"fold {t.get('fold')}: upper envelope {float(t.get('upper_at_tau', 0.0)):+.3f}, "
+                f"lower {float(t.get('lower_at_tau', 0.0)):+.3f}"
+            )
+    return ("; " + ", ".join(parts)) if parts else ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,6 +272,12 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         site s's (ε_s, δ_s) (federated DP, paper Definition 2).
     site_privacy_ : dict
         Each site's ledger summary (requested, spent, every release).
+    certified_ : bool or None
+        Confidence rule: True if every fold is certified (|DD| ≤ α in the population with
+        probability ≥ 1 − ``fail_prob``); False otherwise — ``fit`` then warns with
+        :class:`dpfair.UncertifiedFairnessWarning`. None for the paper rule.
+    thresholds_ : list of dict
+        Per fold: τ̂, the rule, its outcome and diagnostics.
     protocol_ : ProtocolConfig
 
     Notes
@@ -379,6 +409,15 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
             note="largest per-site spend (federated DP: each site's own budget)",
         )
         self.thresholds_ = model.info.get("thresholds")
+        self.certified_ = certified_from_thresholds(self.thresholds_)
+        if self.certified_ is False:
+            warnings.warn(
+                uncertified_message(
+                    float(self.alpha), float(self.fail_prob), _uncertified_detail(self.thresholds_)
+                ),
+                UncertifiedFairnessWarning,
+                stacklevel=2,
+            )
         return self
 
     def _model(self) -> FederatedModel:

@@ -38,10 +38,15 @@ import typer
 
 from dpfair._cli_support import user_errors
 from dpfair._errors import InvalidParameterError
+from dpfair.fairclass._estimators import uncertified_message
 from dpfair.fairclass._io import read_columns
 from dpfair.fairclass.federated._atomic import write_text_atomic
 from dpfair.fairclass.federated._centre import Centre
-from dpfair.fairclass.federated._classifier import FederatedModel
+from dpfair.fairclass.federated._classifier import (
+    FederatedModel,
+    _uncertified_detail,
+    certified_from_thresholds,
+)
 from dpfair.fairclass.federated._filesite import FileSite
 from dpfair.fairclass.federated._keys import (
     Signer,
@@ -581,9 +586,21 @@ def register(app: typer.Typer) -> None:
             env = _read_all(messages, cfg, "round2")
             final = Centre(cfg, random_state=seed).finalize(env, broadcast)
             write_message(out, final, signer)
+            certified = certified_from_thresholds(final.fields["thresholds"])
+            if certified is False:
+                typer.echo(
+                    "warning: "
+                    + uncertified_message(
+                        float(cfg.alpha),
+                        float(cfg.fail_prob),
+                        _uncertified_detail(final.fields["thresholds"]),
+                    ),
+                    err=True,
+                )
             _print(
                 {
                     "released_model": str(out),
+                    "certified": certified,
                     "thresholds": final.fields["thresholds"],
                     "site_privacy": {
                         k: v.get("spent") for k, v in final.fields["site_privacy"].items()

@@ -1,0 +1,20 @@
+"""Warning classes shared by every dpfair package."""
+
+from __future__ import annotations
+
+__all__ = ["DPFairWarning", "UncertifiedFairnessWarning"]
+
+
+class DPFairWarning(UserWarning):
+    """Root of dpfair's warnings."""
+
+
+class UncertifiedFairnessWarning(DPFairWarning):
+    """A fitted fair classifier could not be certified to keep its disparity cap.
+
+    Raised (as a warning) by ``fit`` of :class:`~dpfair.fairclass.CDPFairClassifier` and
+    :class:`~dpfair.fairclass.federated.FDPFairClassifier` when the released quantities do
+    not certify |DD| ≤ α with probability ≥ 1 − β in the population (too little data or
+    privacy budget for this α). The model is still fitted; ``certified_`` is False. Turn it
+    into an error with ``warnings.simplefilter("error", UncertifiedFairnessWarning)``.
+    """
