@@ -137,6 +137,40 @@ def test_charge_refused_after_compute_returns_nothing(tmp_path: Path, x: np.ndar
     assert [r.label for r in LedgerFile.open(path).records] == ["other process"]
 
 
+def test_uncertified_warning_is_released_only_after_the_charge(
+    tmp_path: Path, fair_frame: pd.DataFrame
+) -> None:
+    """Whether a fit is certified depends on the data: a fit refused at the charge must not
+    leak it through an UncertifiedFairnessWarning; a charged fit issues it afterwards."""
+    import warnings
+
+    from dpfair import UncertifiedFairnessWarning
+
+    data = tmp_path / "fair.csv"
+    fair_frame.to_csv(data, index=False)
+    path = tmp_path / "l.jsonl"
+    request = {**FAIR, "alpha": 0.02}  # far too small to certify at n = 2000, eps = 1
+    s = Session(data, budget=Budget.approx(1.5, 1e-5), ledger=path)
+    other = LedgerFile.open(path)
+    original = s.data.columns
+
+    def racing_read(names):  # type: ignore[no-untyped-def]
+        other.charge(Budget.approx(1.0, 0.0), label="other process")
+        return original(names)
+
+    s.data.columns = racing_read  # type: ignore[method-assign]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(BudgetExceededError, match="nothing was released"):
+            s.fit_fair_classifier(**request, random_state=0)
+    assert not [w for w in seen if issubclass(w.category, UncertifiedFairnessWarning)]
+    s.data.columns = original  # type: ignore[method-assign]
+    s2 = Session(fair_frame, budget=Budget.approx(3.0, 1e-5))
+    with pytest.warns(UncertifiedFairnessWarning):
+        clf = s2.fit_fair_classifier(**request, random_state=0)
+    assert clf.certified_ is False and len(s2.records) == 1
+
+
 def test_incompatible_measures_refused_before_compute(x: np.ndarray,
                                                       fair_frame: pd.DataFrame) -> None:
     s = Session(fair_frame, budget=Budget.zcdp(5.0))
@@ -332,7 +366,7 @@ def test_fair_classifier_from_a_file_out_of_core(tmp_path: Path,
     fair_frame.to_parquet(path, index=False)
     s = Session(path, budget=Budget.approx(3.0, 1e-5))
     clf = s.fit_fair_classifier(**FAIR, random_state=4, aggregate="always")
-    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=4, cross_fit=True)
+    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=4)
     np.testing.assert_array_equal(clf.tau_, ref.tau_)
     assert s.records[-1].params["aggregated"] is True
     assert s.records[-1].cost == clf.privacy_spent_

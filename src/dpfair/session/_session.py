@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ import numpy as np
 
 from dpfair._errors import InvalidParameterError, LedgerError
 from dpfair._validation import check_in_open_interval, check_positive
+from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.privacy import Budget, Ledger, LedgerFile, LedgerRecord
 from dpfair.session._sources import DataSource, FileSource, as_source
 
@@ -466,7 +468,7 @@ class Session:
         alpha: float,
         feature_bounds: Sequence[tuple[float, float]],
         random_state: Any = None,
-        cross_fit: bool = True,
+        cross_fit: bool | None = None,
         aggregate: str = "auto",
         **options: Any,
     ) -> Any:
@@ -486,8 +488,9 @@ class Session:
         target, sensitive : column names
             0/1 label and 0/1 group columns.
         epsilon, delta, alpha, feature_bounds, random_state, cross_fit
-            As in :class:`~dpfair.fairclass.CDPFairClassifier`. ``random_state`` is a
-            testing tool, never stored in the ledger.
+            As in :class:`~dpfair.fairclass.CDPFairClassifier` (``cross_fit=None``: the
+            threshold rule's default). ``random_state`` is a testing tool, never stored in
+            the ledger.
         aggregate : {"auto", "always", "never"}
             For a file: fit from DuckDB aggregates ("auto": files over 256 MiB). For a Dask
             DataFrame: "never" brings the columns back (the default computes the kernel-grid
@@ -495,7 +498,14 @@ class Session:
         **options
             Other :class:`~dpfair.fairclass.CDPFairClassifier` parameters (``bandwidth``,
             ``clip``, ``alpha_margin``, ``cross_fit_budget``, ``s1_share``, ``count_share``,
-            ``threshold_count_share``, ``grid_resolution``, ``max_grid_nodes``).
+            ``threshold_count_share``, ``threshold_rule``, ``fail_prob``, ``check_share``,
+            ``estimator``, ``categories``, ``grid_resolution``, ``max_grid_nodes``).
+
+        Notes
+        -----
+        Whether the fit is certified (``certified_``) depends on the data, so the
+        :class:`~dpfair.UncertifiedFairnessWarning` of an uncertified fit is part of the
+        release: it is held back during the fit and issued only after the charge.
 
         Returns
         -------
@@ -506,7 +516,8 @@ class Session:
         from dpfair.fairclass._validation import check_alpha, check_budget
 
         allowed = {"bandwidth", "clip", "alpha_margin", "cross_fit_budget", "s1_share",
-                   "count_share", "threshold_count_share", "grid_resolution",
+                   "count_share", "threshold_count_share", "threshold_rule", "fail_prob",
+                   "check_share", "estimator", "categories", "grid_resolution",
                    "max_grid_nodes"}
         unknown = sorted(set(options) - allowed)
         if unknown:
@@ -527,8 +538,10 @@ class Session:
         self._source.check_columns(cols)
         eps, dl = check_budget(epsilon, delta)
         check_alpha(alpha, options.get("alpha_margin", 0.0))
-        if not isinstance(cross_fit, (bool, np.bool_)):
-            raise InvalidParameterError(f"cross_fit={cross_fit!r}: expected True or False.")
+        if cross_fit is not None and not isinstance(cross_fit, (bool, np.bool_)):
+            raise InvalidParameterError(
+                f"cross_fit={cross_fit!r}: expected True, False or None (the rule's default)."
+            )
         plan_opts = {k: options[k] for k in ("cross_fit_budget", "s1_share", "count_share",
                                              "threshold_count_share") if k in options}
         planned = plan_budget(eps, dl, cross_fit=bool(cross_fit), has_s2=True,
@@ -536,9 +549,20 @@ class Session:
         use_aggregates = self._use_aggregates(_check_aggregate(aggregate))
         source = self._source
         settings = dict(epsilon=eps, delta=dl, alpha=alpha, feature_bounds=feature_bounds,
-                        random_state=random_state, cross_fit=bool(cross_fit), **options)
+                        random_state=random_state, cross_fit=cross_fit, **options)
+        held: list[warnings.WarningMessage] = []
 
         def compute() -> Any:
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always", UncertifiedFairnessWarning)
+                out = fit()
+            held.extend(w for w in seen if issubclass(w.category, UncertifiedFairnessWarning))
+            for w in seen:  # anything else passes through unchanged
+                if not issubclass(w.category, UncertifiedFairnessWarning):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            return out
+
+        def fit() -> Any:
             if use_aggregates and isinstance(source, FileSource):
                 return fit_cdp_fair_from_file(
                     source.path,  # type: ignore[arg-type]
@@ -561,7 +585,7 @@ class Session:
             return {
                 "features": names, "target": target, "sensitive": sensitive,
                 "feature_bounds": [list(map(float, b)) for b in feature_bounds],
-                "epsilon": eps, "delta": dl, "alpha": alpha, "cross_fit": bool(cross_fit),
+                "epsilon": eps, "delta": dl, "alpha": alpha, "cross_fit": cross_fit,
                 "aggregated": use_aggregates, "seeded": random_state is not None,
                 **{k: v for k, v in options.items()},
             }
@@ -572,7 +596,7 @@ class Session:
                 raise InvalidParameterError("internal: the fit reported no privacy spent.")
             return spent
 
-        return self._release(
+        model = self._release(
             label="fit_fair_classifier",
             planned=planned,
             bounded_range=False,
@@ -580,3 +604,6 @@ class Session:
             spent_of=spent_of,
             params=params,
         )
+        for w in held:  # released only now that the fit has been charged
+            warnings.warn(w.message, w.category, stacklevel=2)
+        return model
