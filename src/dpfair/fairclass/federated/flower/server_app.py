@@ -1,0 +1,247 @@
+"""The FDP-Fair centre as a Flower ``ServerApp`` (runs at the coordinator's SuperLink).
+
+Run config (``[tool.flwr.app.config]`` of the Flower app, overridable with
+``flwr run … --run-config``):
+
+``setup``
+    Path of the ``setup`` message written by ``dpfair fdp centre setup`` (sites with
+    N_s, ε_s, δ_s; grid; α …): the public protocol, exactly as for the file exchange.
+``out``
+    Where the ``released_model`` message is written (a ``dpfair fdp predict`` input).
+``connect-timeout``
+    Seconds to wait until a SuperNode of every site of the setup has answered the
+    discovery query.
+``seed`` (optional)
+    Seed of the public tie-breaking salt of the released classifier (default: OS entropy),
+    as ``dpfair fdp centre finalize --seed``.
+``round-timeout``
+    Seconds to wait for the replies of one round; a site that has not replied by then (its
+    SuperNode stopped, was killed, lost the connection) ends the run with an error naming
+    it — never a hang.
+
+Steps: discovery (``query.fdp_hello``: node → site id) → round 1 → aggregate → round 2 →
+finalize, i.e. :func:`~dpfair.fairclass.federated.flower._transport.run_centre` over a
+Flower :class:`~flwr.serverapp.Grid`. The messages are the file CLI's message documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flwr.app import Context, Message, RecordDict
+from flwr.serverapp import Grid, ServerApp
+
+from dpfair._errors import InvalidParameterError
+from dpfair.fairclass.federated._messages import (
+    MAX_MESSAGE_BYTES,
+    ProtocolError,
+    decode,
+    write_message,
+)
+from dpfair.fairclass.federated.flower._records import ACTIONS, pack, unpack, unpack_text
+from dpfair.fairclass.federated.flower._transport import load_setup, run_centre
+
+__all__ = ["DEFAULT_RUN_CONFIG", "GridExchange", "app", "discover_sites", "make_server_app"]
+
+_LOG = logging.getLogger("flwr")
+
+#: Defaults of the run config (``setup`` and ``out`` have none).
+DEFAULT_RUN_CONFIG: dict[str, Any] = {"connect-timeout": 120.0, "round-timeout": 600.0}
+
+
+def _positive(conf: Mapping[str, Any], key: str) -> float:
+    try:
+        value = float(conf[key])
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"run config {key}={conf[key]!r}: expected seconds.") from None
+    if not value > 0:
+        raise InvalidParameterError(f"run config {key}={value!r}: expected a positive number.")
+    return value
+
+
+def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dict[str, int]:
+    """Map each site id of the setup to the node that serves it.
+
+    Asks every connected node once (``query.fdp_hello``); nodes keep being polled until
+    all sites answered or ``timeout`` seconds passed.
+
+    Raises
+    ------
+    ProtocolError
+        A site not connected in time (named), or two nodes claiming the same site.
+    """
+    deadline = time.monotonic() + timeout
+    found: dict[str, int] = {}
+    asked: set[int] = set()
+    while True:
+        new = [n for n in grid.get_node_ids() if n not in asked]
+        if new:
+            asked.update(new)
+            msgs = [
+                Message(RecordDict(), dst_node_id=n, message_type=ACTIONS["hello"]) for n in new
+            ]
+            wait = max(1.0, min(30.0, deadline - time.monotonic()))
+            for reply in grid.send_and_receive(msgs, timeout=wait):
+                node = reply.metadata.src_node_id
+                if reply.has_error():
+                    _LOG.warning(
+                        "node %s did not answer the FDP-Fair discovery: %s",
+                        node,
+                        reply.error.reason,
+                    )
+                    continue
+                sid = unpack_text(reply.content, "site-id", sender=f"node {node}")
+                if sid in found and found[sid] != node:
+                    raise ProtocolError(
+                        sid,
+                        "site-id",
+                        f"two SuperNodes ({found[sid]} and {node}) claim this site: fix their "
+                        "--node-config (one node per site).",
+                    )
+                found[sid] = node
+        missing = [s for s in site_ids if s not in found]
+        if not missing:
+            return {s: found[s] for s in site_ids}
+        if time.monotonic() >= deadline:
+            raise ProtocolError(
+                missing[0],
+                "(connection)",
+                f"site(s) {missing} of the setup have no SuperNode connected to this SuperLink "
+                f"after connect-timeout={timeout:g} s (connected: {sorted(found) or 'none'}). "
+                "Start their SuperNodes with site-id set in --node-config.",
+            )
+        time.sleep(0.2)
+
+
+class GridExchange:
+    """One request per site over a Flower ``Grid``, every reply or a clear error.
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+    nodes : dict of str to int
+        Site id → node id (:func:`discover_sites`).
+    timeout : float
+        Seconds to wait for the replies of one round.
+    """
+
+    def __init__(self, grid: Grid, nodes: Mapping[str, int], timeout: float) -> None:
+        self.grid = grid
+        self.nodes = dict(nodes)
+        self.timeout = timeout
+
+    def __call__(self, step: str, payloads: Mapping[str, Mapping[str, bytes]]) -> dict[str, bytes]:
+        """Send ``payloads[site]`` to each site as ``step``; return each site's bytes."""
+        msgs = [
+            Message(pack(p), dst_node_id=self.nodes[sid], message_type=ACTIONS[step], group_id=step)
+            for sid, p in payloads.items()
+        ]
+        t0 = time.monotonic()
+        replies = {
+            r.metadata.src_node_id: r
+            for r in self.grid.send_and_receive(msgs, timeout=self.timeout)
+        }
+        out: dict[str, bytes] = {}
+        failed: list[str] = []
+        silent: list[str] = []
+        for sid in payloads:
+            reply = replies.get(self.nodes[sid])
+            if reply is None:
+                silent.append(sid)
+            elif reply.has_error():
+                failed.append(f"{sid}: {reply.error.reason}")
+            else:
+                out[sid] = unpack(reply.content, "message", sender=sid)
+        if silent or failed:
+            parts = []
+            if silent:
+                parts.append(
+                    f"site(s) {silent} sent no reply within round-timeout={self.timeout:g} s "
+                    "(SuperNode stopped, killed or disconnected?)"
+                )
+            if failed:
+                parts.append("error replies: " + "; ".join(failed))
+            raise ProtocolError(
+                (silent or [f.split(":")[0] for f in failed])[0],
+                f"({step} reply)",
+                f"FDP-Fair {step} failed after {time.monotonic() - t0:.1f} s: "
+                + "; ".join(parts)
+                + ". Nothing was aggregated; start a new run with a new setup.",
+            )
+        return out
+
+
+def _read_setup(path: Path) -> bytes:
+    if not path.is_file():
+        raise InvalidParameterError(
+            f"run config setup={str(path)!r}: no such file (write it with `dpfair fdp centre "
+            "setup … --out setup.json`; give an absolute path, the ServerApp's working "
+            "directory is the SuperLink's)."
+        )
+    if path.stat().st_size > MAX_MESSAGE_BYTES:
+        raise ProtocolError("?", "(file)", f"{str(path)!r} is over the message size limit.")
+    return path.read_bytes()
+
+
+def run(grid: Grid, conf: Mapping[str, Any]) -> Path:
+    """The centre's whole run with the (merged) run config ``conf``; returns ``out``."""
+    for key in ("setup", "out"):
+        if not str(conf.get(key, "")):
+            raise InvalidParameterError(
+                f"run config: {key!r} is not set (flwr run … --run-config "
+                '\'setup="/abs/setup.json" out="/abs/released.json"\').'
+            )
+    setup_raw = _read_setup(Path(str(conf["setup"])).expanduser())
+    out = Path(str(conf["out"])).expanduser()
+    cfg = load_setup(setup_raw, source=str(conf["setup"]))
+    t0 = time.monotonic()
+    nodes = discover_sites(grid, cfg.site_ids, _positive(conf, "connect-timeout"))
+    _LOG.info(
+        "FDP-Fair run %s: sites %s on nodes %s (%.2f s)",
+        cfg.protocol_id,
+        list(nodes),
+        list(nodes.values()),
+        time.monotonic() - t0,
+    )
+    exchange = GridExchange(grid, nodes, _positive(conf, "round-timeout"))
+    seed = conf.get("seed")
+    final = run_centre(setup_raw, exchange, seed=None if seed in (None, "", -1) else int(seed))
+    write_message(out, decode(final, kind="released_model", protocol_id=cfg.protocol_id))
+    _LOG.info(
+        "FDP-Fair run %s: released model written to %s (%.2f s)",
+        cfg.protocol_id,
+        out,
+        time.monotonic() - t0,
+    )
+    return out
+
+
+def make_server_app(run_config: Mapping[str, Any] | None = None) -> ServerApp:
+    """Build the centre ``ServerApp``.
+
+    Parameters
+    ----------
+    run_config : mapping, optional
+        Values over the run's ``context.run_config`` (Flower's simulation runtime gives a
+        ServerApp started from Python an empty run config).
+    """
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        conf = {**DEFAULT_RUN_CONFIG, **dict(context.run_config), **dict(run_config or {})}
+        try:
+            run(grid, conf)
+        except Exception as exc:
+            _LOG.error("FDP-Fair run failed: %s: %s", type(exc).__name__, exc)
+            raise
+
+    return app
+
+
+#: The ServerApp named by the Flower app's ``pyproject.toml``.
+app = make_server_app()
