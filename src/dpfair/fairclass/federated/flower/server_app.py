@@ -63,21 +63,48 @@ def _positive(conf: Mapping[str, Any], key: str) -> float:
     return value
 
 
+def _registered_names(grid: Grid) -> dict[str, int]:
+    """Node name → node id for the connected nodes that have a name.
+
+    With SuperNode authentication the coordinator registers each site's public key with
+    ``flwr supernode register KEY --name SITE_ID``: the name is then bound to the key the
+    node authenticates with, not declared by the node.
+    """
+    names: dict[str, list[int]] = {}
+    try:
+        infos = list(grid.get_nodes())
+    except Exception:  # a Grid without node information (simulation)
+        return {}
+    for info in infos:
+        name = str(getattr(info, "name", "") or "")
+        if name:
+            names.setdefault(name, []).append(int(info.node_id))
+    return {n: ids[0] for n, ids in names.items() if len(ids) == 1}
+
+
 def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dict[str, int]:
     """Map each site id of the setup to the node that serves it.
 
-    Asks every connected node once (``query.fdp_hello``); nodes keep being polled until
-    all sites answered or ``timeout`` seconds passed.
+    If every site id is the registered name of exactly one connected node (SuperNode
+    authentication on), those nodes are used and nothing is sent. Otherwise every connected
+    node is asked once for its ``site-id`` (``query.fdp_hello``), where a node with a
+    registered name must claim exactly that name; nodes keep being polled until all sites
+    answered or ``timeout`` seconds passed.
 
     Raises
     ------
     ProtocolError
-        A site not connected in time (named), or two nodes claiming the same site.
+        A site not connected in time (named), two nodes claiming the same site, or a node
+        claiming a site other than its registered name.
     """
     deadline = time.monotonic() + timeout
     found: dict[str, int] = {}
     asked: set[int] = set()
     while True:
+        names = _registered_names(grid)
+        if all(s in names for s in site_ids):
+            return {s: names[s] for s in site_ids}
+        name_of = {node: name for name, node in names.items()}
         new = [n for n in grid.get_node_ids() if n not in asked]
         if new:
             asked.update(new)
@@ -95,6 +122,13 @@ def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dic
                     )
                     continue
                 sid = unpack_text(reply.content, "site-id", sender=f"node {node}")
+                if node in name_of and name_of[node] != sid:
+                    raise ProtocolError(
+                        sid,
+                        "site-id",
+                        f"node {node} is registered as {name_of[node]!r} but its node config "
+                        f"says site-id={sid!r}: refused.",
+                    )
                 if sid in found and found[sid] != node:
                     raise ProtocolError(
                         sid,

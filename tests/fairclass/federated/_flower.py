@@ -1,0 +1,104 @@
+"""Helpers for the Flower transport tests: site files, a setup, an in-process Grid."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpfair.fairclass.datasets import FairnessDataset
+
+FEATURES = ["x1", "x2"]
+
+
+def write_site(path: Path, d: FairnessDataset) -> Path:
+    """The site's own CSV file (columns x1, x2, a, y)."""
+    np.savetxt(
+        path,
+        np.column_stack([d.X, d.A, d.y]),
+        delimiter=",",
+        header="x1,x2,a,y",
+        comments="",
+        fmt="%.17g",
+    )
+    return path
+
+
+def node_config(site_id: str, data: Path, eps: float, delta: float, **extra: Any) -> dict:
+    """What the site's SuperNode gets as --node-config."""
+    return {
+        "site-id": site_id,
+        "data": str(data),
+        "features": ",".join(FEATURES),
+        "target": "y",
+        "sensitive": "a",
+        "max-epsilon": float(eps),
+        "max-delta": float(delta),
+        **extra,
+    }
+
+
+@contextmanager
+def task_identity(run_id: int = 1) -> Iterator[None]:
+    """Flower messages need the process's task identity (set by Flower's runtimes)."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    saved = (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, 1
+    try:
+        yield
+    finally:
+        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
+
+
+class LocalGrid:
+    """A Flower ``Grid`` whose nodes are ClientApps called in this process.
+
+    Each node keeps its own ``Context`` (node config, persistent ``state``), as a SuperNode
+    does. ``silent`` nodes never reply (a killed site): ``send_and_receive`` then returns
+    the other replies after ``timeout``, as Flower's grids do.
+    """
+
+    def __init__(
+        self,
+        client_app: Any,
+        node_configs: Mapping[int, Mapping[str, Any]],
+        *,
+        names: Mapping[int, str] | None = None,
+        silent: Iterable[int] = (),
+    ) -> None:
+        from flwr.app import Context, RecordDict
+
+        self.app = client_app
+        self.names = dict(names or {})
+        self.silent = set(silent)
+        self.contexts = {
+            n: Context(run_id=1, node_id=n, node_config=dict(c), state=RecordDict(), run_config={})
+            for n, c in node_configs.items()
+        }
+        self.sent: list[Any] = []
+
+    def get_node_ids(self) -> list[int]:
+        return list(self.contexts)
+
+    def get_nodes(self) -> list[Any]:
+        from flwr.proto.node_pb2 import NodeInfo
+
+        return [NodeInfo(node_id=n, name=self.names.get(n, "")) for n in self.contexts]
+
+    def send_and_receive(self, messages: Iterable[Any], *, timeout: float | None = None) -> list:
+        replies, waiting = [], False
+        for m in messages:
+            self.sent.append(m)
+            node = m.metadata.dst_node_id
+            if node in self.silent:
+                waiting = True
+                continue
+            replies.append(self.app(m, self.contexts[node]))
+        if waiting:  # wait out the timeout for the replies that never come
+            time.sleep(timeout if timeout is not None else 3600.0)
+        return replies
