@@ -102,3 +102,25 @@ class LocalGrid:
         if waiting:  # wait out the timeout for the replies that never come
             time.sleep(timeout if timeout is not None else 3600.0)
         return replies
+
+
+def core_reference(setup: Path, data: list[FairnessDataset], seeds: list[int], centre_seed: int):
+    """The released model of the in-process core (Site/Centre) seeded as the file CLI and
+    the Flower site seed (``SeedSequence(seed)``); every message through encode/decode."""
+    from dpfair.fairclass.federated import (
+        Centre,
+        ProtocolConfig,
+        Site,
+        decode,
+        encode,
+        read_message,
+    )
+
+    config = ProtocolConfig.from_envelope(read_message(setup, kind="setup"))
+    core = [
+        Site(sid, d.X, d.y, d.A, config=config, random_state=np.random.SeedSequence(seed))
+        for sid, d, seed in zip(config.site_ids, data, seeds, strict=True)
+    ]
+    centre = Centre(config, random_state=centre_seed)
+    model = centre.aggregate([decode(encode(s.round1())) for s in core])
+    return centre.finalize([decode(encode(s.round2(model))) for s in core], model)

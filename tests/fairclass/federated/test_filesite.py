@@ -35,9 +35,7 @@ N = 1200
 
 def _cfg(cross_fit: bool) -> ProtocolConfig:
     specs = [("site-1", N, 2.0, 1e-6), ("site-2", N, 2.0, 1e-6)]
-    return make_protocol(
-        specs, feature_bounds=[(0, 1), (0, 1)], alpha=0.1, cross_fit=cross_fit
-    )
+    return make_protocol(specs, feature_bounds=[(0, 1), (0, 1)], alpha=0.1, cross_fit=cross_fit)
 
 
 def _write_parquet(path: Path, d: Any) -> None:
@@ -73,8 +71,14 @@ def test_file_site_messages_equal_in_memory(tmp_path: Path, cross_fit: bool) -> 
     path = tmp_path / "site.parquet"
     _write_parquet(path, d)
     with FileSite(
-        "site-1", path, features=["x1", "x2"], target="y", sensitive="a",
-        config=cfg, random_state=11, batch_rows=97,
+        "site-1",
+        path,
+        features=["x1", "x2"],
+        target="y",
+        sensitive="a",
+        config=cfg,
+        random_state=11,
+        batch_rows=97,
     ) as fs:
         mem = Site("site-1", d.X, d.y, d.A, config=cfg, random_state=11)
         halves = fs.halves_in_memory()
@@ -101,13 +105,21 @@ def test_csv_file_site_equals_parquet_file_site(tmp_path: Path) -> None:
     cfg = _cfg(False)
     d = simulate(N, rng=3)
     _write_parquet(tmp_path / "s.parquet", d)
-    np.savetxt(tmp_path / "s.csv", np.column_stack([d.X, d.A, d.y]), delimiter=",",
-               header="x1,x2,a,y", comments="", fmt="%.17g")
+    np.savetxt(
+        tmp_path / "s.csv",
+        np.column_stack([d.X, d.A, d.y]),
+        delimiter=",",
+        header="x1,x2,a,y",
+        comments="",
+        fmt="%.17g",
+    )
     kw: dict[str, Any] = dict(
         features=["x1", "x2"], target="y", sensitive="a", config=cfg, random_state=2
     )
-    with FileSite("site-1", tmp_path / "s.parquet", **kw) as a, \
-            FileSite("site-1", tmp_path / "s.csv", **kw) as b:
+    with (
+        FileSite("site-1", tmp_path / "s.parquet", **kw) as a,
+        FileSite("site-1", tmp_path / "s.csv", **kw) as b,
+    ):
         assert b.converted_csv and not a.converted_csv
         _assert_same(b.round1(), a.round1(), approx=("sums",))
 
@@ -117,8 +129,15 @@ def test_file_site_checks_public_size(tmp_path: Path) -> None:
     d = simulate(N - 1, rng=3)
     _write_parquet(tmp_path / "s.parquet", d)
     with pytest.raises(Exception, match="N_s = 1200"):
-        FileSite("site-1", tmp_path / "s.parquet", features=["x1", "x2"], target="y",
-                 sensitive="a", config=cfg, random_state=0)
+        FileSite(
+            "site-1",
+            tmp_path / "s.parquet",
+            features=["x1", "x2"],
+            target="y",
+            sensitive="a",
+            config=cfg,
+            random_state=0,
+        )
 
 
 def test_cli_aggregate_flag(tmp_path: Path) -> None:
@@ -134,21 +153,61 @@ def test_cli_aggregate_flag(tmp_path: Path) -> None:
         res = runner.invoke(app, ["fdp", *args])
         return res.exit_code, res.output
 
-    common = ["--setup", str(tmp_path / "setup.json"), "--features", "x1,x2",
-              "--target", "y", "--sensitive", "a"]
+    common = [
+        "--setup",
+        str(tmp_path / "setup.json"),
+        "--features",
+        "x1,x2",
+        "--target",
+        "y",
+        "--sensitive",
+        "a",
+    ]
     for i, agg in ((1, "always"), (2, "auto")):  # auto: small file → in memory
-        code, out = run("site", "round1", str(tmp_path / f"s{i}.parquet"), *common,
-                        "--site-id", f"site-{i}", "--state", str(tmp_path / f"{i}.state"),
-                        "--out", str(tmp_path / f"{i}.r1"), "--seed", "9", "--aggregate", agg)
+        code, out = run(
+            "site",
+            "round1",
+            str(tmp_path / f"s{i}.parquet"),
+            *common,
+            "--site-id",
+            f"site-{i}",
+            "--state",
+            str(tmp_path / f"{i}.state"),
+            "--out",
+            str(tmp_path / f"{i}.r1"),
+            "--seed",
+            "9",
+            "--aggregate",
+            agg,
+        )
         assert code == 0, out
         assert json.loads(out)["aggregated"] is (agg == "always")
     assert json.loads((tmp_path / "1.state").read_text())["split"] == "position"
-    code, out = run("centre", "aggregate", str(tmp_path / "1.r1"), str(tmp_path / "2.r1"),
-                    "--setup", str(tmp_path / "setup.json"), "--out", str(tmp_path / "m"))
+    code, out = run(
+        "centre",
+        "aggregate",
+        str(tmp_path / "1.r1"),
+        str(tmp_path / "2.r1"),
+        "--setup",
+        str(tmp_path / "setup.json"),
+        "--out",
+        str(tmp_path / "m"),
+    )
     assert code == 0, out
-    r2 = ["site", "round2", str(tmp_path / "s1.parquet"), *common, "--site-id", "site-1",
-          "--state", str(tmp_path / "1.state"), "--model", str(tmp_path / "m"),
-          "--out", str(tmp_path / "1.r2")]
+    r2 = [
+        "site",
+        "round2",
+        str(tmp_path / "s1.parquet"),
+        *common,
+        "--site-id",
+        "site-1",
+        "--state",
+        str(tmp_path / "1.state"),
+        "--model",
+        str(tmp_path / "m"),
+        "--out",
+        str(tmp_path / "1.r2"),
+    ]
     code, out = run(*r2, "--aggregate", "never")  # would change the split: refused
     assert code == 2 and "same" in out
     code, out = run(*r2, "--aggregate", "bogus")
@@ -157,5 +216,6 @@ def test_cli_aggregate_flag(tmp_path: Path) -> None:
     assert code == 0, out
     assert json.loads(out)["aggregated"] is True
     msg = read_message(tmp_path / "1.r2", kind="round2")
-    assert msg.fields["n_cal"] == [N - json.loads(
-        (tmp_path / "1.r1").read_text())["fields"]["n_train"][0]]
+    assert msg.fields["n_cal"] == [
+        N - json.loads((tmp_path / "1.r1").read_text())["fields"]["n_train"][0]
+    ]

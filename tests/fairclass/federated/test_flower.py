@@ -22,11 +22,8 @@ from typer.testing import CliRunner
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass.datasets import simulate
 from dpfair.fairclass.federated import (
-    Centre,
     FederatedModel,
-    ProtocolConfig,
     ProtocolError,
-    Site,
     SiteSpec,
     decode,
     encode,
@@ -43,7 +40,7 @@ from dpfair.fairclass.federated.flower.server_app import (
     run,
 )
 
-from ._flower import LocalGrid, node_config, task_identity, write_site
+from ._flower import LocalGrid, core_reference, node_config, task_identity, write_site
 
 S, N, EPS, DELTA = 3, 1000, 2.0, 1e-6
 
@@ -86,15 +83,9 @@ def test_flower_run_is_the_core_protocol_byte_for_byte(sites, setup_file, tmp_pa
             {"setup": str(setup_file), "out": str(out), "seed": 5, "connect-timeout": 5.0}
             | {"round-timeout": 5.0},
         )
-    # Reference: the core objects, seeded as the file CLI seeds them (SeedSequence(seed)).
-    config = ProtocolConfig.from_envelope(read_message(setup_file, kind="setup"))
-    core = [
-        Site(sid, d.X, d.y, d.A, config=config, random_state=np.random.SeedSequence(11 * (i + 1)))
-        for i, (sid, _p, d) in enumerate(sites)
-    ]
-    centre = Centre(config, random_state=5)
-    model = centre.aggregate([decode(encode(s.round1())) for s in core])
-    final = centre.finalize([decode(encode(s.round2(model))) for s in core], model)
+    final = core_reference(
+        setup_file, [d for _s, _p, d in sites], [11 * (i + 1) for i in range(S)], 5
+    )
     assert out.read_bytes() == encode(final)
     test = simulate(2000, rng=9)
     flower_model = FederatedModel.from_envelope(read_message(out, kind="released_model"))
