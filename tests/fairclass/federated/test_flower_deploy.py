@@ -1,0 +1,121 @@
+"""FDP-Fair on a real Flower deployment on localhost (slow: ~10 Python processes).
+
+A SuperLink and three SuperNodes, each its own process group with its own data file; the
+app is started with ``flwr run flower_app``. Flower starts the ServerApp (the centre) under
+the SuperLink and one ClientApp process per message under each SuperNode.
+
+1. Seeded sites and centre: the released model is byte-for-byte the in-process core's, so
+   it predicts exactly like it (the same apps with fresh noise are compared with
+   ``FDPFairClassifier`` in law in ``test_flower_runtime.py``).
+2. A SuperNode killed while round 1 is under way: the centre ends the run with an error
+   naming the site within its round timeout (plus process start-up), not a hang.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from dpfair.fairclass.datasets import simulate
+from dpfair.fairclass.federated import (
+    FederatedModel,
+    SiteSpec,
+    encode,
+    make_protocol,
+    read_message,
+    write_message,
+)
+
+from ._deploy import Deployment
+from ._flower import core_reference, node_config, write_site
+
+pytestmark = pytest.mark.slow
+
+S, N, EPS, DELTA, ALPHA = 3, 1000, 2.0, 1e-6, 0.2
+
+
+def _setup(path: Path) -> Path:
+    cfg = make_protocol(
+        [SiteSpec(f"site-{s + 1}", N, EPS, DELTA) for s in range(S)],
+        feature_bounds=[(0.0, 1.0), (0.0, 1.0)],
+        alpha=ALPHA,
+    )
+    return write_message(path, cfg.to_envelope())
+
+
+@pytest.fixture
+def deployment(tmp_path: Path):
+    dep = Deployment(tmp_path)
+    try:
+        yield dep
+    finally:
+        dep.stop()
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float) -> str:
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"flwr run did not end within {timeout} s:\n{out[-4000:]}") from None
+    return out
+
+
+def test_superlink_and_three_supernodes_release_the_core_model(deployment, tmp_path):
+    data = [simulate(N, rng=600 + s) for s in range(S)]
+    seeds = [41, 42, 43]
+    setup = _setup(tmp_path / "setup.json")
+    deployment.start_superlink()
+    for s, d in enumerate(data):
+        path = write_site(tmp_path / f"site{s + 1}.csv", d)
+        cfg = node_config(f"site-{s + 1}", path, EPS, DELTA, seed=seeds[s])
+        deployment.start_supernode(f"node{s + 1}", cfg)
+    out = tmp_path / "released.json"
+    run = deployment.flwr_run(
+        {"setup": str(setup), "out": str(out), "seed": 9, "round-timeout": 300.0}, timeout=600
+    )
+    log = _finish(run, 600.0)
+    assert out.exists(), log[-4000:] + deployment.log("superlink")[-4000:]
+    assert "released model written" in log
+    final = core_reference(setup, data, seeds, 9)
+    assert out.read_bytes() == encode(final)
+    test = simulate(2000, rng=5)
+    np.testing.assert_array_equal(
+        FederatedModel.from_envelope(read_message(out)).predict(test.X, test.A),
+        FederatedModel.from_envelope(final).predict(test.X, test.A),
+    )
+    # Each site read only its own file: its node log names only its own site.
+    for s in range(S):
+        log_s = deployment.log(f"node{s + 1}")
+        assert f"site 'site-{s + 1}': round 2 released" in log_s
+        assert all(f"site 'site-{o + 1}'" not in log_s for o in range(S) if o != s)
+
+
+def test_killed_site_is_a_clear_error_at_the_centre(deployment, tmp_path):
+    setup = _setup(tmp_path / "setup.json")
+    deployment.start_superlink()
+    for s in range(S):
+        path = write_site(tmp_path / f"site{s + 1}.csv", simulate(N, rng=650 + s))
+        deployment.start_supernode(f"node{s + 1}", node_config(f"site-{s + 1}", path, EPS, DELTA))
+    out = tmp_path / "released.json"
+    round_timeout = 30.0
+    run = deployment.flwr_run(
+        {"setup": str(setup), "out": str(out), "round-timeout": round_timeout}, timeout=600
+    )
+    # Kill site-3's SuperNode (and its ClientApp) as soon as round 1 reaches it.
+    deployment.wait_for("node3", "train.fdp_round1", 300.0)
+    t_kill = time.monotonic()
+    deployment.kill("node3")
+    log = _finish(run, round_timeout + 240.0)
+    elapsed = time.monotonic() - t_kill
+    assert not out.exists()
+    assert "FDP-Fair run failed" in log, log[-4000:]
+    assert "site-3" in log.split("FDP-Fair run failed", 1)[1]
+    assert elapsed < round_timeout + 240.0
