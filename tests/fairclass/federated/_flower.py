@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,6 +82,7 @@ class LocalGrid:
             for n, c in node_configs.items()
         }
         self.sent: list[Any] = []
+        self._replies: dict[str, Any] = {}
 
     def get_node_ids(self) -> list[int]:
         return list(self.contexts)
@@ -89,6 +91,20 @@ class LocalGrid:
         from flwr.proto.node_pb2 import NodeInfo
 
         return [NodeInfo(node_id=n, name=self.names.get(n, "")) for n in self.contexts]
+
+    def push_messages(self, messages: Iterable[Any]) -> list[str]:
+        ids = []
+        for m in messages:
+            m.metadata.__dict__["_message_id"] = uuid.uuid4().hex
+            self.sent.append(m)
+            node = m.metadata.dst_node_id
+            if node not in self.silent:
+                self._replies[m.metadata.message_id] = self.app(m, self.contexts[node])
+            ids.append(m.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> list[Any]:
+        return [self._replies.pop(i) for i in list(message_ids) if i in self._replies]
 
     def send_and_receive(self, messages: Iterable[Any], *, timeout: float | None = None) -> list:
         replies, waiting = [], False

@@ -88,8 +88,8 @@ def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dic
     If every site id is the registered name of exactly one connected node (SuperNode
     authentication on), those nodes are used and nothing is sent. Otherwise every connected
     node is asked once for its ``site-id`` (``query.fdp_hello``), where a node with a
-    registered name must claim exactly that name; nodes keep being polled until all sites
-    answered or ``timeout`` seconds passed.
+    registered name must claim exactly that name; new nodes are asked and replies collected
+    until every site has answered or ``timeout`` seconds passed.
 
     Raises
     ------
@@ -100,6 +100,7 @@ def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dic
     deadline = time.monotonic() + timeout
     found: dict[str, int] = {}
     asked: set[int] = set()
+    pending: set[str] = set()
     while True:
         names = _registered_names(grid)
         if all(s in names for s in site_ids):
@@ -108,35 +109,34 @@ def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dic
         new = [n for n in grid.get_node_ids() if n not in asked]
         if new:
             asked.update(new)
-            msgs = [
+            hello = [
                 Message(RecordDict(), dst_node_id=n, message_type=ACTIONS["hello"]) for n in new
             ]
-            wait = max(1.0, min(30.0, deadline - time.monotonic()))
-            for reply in grid.send_and_receive(msgs, timeout=wait):
-                node = reply.metadata.src_node_id
-                if reply.has_error():
-                    _LOG.warning(
-                        "node %s did not answer the FDP-Fair discovery: %s",
-                        node,
-                        reply.error.reason,
-                    )
-                    continue
-                sid = unpack_text(reply.content, "site-id", sender=f"node {node}")
-                if node in name_of and name_of[node] != sid:
-                    raise ProtocolError(
-                        sid,
-                        "site-id",
-                        f"node {node} is registered as {name_of[node]!r} but its node config "
-                        f"says site-id={sid!r}: refused.",
-                    )
-                if sid in found and found[sid] != node:
-                    raise ProtocolError(
-                        sid,
-                        "site-id",
-                        f"two SuperNodes ({found[sid]} and {node}) claim this site: fix their "
-                        "--node-config (one node per site).",
-                    )
-                found[sid] = node
+            pending.update(i for i in grid.push_messages(hello) if i)
+        for reply in grid.pull_messages(list(pending)) if pending else ():
+            pending.discard(reply.metadata.reply_to_message_id)
+            node = reply.metadata.src_node_id
+            if reply.has_error():
+                _LOG.warning(
+                    "node %s did not answer the FDP-Fair discovery: %s", node, reply.error.reason
+                )
+                continue
+            sid = unpack_text(reply.content, "site-id", sender=f"node {node}")
+            if node in name_of and name_of[node] != sid:
+                raise ProtocolError(
+                    sid,
+                    "site-id",
+                    f"node {node} is registered as {name_of[node]!r} but its node config "
+                    f"says site-id={sid!r}: refused.",
+                )
+            if sid in found and found[sid] != node:
+                raise ProtocolError(
+                    sid,
+                    "site-id",
+                    f"two SuperNodes ({found[sid]} and {node}) claim this site: fix their "
+                    "--node-config (one node per site).",
+                )
+            found[sid] = node
         missing = [s for s in site_ids if s not in found]
         if not missing:
             return {s: found[s] for s in site_ids}
