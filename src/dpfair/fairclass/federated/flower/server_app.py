@@ -49,6 +49,8 @@ __all__ = ["DEFAULT_RUN_CONFIG", "GridExchange", "app", "discover_sites", "make_
 
 _LOG = logging.getLogger("flwr")
 
+#: Seconds between two pulls of the replies of a round.
+POLL_SECONDS = 0.2
 #: Defaults of the run config (``setup`` and ``out`` have none).
 DEFAULT_RUN_CONFIG: dict[str, Any] = {"connect-timeout": 120.0, "round-timeout": 600.0}
 
@@ -148,7 +150,7 @@ def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dic
                 f"after connect-timeout={timeout:g} s (connected: {sorted(found) or 'none'}). "
                 "Start their SuperNodes with site-id set in --node-config.",
             )
-        time.sleep(0.2)
+        time.sleep(POLL_SECONDS)
 
 
 class GridExchange:
@@ -175,21 +177,28 @@ class GridExchange:
             for sid, p in payloads.items()
         ]
         t0 = time.monotonic()
-        replies = {
-            r.metadata.src_node_id: r
-            for r in self.grid.send_and_receive(msgs, timeout=self.timeout)
-        }
+        deadline = t0 + self.timeout
+        # push/pull with a short poll (Grid.send_and_receive sleeps 3 s between pulls).
+        pending = {i for i in self.grid.push_messages(msgs) if i}
+        replies: dict[int, Message] = {}
+        while pending:
+            for reply in self.grid.pull_messages(list(pending)):
+                pending.discard(reply.metadata.reply_to_message_id)
+                replies[reply.metadata.src_node_id] = reply
+            if not pending or time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_SECONDS)
         out: dict[str, bytes] = {}
         failed: list[str] = []
         silent: list[str] = []
         for sid in payloads:
-            reply = replies.get(self.nodes[sid])
-            if reply is None:
+            got = replies.get(self.nodes[sid])
+            if got is None:
                 silent.append(sid)
-            elif reply.has_error():
-                failed.append(f"{sid}: {reply.error.reason}")
+            elif got.has_error():
+                failed.append(f"{sid}: {got.error.reason}")
             else:
-                out[sid] = unpack(reply.content, "message", sender=sid)
+                out[sid] = unpack(got.content, "message", sender=sid)
         if silent or failed:
             parts = []
             if silent:
