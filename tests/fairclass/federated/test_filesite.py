@@ -35,7 +35,9 @@ N = 1200
 
 def _cfg(cross_fit: bool) -> ProtocolConfig:
     specs = [("site-1", N, 2.0, 1e-6), ("site-2", N, 2.0, 1e-6)]
-    return make_protocol(specs, feature_bounds=[(0, 1), (0, 1)], alpha=0.1, cross_fit=cross_fit)
+    return make_protocol(
+        specs, feature_bounds=[(0, 1), (0, 1)], alpha=0.1, cross_fit=cross_fit
+    )
 
 
 def _write_parquet(path: Path, d: Any) -> None:
@@ -71,14 +73,8 @@ def test_file_site_messages_equal_in_memory(tmp_path: Path, cross_fit: bool) -> 
     path = tmp_path / "site.parquet"
     _write_parquet(path, d)
     with FileSite(
-        "site-1",
-        path,
-        features=["x1", "x2"],
-        target="y",
-        sensitive="a",
-        config=cfg,
-        random_state=11,
-        batch_rows=97,
+        "site-1", path, features=["x1", "x2"], target="y", sensitive="a",
+        config=cfg, random_state=11, batch_rows=97,
     ) as fs:
         mem = Site("site-1", d.X, d.y, d.A, config=cfg, random_state=11)
         halves = fs.halves_in_memory()
@@ -105,21 +101,13 @@ def test_csv_file_site_equals_parquet_file_site(tmp_path: Path) -> None:
     cfg = _cfg(False)
     d = simulate(N, rng=3)
     _write_parquet(tmp_path / "s.parquet", d)
-    np.savetxt(
-        tmp_path / "s.csv",
-        np.column_stack([d.X, d.A, d.y]),
-        delimiter=",",
-        header="x1,x2,a,y",
-        comments="",
-        fmt="%.17g",
-    )
+    np.savetxt(tmp_path / "s.csv", np.column_stack([d.X, d.A, d.y]), delimiter=",",
+               header="x1,x2,a,y", comments="", fmt="%.17g")
     kw: dict[str, Any] = dict(
         features=["x1", "x2"], target="y", sensitive="a", config=cfg, random_state=2
     )
-    with (
-        FileSite("site-1", tmp_path / "s.parquet", **kw) as a,
-        FileSite("site-1", tmp_path / "s.csv", **kw) as b,
-    ):
+    with FileSite("site-1", tmp_path / "s.parquet", **kw) as a, \
+            FileSite("site-1", tmp_path / "s.csv", **kw) as b:
         assert b.converted_csv and not a.converted_csv
         _assert_same(b.round1(), a.round1(), approx=("sums",))
 
@@ -129,22 +117,22 @@ def test_file_site_checks_public_size(tmp_path: Path) -> None:
     d = simulate(N - 1, rng=3)
     _write_parquet(tmp_path / "s.parquet", d)
     with pytest.raises(Exception, match="N_s = 1200"):
-        FileSite(
-            "site-1",
-            tmp_path / "s.parquet",
-            features=["x1", "x2"],
-            target="y",
-            sensitive="a",
-            config=cfg,
-            random_state=0,
-        )
+        FileSite("site-1", tmp_path / "s.parquet", features=["x1", "x2"], target="y",
+                 sensitive="a", config=cfg, random_state=0)
 
 
 def test_cli_aggregate_flag(tmp_path: Path) -> None:
-    cfg = _cfg(False)
+    from dpfair.fairclass.federated._keys import generate_keypair, load_signer
     from dpfair.fairclass.federated._messages import write_message
 
-    write_message(tmp_path / "setup.json", cfg.to_envelope())
+    pubs = {}
+    for party in ("centre", "site-1", "site-2"):
+        _, _, pubs[party] = generate_keypair(tmp_path / party)
+    specs = [("site-1", N, 2.0, 1e-6), ("site-2", N, 2.0, 1e-6)]
+    cfg = make_protocol(specs, feature_bounds=[(0, 1), (0, 1)], alpha=0.1, keys=pubs)
+    write_message(
+        tmp_path / "setup.json", cfg.to_envelope(), load_signer(tmp_path / "centre.key", "centre")
+    )
     _write_parquet(tmp_path / "s1.parquet", simulate(N, rng=3))
     _write_parquet(tmp_path / "s2.parquet", simulate(N, rng=4))
     app, runner = _standalone(), CliRunner()
@@ -153,61 +141,25 @@ def test_cli_aggregate_flag(tmp_path: Path) -> None:
         res = runner.invoke(app, ["fdp", *args])
         return res.exit_code, res.output
 
-    common = [
-        "--setup",
-        str(tmp_path / "setup.json"),
-        "--features",
-        "x1,x2",
-        "--target",
-        "y",
-        "--sensitive",
-        "a",
-    ]
+    common = ["--setup", str(tmp_path / "setup.json"), "--features", "x1,x2",
+              "--target", "y", "--sensitive", "a", "--centre-key",
+              str(tmp_path / "centre.pub"), "--max-epsilon", "2", "--max-delta", "1e-6"]
     for i, agg in ((1, "always"), (2, "auto")):  # auto: small file → in memory
-        code, out = run(
-            "site",
-            "round1",
-            str(tmp_path / f"s{i}.parquet"),
-            *common,
-            "--site-id",
-            f"site-{i}",
-            "--state",
-            str(tmp_path / f"{i}.state"),
-            "--out",
-            str(tmp_path / f"{i}.r1"),
-            "--seed",
-            "9",
-            "--aggregate",
-            agg,
-        )
+        code, out = run("site", "round1", str(tmp_path / f"s{i}.parquet"), *common,
+                        "--site-id", f"site-{i}", "--key", str(tmp_path / f"site-{i}.key"),
+                        "--state", str(tmp_path / f"{i}.state"),
+                        "--out", str(tmp_path / f"{i}.r1"), "--aggregate", agg)
         assert code == 0, out
         assert json.loads(out)["aggregated"] is (agg == "always")
     assert json.loads((tmp_path / "1.state").read_text())["split"] == "position"
-    code, out = run(
-        "centre",
-        "aggregate",
-        str(tmp_path / "1.r1"),
-        str(tmp_path / "2.r1"),
-        "--setup",
-        str(tmp_path / "setup.json"),
-        "--out",
-        str(tmp_path / "m"),
-    )
+    code, out = run("centre", "aggregate", str(tmp_path / "1.r1"), str(tmp_path / "2.r1"),
+                    "--setup", str(tmp_path / "setup.json"), "--key",
+                    str(tmp_path / "centre.key"), "--out", str(tmp_path / "m"))
     assert code == 0, out
-    r2 = [
-        "site",
-        "round2",
-        str(tmp_path / "s1.parquet"),
-        *common,
-        "--site-id",
-        "site-1",
-        "--state",
-        str(tmp_path / "1.state"),
-        "--model",
-        str(tmp_path / "m"),
-        "--out",
-        str(tmp_path / "1.r2"),
-    ]
+    r2 = ["site", "round2", str(tmp_path / "s1.parquet"), *common, "--site-id", "site-1",
+          "--key", str(tmp_path / "site-1.key"),
+          "--state", str(tmp_path / "1.state"), "--model", str(tmp_path / "m"),
+          "--out", str(tmp_path / "1.r2")]
     code, out = run(*r2, "--aggregate", "never")  # would change the split: refused
     assert code == 2 and "same" in out
     code, out = run(*r2, "--aggregate", "bogus")
@@ -215,7 +167,6 @@ def test_cli_aggregate_flag(tmp_path: Path) -> None:
     code, out = run(*r2)  # auto follows round 1
     assert code == 0, out
     assert json.loads(out)["aggregated"] is True
-    msg = read_message(tmp_path / "1.r2", kind="round2")
-    assert msg.fields["n_cal"] == [
-        N - json.loads((tmp_path / "1.r1").read_text())["fields"]["n_train"][0]
-    ]
+    msg = read_message(tmp_path / "1.r2", keys=cfg.keyring(), kind="round2")
+    r1 = read_message(tmp_path / "1.r1", keys=cfg.keyring(), kind="round1")
+    assert msg.fields["n_cal"] == [N - r1.fields["n_train"][0]]

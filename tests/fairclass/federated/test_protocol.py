@@ -26,6 +26,7 @@ from dpfair.fairclass.federated import (
     site_dd_curve,
 )
 from dpfair.fairclass.federated._centre import site_dd_terms
+from dpfair.fairclass.federated._keys import Signer
 from dpfair.fairclass.federated._monotone import confidence_threshold, confidence_z
 from dpfair.fairclass.federated._protocol import depth_rule, gdp_epsilon
 from dpfair.fairclass.federated._site import flatten_levels
@@ -153,24 +154,27 @@ def messages():
 
 def test_roundtrip_and_tamper(messages):
     cfg, r1, _, _ = messages
-    raw = encode(r1[0])
-    env = decode(raw, kind="round1", protocol_id=cfg.protocol_id)
+    signer = Signer.generate("site-1")
+    keys = {"site-1": signer.public}
+    raw = encode(r1[0], signer)
+    env = decode(raw, keys=keys, kind="round1", protocol_id=cfg.protocol_id)
     np.testing.assert_array_equal(env.arrays["sums"], r1[0].arrays["sums"])
+    assert env.receiver == "centre" and env.round == 1 and len(env.nonce) == 32
     with pytest.raises(ProtocolError, match="truncated"):
-        decode(raw[: len(raw) // 2])
+        decode(raw[: len(raw) // 2], keys=keys)
     tampered = raw.replace(b'"n_train":[1000', b'"n_train":[1001')
     assert tampered != raw
-    with pytest.raises(ProtocolError, match="sha256") as ei:
-        decode(tampered)
-    assert ei.value.site == "site-1" and ei.value.field == "sha256"
+    with pytest.raises(ProtocolError, match="does not verify") as ei:
+        decode(tampered, keys=keys)
+    assert ei.value.site == "site-1" and ei.value.field == "signature"
     wrong = raw.replace(f'"version":{SCHEMA_VERSION}'.encode(), b'"version":99')
     with pytest.raises(ProtocolError, match="version 99") as ei:
-        decode(wrong)
+        decode(wrong, keys=keys)
     assert ei.value.field == "version"
     with pytest.raises(ProtocolError, match="another run"):
-        decode(raw, protocol_id="other")
+        decode(raw, keys=keys, protocol_id="other")
     with pytest.raises(ProtocolError, match="'round2' message was expected"):
-        decode(raw, kind="round2")
+        decode(raw, keys=keys, kind="round2")
 
 
 def test_centre_rejects_inconsistent_messages(messages):

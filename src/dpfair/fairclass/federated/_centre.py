@@ -19,6 +19,23 @@ Threshold (Algorithms 2–4, 6): per site the tail counts #{Z ≥ τ_j | A=1} an
 the site's trees (or Honaker's consistent estimate); DD_s(τ_j) divides them by the tree
 roots (noisy group sizes); DD = Σ_s μ_s DD_s; monotone correction; τ̂ by
 :func:`~dpfair.fairclass.federated._monotone.grid_threshold`.
+
+Plausibility (THREATS.md rule 7; a poisoned message must be refused, not averaged in).
+Every released statistic is its true value plus Gaussian noise of a public scale, and every
+true value lies in a public range:
+
+* round 1, per fold: the group-1 count n_1(T) ∈ [0, n_train] plus N(0, σ_c²); each of the
+  four binned kernel sums F_{a,y}(g) = Σ_i Σ_g' w_i(g') k_h(g, g') ∈ [0, n_train] (linear
+  binning weights sum to 1 per row and 0 ≤ k_h ≤ 1) plus σ_f·W(g) with Var W(g) =
+  Π_j (k(g_j, g_j) + jitter) = (1 + 10⁻⁸)^d (the GP's marginal variance);
+* round 2, per fold and group: every tree node, a count of calibration rows in a dyadic
+  bin, lies in [0, n_cal] plus N(0, σ_t²).
+
+A value outside [lo − k·sd, hi + k·sd] is refused with an error naming the site. With m
+Gaussian values in a message, k = Φ⁻¹(1 − 10⁻⁹/(2m)) (:func:`plausibility_k`; union bound
+over the m two-sided tails), so an honest site's message is refused with probability
+< 10⁻⁹ (k ≈ 6.5 for m = 10, ≈ 8.3 for m = 2·10⁶). Values inside the band cannot move the
+model further than an honest site's noise could.
 """
 
 from __future__ import annotations
@@ -28,6 +45,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import ndtri
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import as_generator
@@ -44,9 +62,46 @@ from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import unflatten_levels
 from dpfair.mechanisms.tree import NoisyTree
 
-__all__ = ["Centre", "site_dd_curve", "site_dd_terms"]
+__all__ = ["Centre", "plausibility_k", "site_dd_curve", "site_dd_terms"]
 
 _REL = 1e-9  # relative tolerance when comparing announced noise scales with the plan
+#: An honest site's message fails the plausibility check with probability below this.
+PLAUSIBILITY_FAIL_PROB = 1e-9
+#: Upper bound on the GP's marginal sd per node, per unit σ_f: (1 + jitter)^(d/2) ≤ this
+#: for d ≤ 18 and jitter 1e-8 (with room for rounding in the root).
+_GP_MARGINAL_SD = 1.0 + 1e-6
+
+
+def plausibility_k(m: int, fail_prob: float = PLAUSIBILITY_FAIL_PROB) -> float:
+    """k with P(some |N(0,1)| of m exceeds k) ≤ ``fail_prob``: Φ⁻¹(1 − fail_prob/(2m))."""
+    return float(-ndtri(fail_prob / (2.0 * max(int(m), 1))))
+
+
+def _check_plausible(
+    sid: str,
+    name: str,
+    values: NDArray[np.float64],
+    lo: float,
+    hi: float,
+    sd: float,
+    k: float,
+    what: str,
+) -> None:
+    """Refuse ``values`` outside [lo − k·sd, hi + k·sd] (the honest range of a noisy value)."""
+    low, high = lo - k * sd, hi + k * sd
+    bad = (values < low) | (values > high)
+    if np.any(bad):
+        idx = np.unravel_index(int(np.argmax(bad)), values.shape)
+        v = float(values[idx])
+        raise ProtocolError(
+            sid,
+            f"arrays.{name}",
+            f"value {v:.6g} at index {tuple(int(i) for i in idx)} is implausible: {what} "
+            f"lies in [{lo:g}, {hi:g}] and its noise has sd {sd:.6g}, so an honest value "
+            f"lies in [{low:.6g}, {high:.6g}] except with probability < "
+            f"{PLAUSIBILITY_FAIL_PROB:g}. The message looks poisoned or corrupted; it is "
+            "refused and nothing is aggregated.",
+        )
 
 
 def _close(a: float, b: float) -> bool:
@@ -216,6 +271,17 @@ class Centre:
                 raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
             count = msg.array("count", (nf,))
             sums = msg.array("sums", (nf, *cfg.grid_shape, 2, 2))
+            kk = plausibility_k(count.size + sums.size)
+            for k in range(nf):
+                nt_k = float(n_train[k])
+                _check_plausible(
+                    sid, "count", count[k : k + 1], 0.0, nt_k, plan.sigma_count, kk,
+                    f"fold {k + 1}'s group-1 count of {int(nt_k)} training rows",
+                )
+                _check_plausible(
+                    sid, "sums", sums[k], 0.0, nt_k, plan.sigma_function * _GP_MARGINAL_SD,
+                    kk, f"each kernel sum of fold {k + 1} ({int(nt_k)} training rows)",
+                )
             for k in range(nf):
                 nt = float(n_train[k])
                 n1 = min(max(float(count[k]), 1.0), nt - 1.0)
@@ -297,6 +363,13 @@ class Centre:
             if not _half_sizes_ok(n_cal, nf, spec.n):
                 raise ProtocolError(sid, "fields.n_cal", f"{n_cal!r} does not match N_s.")
             trees = msg.array("trees", (nf, 2, n_nodes))
+            kk = plausibility_k(trees.size)
+            for k in range(nf):
+                _check_plausible(
+                    sid, "trees", trees[k], 0.0, float(n_cal[k]), sig, kk,
+                    f"each tree node of fold {k + 1} (a count of {int(n_cal[k])} "
+                    "calibration rows)",
+                )
             for k in range(nf):
                 dd_s, _, var_s = site_dd_terms(trees[k], depth, sig, cfg.tail)
                 curves[k] += w * dd_s

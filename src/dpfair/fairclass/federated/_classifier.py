@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ from dpfair._rng import as_generator
 from dpfair.fairclass._model import ReleasedFold, row_uniforms
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._centre import Centre
+from dpfair.fairclass.federated._keys import Signer
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError, decode, encode
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
 from dpfair.fairclass.federated._site import Site
@@ -132,30 +133,54 @@ def run_protocol(
 ) -> tuple[Envelope, list[Site]]:
     """Run setup → round 1 → aggregate → round 2 → finalize in one process.
 
-    Every message is encoded to bytes and decoded again exactly as a file would be, so this
-    is the same code path as the multi-process run (``dpfair fdp …``).
+    Every message is signed, encoded to bytes, and decoded and verified again exactly as a
+    file would be, so this is the same code path as the multi-process run
+    (``dpfair fdp …``). Every party gets an ephemeral Ed25519 key pair (in memory, never
+    written), pinned in the signed setup.
+
+    Parameters
+    ----------
+    random_state : None, int, SeedSequence or Generator
+        None: fresh OS entropy for every release. A seed (tests, studies) is spawned per
+        site and mixed with the site id and run id by the site.
 
     Returns
     -------
     (released_model message, the Site objects)
     """
     rng = as_generator(random_state, name="random_state")
-    seeds = np.random.SeedSequence(rng.integers(0, 2**63 - 1, size=4).tolist()).spawn(len(data) + 1)
-    setup = decode(encode(config.to_envelope()), kind="setup")
+    if random_state is None:
+        seeds: list[Any] = [None] * (len(data) + 1)
+    else:
+        root = np.random.SeedSequence(rng.integers(0, 2**63 - 1, size=4).tolist())
+        seeds = list(root.spawn(len(data) + 1))
+    signers = {p: Signer.generate(p) for p in ("centre", *config.site_ids)}
+    config = replace(config, keys=tuple(sorted((p, s.public) for p, s in signers.items())))
+    pinned_centre = {"centre": signers["centre"].public}
+    setup = decode(encode(config.to_envelope(), signers["centre"]), keys=pinned_centre,
+                   kind="setup")
     cfg = ProtocolConfig.from_envelope(setup)
+    keys, pid = cfg.keyring(), cfg.protocol_id
+
+    def wire(msg: Envelope, kind: str) -> Envelope:
+        return decode(
+            encode(msg, signers[msg.sender]),
+            keys=keys,
+            kind=kind,
+            protocol_id=pid,
+            max_bytes=cfg.message_limit(kind),
+            shapes=cfg.message_shapes(kind),
+        )
+
     sites = [
         Site(sid, X, y, A, config=cfg, random_state=seeds[i], clip=clip)
         for i, (sid, (X, y, A)) in enumerate(zip(cfg.site_ids, data, strict=True))
     ]
     centre = Centre(cfg, random_state=seeds[-1])
-    r1 = [decode(encode(s.round1()), kind="round1", protocol_id=cfg.protocol_id) for s in sites]
-    model = decode(encode(centre.aggregate(r1)), kind="model", protocol_id=cfg.protocol_id)
-    r2 = [
-        decode(encode(s.round2(model)), kind="round2", protocol_id=cfg.protocol_id) for s in sites
-    ]
-    final = decode(
-        encode(centre.finalize(r2, model)), kind="released_model", protocol_id=cfg.protocol_id
-    )
+    r1 = [wire(s.round1(), "round1") for s in sites]
+    model = wire(centre.aggregate(r1), "model")
+    r2 = [wire(s.round2(model), "round2") for s in sites]
+    final = wire(centre.finalize(r2, model), "released_model")
     return final, sites
 
 
@@ -333,7 +358,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         final, sites = run_protocol(
             cfg,
             list(zip(X, y, sensitive_features, strict=True)),
-            random_state=rng,
+            random_state=None if self.random_state is None else rng,
             clip=bool(self.clip),
         )
         model = FederatedModel.from_envelope(final)

@@ -37,7 +37,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
-from dpfair._rng import as_generator
 from dpfair.fairclass._model import ReleasedFold
 from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass.aggregate import kernel_grid_weights
@@ -48,6 +47,8 @@ from dpfair.fairclass.federated._site import (
     MIN_GROUP_ROWS_PER_HALF,
     Site,
     score_leaf_counts,
+    seed_of,
+    split_entropy_of,
 )
 from dpfair.fairclass.outofcore import _as_parquet, _connect, _lit, _quote
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
@@ -71,8 +72,9 @@ class FileSite(Site):
     config : ProtocolConfig
         The public ``setup``.
     random_state : None, int, SeedSequence or Generator
-        As for :class:`Site`: split coefficients, round-1 noise and round-2 noise come from
-        three independent streams of it (the same streams as the in-memory site's).
+        As for :class:`Site`: None draws fresh OS entropy for the split and for every
+        release; a seed (tests, studies) is mixed with site id, run id and stream, giving
+        the in-memory site's streams.
     clip : bool, default False
         Clip features into the public box instead of raising.
     batch_rows : int, default 2**17
@@ -83,6 +85,8 @@ class FileSite(Site):
         DuckDB worker threads.
     tmp_dir : path-like, optional
         Where a CSV's temporary Parquet copy goes.
+    split_entropy : int, optional
+        Re-create the split of round 1 (round 2 in another process).
 
     Attributes
     ----------
@@ -107,6 +111,7 @@ class FileSite(Site):
         memory_limit: str = "1GB",
         threads: int | None = None,
         tmp_dir: str | os.PathLike[str] | None = None,
+        split_entropy: int | None = None,
     ) -> None:
         spec = config.site(site_id)
         self.site_id = site_id
@@ -139,13 +144,14 @@ class FileSite(Site):
         self._memory_limit = memory_limit
         self._threads = threads
 
-        # Same seed streams as Site.__init__: keys[0] → split, keys[1] → round 1,
-        # keys[2] → round 2.
-        gen = as_generator(random_state, name="random_state")
-        keys = np.random.SeedSequence(gen.integers(0, 2**63 - 1, size=4).tolist()).spawn(3)
-        self.split = PositionSplit.from_rng(np.random.default_rng(keys[0]))
-        self._rng1 = np.random.default_rng(keys[1])
-        self._rng2 = np.random.default_rng(keys[2])
+        # Same streams as Site.__init__ (split entropy kept; noise drawn at each release).
+        self._seed = seed_of(random_state)
+        self.split_entropy = split_entropy_of(
+            self._seed, site_id, config.protocol_id, split_entropy
+        )
+        self.split = PositionSplit.from_rng(
+            np.random.default_rng(np.random.SeedSequence(self.split_entropy))
+        )
 
         self._stack = ExitStack()
         try:

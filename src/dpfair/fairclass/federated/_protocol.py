@@ -25,6 +25,13 @@ Composition per row:
       (as training half of one fold) and one round-2 release (as calibration half of the
       other): μ₁² + μ₂² = μ*², split by ``s1_share`` (μ₁² = s·μ*²). Composed exactly — the
       site spends (ε_s, δ_s) in total, not per fold.
+
+Public resource limits (checked on every setup, built or received, before anything is
+allocated; a setup over a limit is refused): at most :data:`MAX_SITES` sites, a grid of at
+most :data:`MAX_GRID_NODES` nodes and :data:`MAX_AXIS_NODES` per axis (each axis holds a
+dense g×g kernel matrix and its root: a 1-D grid of 2^18 nodes would need 512 GiB), a
+bandwidth in [:data:`MIN_BANDWIDTH`, 10] and a tree depth M ≤ :data:`MAX_DEPTH`. Message
+sizes follow from these (:meth:`ProtocolConfig.message_limit`).
 """
 
 from __future__ import annotations
@@ -38,9 +45,15 @@ import numpy as np
 
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, LedgerRecord
-from dpfair.fairclass._model import bandwidth_rule, make_grid
+from dpfair.fairclass._model import bandwidth_rule
 from dpfair.fairclass._validation import check_alpha, check_budget, check_feature_bounds
-from dpfair.fairclass.federated._messages import Envelope, ProtocolError
+from dpfair.fairclass.federated._keys import parse_public_key
+from dpfair.fairclass.federated._messages import (
+    CENTRE,
+    MAX_MESSAGE_BYTES,
+    Envelope,
+    ProtocolError,
+)
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 from dpfair.mechanisms import analytic_gaussian_delta, analytic_gaussian_sigma
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
@@ -59,6 +72,15 @@ __all__ = [
 ]
 
 TAIL_ESTIMATORS = ("dyadic", "consistent")
+
+#: Public resource limits (module docstring).
+MAX_SITES = 1000
+MAX_GRID_NODES = 2**18
+MAX_AXIS_NODES = 2048
+MAX_DEPTH = 20
+MIN_BANDWIDTH = 1e-4
+_PARTY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_RESERVED_IDS = (CENTRE, "all")
 
 #: Tree depth M used by the confidence rule when ``depth`` is not given (see
 #: ``docs/proofs/fairclass_fdp_fair.md`` §Depth: the DD noise grows like M while the grid
@@ -256,6 +278,10 @@ class ProtocolConfig:
     fail_prob : float
         β of the confidence rule: P(population |DD| > α) ≤ β (up to the approximations
         stated in ``docs/proofs/fairclass_fdp_fair.md``) whenever the outcome is certified.
+    keys : tuple of (party, public key)
+        The pinned Ed25519 public key of the centre and of every site (``"ed25519:…"``);
+        every later message is verified against these. Empty only for in-memory use
+        without messages.
     """
 
     protocol_id: str
@@ -276,6 +302,7 @@ class ProtocolConfig:
     count_share: float
     threshold_rule: str = "confidence"
     fail_prob: float = 0.05
+    keys: tuple[tuple[str, str], ...] = ()
 
     # ------------------------------------------------------------------ derived
     @property
@@ -318,6 +345,37 @@ class ProtocolConfig:
         w = np.array([effective_size(s.n, s.epsilon) for s in self.sites], dtype=np.float64)
         return w / w.sum()
 
+    def keyring(self) -> dict[str, str]:
+        """The pinned public keys, party → ``"ed25519:…"`` (for ``decode(keys=…)``)."""
+        return dict(self.keys)
+
+    def message_shapes(self, kind: str) -> dict[str, tuple[int, ...]]:
+        """The array shapes this setup implies for a message of ``kind``."""
+        nf, g = self.n_folds, tuple(self.grid_shape)
+        n_nodes = (1 << (self.depth + 1)) - 1
+        table: dict[str, dict[str, tuple[int, ...]]] = {
+            "setup": {},
+            "round1": {"count": (nf,), "sums": (nf, *g, 2, 2)},
+            "model": {"eta": (nf, *g, 2), "pi": (nf, 2)},
+            "round2": {"trees": (nf, 2, n_nodes)},
+            "released_model": {
+                "eta": (nf, *g, 2),
+                "pi": (nf, 2),
+                "tau": (nf,),
+                "dd_curve": (nf, (1 << self.depth) + 1),
+                "dd_sd": (nf, (1 << self.depth) + 1),
+            },
+        }
+        return table[kind]
+
+    def message_limit(self, kind: str) -> int:
+        """Largest honest size in bytes of a ``kind`` message of this run (base64 arrays
+        plus a generous allowance for the JSON fields); larger ones are refused unread."""
+        elements = sum(math.prod(s) for s in self.message_shapes(kind).values())
+        b64 = 4 * ((8 * elements + 2) // 3)
+        allowance = 256 * 2**10 + 512 * len(self.sites) + 64 * (1 << self.depth)
+        return min(b64 + allowance, MAX_MESSAGE_BYTES)
+
     def tau_grid(self) -> np.ndarray:
         """τ_j = −1 + 2j/2^M, j = 0..2^M (contains 0 exactly)."""
         k = 1 << self.depth
@@ -348,6 +406,7 @@ class ProtocolConfig:
                 "count_share": self.count_share,
                 "threshold_rule": self.threshold_rule,
                 "fail_prob": self.fail_prob,
+                "keys": dict(self.keys),
             },
         )
 
@@ -357,17 +416,38 @@ class ProtocolConfig:
         if env.kind != "setup":
             raise ProtocolError(env.sender, "kind", f"expected 'setup', got {env.kind!r}.")
         raw_sites = env.get("sites", list)
+        if not 1 <= len(raw_sites) <= MAX_SITES:
+            raise ProtocolError(
+                env.sender, "fields.sites", f"{len(raw_sites)} sites; the limit is {MAX_SITES}."
+            )
         sites = []
         for i, s in enumerate(raw_sites):
-            if not isinstance(s, dict):
-                raise ProtocolError(env.sender, f"fields.sites[{i}]", "expected an object.")
-            try:
-                spec = SiteSpec(
-                    str(s["site_id"]), int(s["n"]), float(s["epsilon"]), float(s["delta"])
+            ok = (
+                isinstance(s, dict)
+                and set(s) == {"site_id", "n", "epsilon", "delta"}
+                and isinstance(s["site_id"], str)
+                and isinstance(s["n"], int)
+                and not isinstance(s["n"], bool)
+                and all(
+                    isinstance(s[k], (int, float)) and not isinstance(s[k], bool)
+                    for k in ("epsilon", "delta")
                 )
-            except (KeyError, TypeError, ValueError):
-                raise ProtocolError(env.sender, f"fields.sites[{i}]", "malformed.") from None
-            sites.append(spec)
+            )
+            if not ok:
+                raise ProtocolError(
+                    env.sender,
+                    f"fields.sites[{i}]",
+                    "malformed (exactly site_id: str, n: int, epsilon, delta: numbers).",
+                )
+            sites.append(SiteSpec(s["site_id"], s["n"], float(s["epsilon"]), float(s["delta"])))
+        grid_shape = env.get("grid_shape", list)
+        if not (
+            1 <= len(grid_shape) <= 18
+            and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
+        ):
+            raise ProtocolError(env.sender, "fields.grid_shape", "malformed.")
+        raw_keys = env.get("keys", dict)
+        depth = env.get("depth", int)
         try:
             return make_protocol(
                 sites,
@@ -385,9 +465,10 @@ class ProtocolConfig:
                 threshold_rule=env.get("threshold_rule", str),
                 fail_prob=env.number("fail_prob"),
                 bandwidth=env.number("bandwidth", positive=True),
-                grid_shape=tuple(int(g) for g in env.get("grid_shape", list)),
-                depth=int(env.number("depth", positive=True)),
+                grid_shape=tuple(grid_shape),
+                depth=depth,
                 protocol_id=env.protocol_id,
+                keys=raw_keys,
             )
         except InvalidParameterError as exc:
             if isinstance(exc, ProtocolError):
@@ -422,8 +503,9 @@ def make_protocol(
     grid_shape: tuple[int, ...] | None = None,
     depth: int | str | None = None,
     grid_resolution: float = 4.0,
-    max_grid_nodes: int = 2**18,
+    max_grid_nodes: int = MAX_GRID_NODES,
     protocol_id: str | None = None,
+    keys: Any = None,
 ) -> ProtocolConfig:
     """Build and validate the public protocol parameters (the centre's ``setup``).
 
@@ -466,13 +548,42 @@ def make_protocol(
     grid_shape, depth : optional
         Override the grid (default :func:`dpfair.fairclass._model.make_grid`) and M
         (default: :data:`DEFAULT_CONFIDENCE_DEPTH` for the confidence rule,
-        :func:`depth_rule` for the paper rule; ``depth="paper"`` forces the paper's rule).
+        :func:`depth_rule` for the paper rule, capped at :data:`MAX_DEPTH`;
+        ``depth="paper"`` forces the paper's rule).
+    max_grid_nodes : int
+        Nodes of the default grid (at most :data:`MAX_GRID_NODES`; each axis at most
+        :data:`MAX_AXIS_NODES`).
+    keys : mapping of party to public key, optional
+        ``{"centre": "ed25519:…", site_id: "ed25519:…", …}`` — exactly the centre and every
+        site. Required for a setup that is sent as a message.
+
+    Raises
+    ------
+    InvalidParameterError
+        Any parameter out of range or over a public resource limit (module docstring).
     """
+    if not isinstance(sites, (list, tuple)) or len(sites) > MAX_SITES:
+        raise InvalidParameterError(
+            f"sites: expected a list of at most {MAX_SITES} sites (public limit)."
+        )
     specs: list[SiteSpec] = []
     for s in sites:
         spec = s if isinstance(s, SiteSpec) else SiteSpec(*s)
-        if not isinstance(spec.site_id, str) or not spec.site_id:
-            raise InvalidParameterError(f"site id {spec.site_id!r}: expected a non-empty string.")
+        if (
+            not isinstance(spec.site_id, str)
+            or not 1 <= len(spec.site_id) <= 64
+            or not set(spec.site_id) <= _PARTY_CHARS
+            or spec.site_id[0] in "._-"
+            or spec.site_id in _RESERVED_IDS
+        ):
+            raise InvalidParameterError(
+                f"site id {spec.site_id!r}: expected 1-64 letters, digits, '.', '_' or '-' "
+                f"(starting with a letter or digit), not one of {_RESERVED_IDS}."
+            )
+        if isinstance(spec.n, bool) or not isinstance(spec.n, (int, np.integer)):
+            raise InvalidParameterError(
+                f"site {spec.site_id!r}: n={spec.n!r}: expected an integer number of rows."
+            )
         eps, dl = check_budget(spec.epsilon, spec.delta)
         if int(spec.n) < 8:
             raise InvalidParameterError(f"site {spec.site_id!r}: n={spec.n!r} is too small.")
@@ -508,13 +619,25 @@ def make_protocol(
     d = lows.size
     sizes, epss = [s.n for s in specs], [s.epsilon for s in specs]
     if depth is None:
-        m: Any = depth_rule(sizes, epss) if threshold_rule == "paper" else DEFAULT_CONFIDENCE_DEPTH
+        m: Any = (
+            min(depth_rule(sizes, epss), MAX_DEPTH)
+            if threshold_rule == "paper"
+            else DEFAULT_CONFIDENCE_DEPTH
+        )
     elif depth == "paper":
-        m = depth_rule(sizes, epss)
+        m = min(depth_rule(sizes, epss), MAX_DEPTH)
     else:
         m = depth
-    if isinstance(m, bool) or int(m) != m or not 1 <= int(m) <= 24:
-        raise InvalidParameterError(f"depth={depth!r}: expected an integer in [1, 24].")
+    if (
+        isinstance(m, bool)
+        or not isinstance(m, (int, np.integer, float))
+        or int(m) != m
+        or not 1 <= int(m) <= MAX_DEPTH
+    ):
+        raise InvalidParameterError(
+            f"depth={depth!r}: expected an integer in [1, {MAX_DEPTH}] (public limit: a "
+            f"depth-{MAX_DEPTH} tree pair already has 2^{MAX_DEPTH + 2} nodes)."
+        )
     m = int(m)
     tmp_id = protocol_id or secrets.token_hex(8)
     cfg_partial = ProtocolConfig(
@@ -550,16 +673,40 @@ def make_protocol(
         h = bandwidth_rule(n_tot, d, (1.0 / inv) / n_tot)
     else:
         h = float(bandwidth)
-        if not (math.isfinite(h) and 0 < h <= 10):
-            raise InvalidParameterError(f"bandwidth={bandwidth!r}: expected a number in (0, 10].")
-    if grid_shape is None:
-        shape = make_grid(d, h, resolution=grid_resolution, max_nodes=max_grid_nodes).shape
-    else:
-        shape = tuple(int(g) for g in grid_shape)
-        if len(shape) != d or min(shape) < 2:
+        if not (math.isfinite(h) and MIN_BANDWIDTH <= h <= 10):
             raise InvalidParameterError(
-                f"grid_shape={grid_shape!r}: need {d} axis sizes, each >= 2."
+                f"bandwidth={bandwidth!r}: expected a number in [{MIN_BANDWIDTH:g}, 10] "
+                "(unit-box units; public limit: a bandwidth finer than the finest allowed "
+                "grid can resolve only makes the model noise)."
             )
+    if not (isinstance(max_grid_nodes, int) and 2**d <= max_grid_nodes <= MAX_GRID_NODES):
+        raise InvalidParameterError(
+            f"max_grid_nodes={max_grid_nodes!r}: expected an integer in "
+            f"[2**d, {MAX_GRID_NODES}]."
+        )
+    if grid_shape is None:
+        shape = tuple(
+            min(int(g), MAX_AXIS_NODES)
+            for g in _grid_shape(d, h, grid_resolution, max_grid_nodes)
+        )
+    else:
+        shape = tuple(grid_shape)
+        if (
+            len(shape) != d
+            or not all(
+                isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in shape
+            )
+            or min(shape) < 2
+            or max(shape) > MAX_AXIS_NODES
+            or math.prod(int(g) for g in shape) > MAX_GRID_NODES
+        ):
+            raise InvalidParameterError(
+                f"grid_shape={list(grid_shape)!r}: need {d} integer axis sizes in "
+                f"[2, {MAX_AXIS_NODES}] with at most {MAX_GRID_NODES} nodes in total "
+                "(public limits, checked before anything is allocated)."
+            )
+        shape = tuple(int(g) for g in shape)
+    pinned = _check_keys(keys, [s.site_id for s in specs])
     return ProtocolConfig(
         tmp_id,
         tuple(specs),
@@ -579,4 +726,36 @@ def make_protocol(
         cs,
         str(threshold_rule),
         beta,
+        pinned,
     )
+
+
+def _grid_shape(d: int, h: float, resolution: float, max_nodes: int) -> tuple[int, ...]:
+    """The default grid's shape (:func:`dpfair.fairclass._model.make_grid`'s rule),
+    computed without building the grid."""
+    if resolution <= 0 or not math.isfinite(resolution):
+        raise InvalidParameterError(f"grid_resolution={resolution!r}: must be > 0.")
+    g = math.ceil(min(resolution / h, 1e9)) + 1
+    cap = math.floor(max_nodes ** (1.0 / d) + 1e-9)
+    return (max(min(g, cap), 2),) * d
+
+
+def _check_keys(keys: Any, site_ids: list[str]) -> tuple[tuple[str, str], ...]:
+    """Validate the pinned keys: exactly the centre and every site, distinct valid keys."""
+    if keys is None:
+        return ()
+    if not isinstance(keys, dict):
+        raise InvalidParameterError("keys: expected a mapping party -> 'ed25519:…'.")
+    want = {CENTRE, *site_ids}
+    if set(keys) != want:
+        missing, extra = sorted(want - set(keys)), sorted(set(keys) - want)
+        raise InvalidParameterError(
+            f"keys: need exactly one public key per party; missing {missing}, unknown {extra}."
+        )
+    for party, text in keys.items():
+        parse_public_key(text, where=f"keys[{party!r}]")
+    if len(set(keys.values())) != len(keys):
+        raise InvalidParameterError(
+            "keys: two parties share one public key; every party needs its own key pair."
+        )
+    return tuple(sorted((str(p), str(k)) for p, k in keys.items()))

@@ -15,18 +15,27 @@ Releases and their privacy shares (derivations in ``_protocol.py`` and
 
 Without cross-fitting the halves are disjoint (parallel composition, μ₁ = μ₂ = μ*); with it
 each half is in one release of each round and the site's ledger composes them exactly.
+
+Randomness (THREATS.md rule 2). Each release draws its noise when it is made: from fresh
+OS entropy (``SeedSequence()``) unless a seed is given, and a seed — for tests and studies
+only — is always mixed with the site id, the run id and the stream (split, round 1,
+round 2) by :func:`mixed_seed`, so two sites or two runs given the same seed never draw the
+same noise, and round 2's noise is independent of round 1's. The split of the rows into
+halves is data-independent and not noise: its entropy (:attr:`Site.split_entropy`) is
+what a site keeps between the two rounds' processes (in its private state file); nothing
+that determines a release's noise is kept anywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpfair._errors import InsufficientDataError, InvalidDataError
-from dpfair._rng import as_generator
+from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._model import ReleasedFold, kernel_cell_sums
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
@@ -35,7 +44,7 @@ from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts
 
-__all__ = ["Site", "flatten_levels", "unflatten_levels"]
+__all__ = ["Site", "flatten_levels", "mixed_seed", "unflatten_levels"]
 
 _HALVES = ("half A", "half B")
 #: Each group needs at least this many rows in each half of each site.
@@ -55,6 +64,69 @@ def unflatten_levels(flat: NDArray[np.float64], depth: int) -> tuple[NDArray[np.
         out.append(np.asarray(flat[start : start + (1 << ell)], dtype=np.float64))
         start += 1 << ell
     return tuple(out)
+
+
+#: Streams of a site's randomness (the spawn key's last entry).
+STREAM_SPLIT, STREAM_ROUND1, STREAM_ROUND2 = 0, 1, 2
+
+
+def _id_hash(text: str) -> int:
+    """Deterministic 64-bit hash of an id (Python's ``hash`` is salted per process)."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def mixed_seed(
+    seed: np.random.SeedSequence, site_id: str, run_id: str, stream: int
+) -> np.random.SeedSequence:
+    """The seed of one stream of one site in one run, from a user seed (tests/studies).
+
+    ``SeedSequence(entropy=seed.entropy, spawn_key=(*seed.spawn_key, H(site_id),
+    H(run_id), stream))`` with H the first 64 bits of SHA-256: the same user seed gives
+    independent streams at different sites, in different runs and for different rounds.
+    """
+    return np.random.SeedSequence(
+        entropy=seed.entropy,
+        spawn_key=(*seed.spawn_key, _id_hash(site_id), _id_hash(run_id), int(stream)),
+    )
+
+
+def seed_of(random_state: Any, name: str = "random_state") -> np.random.SeedSequence | None:
+    """A user seed as a SeedSequence (None: fresh OS entropy at every release).
+
+    A ``Generator`` is consumed once (128 bits) at construction.
+    """
+    if random_state is None:
+        return None
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(random_state.integers(0, 2**32, size=4).tolist())
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise InvalidParameterError(
+                f"{name}={random_state}: a seed must be a non-negative integer."
+            )
+        return np.random.SeedSequence(int(random_state))
+    raise InvalidParameterError(
+        f"{name}={random_state!r}: expected None, a non-negative int, a numpy SeedSequence "
+        "or a numpy Generator."
+    )
+
+
+def split_entropy_of(
+    seed: np.random.SeedSequence | None, site_id: str, run_id: str, given: int | None
+) -> int:
+    """The 128-bit entropy of the data-independent split (given, from the seed, or fresh)."""
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, int) or not 0 <= given < 2**128:
+            raise InvalidParameterError(
+                f"split_entropy={given!r}: expected an integer in [0, 2**128)."
+            )
+        return given
+    if seed is None:
+        return secrets.randbits(128)
+    words = mixed_seed(seed, site_id, run_id, STREAM_SPLIT).generate_state(4, np.uint32)
+    return int.from_bytes(words.astype("<u4").tobytes(), "little")
 
 
 def folds_of(cross_fit: bool) -> list[tuple[int, int]]:
@@ -77,14 +149,20 @@ class Site:
     config : ProtocolConfig
         The public ``setup``.
     random_state : None, int, SeedSequence or Generator
-        Source of the split and of all of this site's noise (fresh OS entropy if None).
+        None (deployments): the split and every release draw fresh OS entropy. A seed is
+        for tests and studies: mixed with the site id and the run id (:func:`mixed_seed`).
     clip : bool, default False
         Clip features into the public box instead of raising.
+    split_entropy : int, optional
+        Re-create a split made earlier (round 2 in another process); the noise is never
+        re-created.
 
     Attributes
     ----------
     ledger : SiteLedger
         The site's own accountant over both rounds.
+    split_entropy : int
+        Entropy of the data-independent split (kept by the site between its rounds).
     """
 
     def __init__(
@@ -97,6 +175,7 @@ class Site:
         config: ProtocolConfig,
         random_state: Any = None,
         clip: bool = False,
+        split_entropy: int | None = None,
     ) -> None:
         spec = config.site(site_id)
         self.site_id = site_id
@@ -128,11 +207,11 @@ class Site:
             self._U = scale_to_unit_box(X_arr, bounds[:, 0], bounds[:, 1], clip=clip)
         except InvalidDataError as exc:
             raise ProtocolError(site_id, "data", str(exc)) from None
-        gen = as_generator(random_state, name="random_state")
-        # Three independent streams: the split, round 1's noise, round 2's noise (so a site
-        # re-created from the same seed in another process never reuses round 1's noise).
-        keys = np.random.SeedSequence(gen.integers(0, 2**63 - 1, size=4).tolist()).spawn(3)
-        perm = np.random.default_rng(keys[0]).permutation(n)
+        self._seed = seed_of(random_state)
+        self.split_entropy = split_entropy_of(
+            self._seed, site_id, config.protocol_id, split_entropy
+        )
+        perm = np.random.default_rng(np.random.SeedSequence(self.split_entropy)).permutation(n)
         self._halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
         for h, rows in enumerate(self._halves):
             for a in (0, 1):
@@ -144,10 +223,17 @@ class Site:
                         f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
                         "cannot take part until it has more rows of that group."
                     )
-        self._rng1 = np.random.default_rng(keys[1])
-        self._rng2 = np.random.default_rng(keys[2])
         self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
         self._round = 0
+
+    def _noise(self, stream: int) -> np.random.Generator:
+        """A generator for one release, created when the release is made: fresh OS
+        entropy, or the user seed mixed with site, run and stream. Never stored."""
+        if self._seed is None:
+            return np.random.default_rng(np.random.SeedSequence())
+        return np.random.default_rng(
+            mixed_seed(self._seed, self.site_id, self.config.protocol_id, stream)
+        )
 
     # ------------------------------------------------------------------ round 1
     def round1(self) -> Envelope:
@@ -163,14 +249,15 @@ class Site:
         grid = cfg.grid()
         folds = folds_of(cfg.cross_fit)
         self._charge_round1()
+        rng = self._noise(STREAM_ROUND1)
         mech = GaussianProcessMechanism(
             sigma=plan.sigma_function, rkhs_sensitivity=KERNEL_SUM_RKHS_SENSITIVITY
         )
         counts, sums, n_train = [], [], []
         for tr, _cal in folds:
             n1, cell_sums, n_rows = self._training_stats(tr, grid)
-            counts.append(float(n1) + plan.sigma_count * float(self._rng1.standard_normal()))
-            sums.append(mech.release(cell_sums, grid, self._rng1))
+            counts.append(float(n1) + plan.sigma_count * float(rng.standard_normal()))
+            sums.append(mech.release(cell_sums, grid, rng))
             n_train.append(n_rows)
         self._round = 1
         return Envelope(
@@ -196,10 +283,11 @@ class Site:
             )
 
     def resume_after_round1(self) -> None:
-        """Mark round 1 as done in a new process (same data and seed): re-charge its spend.
+        """Mark round 1 as done in a new process (same data and split): re-charge its
+        spend to this object's in-memory ledger, so its report shows both rounds.
 
-        Used by the command line, where rounds 1 and 2 run in separate processes; the
-        ledger then shows both rounds, as in one process.
+        Used by the command line, where rounds 1 and 2 run in separate processes (the
+        persistent per-site ledger there records each round once, keyed by run and round).
         """
         if self._round != 0:
             raise ProtocolError(self.site_id, "round", "round 1 state already present.")
@@ -234,10 +322,11 @@ class Site:
             grid,
         )
         trees, n_cal = [], []
+        rng = self._noise(STREAM_ROUND2)
         for pair_counts, n_rows in leaves:
             pair = []
             for counts in pair_counts:  # group 0 (Z), then group 1 (−Z)
-                released = mech.release(counts, self._rng2)
+                released = mech.release(counts, rng)
                 pair.append(flatten_levels(released.levels))
             trees.append(np.stack(pair))
             n_cal.append(n_rows)

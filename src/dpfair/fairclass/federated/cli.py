@@ -1,26 +1,35 @@
-"""``dpfair fdp …``: the FDP-Fair protocol as separate processes exchanging message files.
+"""``dpfair fdp …``: the FDP-Fair protocol as separate processes exchanging signed messages.
 
 Register on the main app with ``register(app)``; also runnable standalone as
 ``python -m dpfair.fairclass.federated.cli fdp …``.
 
-    dpfair fdp centre setup    --site ID:N:EPS:DELTA … --bounds LO HI … --alpha A --out setup.json
-    dpfair fdp site round1     DATA --setup setup.json --site-id ID --features F1,F2 \\
-                               --target Y --sensitive A --state ID.state.json --out ID.r1.json
-    dpfair fdp centre aggregate --setup setup.json R1 … --out model.json
-    dpfair fdp site round2     DATA --setup setup.json --site-id ID --features … \\
-                               --target … --sensitive … --state ID.state.json \\
-                               --model model.json --out ID.r2.json
-    dpfair fdp centre finalize --setup setup.json --model model.json R2 … --out released.json
-    dpfair fdp predict         released.json DATA --features … --sensitive A [--target Y]
+    dpfair fdp keygen          --out keys/NAME            (each party, once: NAME.key + NAME.pub)
+    dpfair fdp centre setup    --key centre.key --site ID:N:EPS:DELTA --site-key ID=ID.pub … \\
+                               --bounds LO --bounds HI … --alpha A --out setup.json
+    dpfair fdp site round1     DATA --setup setup.json --site-id ID --key ID.key \\
+                               --centre-key centre.pub --max-epsilon E --max-delta D \\
+                               --features F1,F2 --target Y --sensitive A \\
+                               --state ID.state.json --out ID.r1.json
+    dpfair fdp centre aggregate R1 … --setup setup.json --key centre.key --out model.json
+    dpfair fdp site round2     DATA (same site options) --model model.json --out ID.r2.json
+    dpfair fdp centre finalize R2 … --setup setup.json --key centre.key --model model.json \\
+                               --out released.json
+    dpfair fdp predict         released.json DATA --centre-key centre.pub --features … \\
+                               --sensitive A [--target Y]
 
-The ``state`` file stays at the site (seed entropy and a fingerprint of the site's data, so
-that round 2 re-creates the same split with fresh, independent noise); it is never sent.
+A site trusts only what it pins itself: the centre's public key (``--centre-key``) and its
+own key pair (``--key``); a setup signed by another key, or pinning another key for the
+site, is refused. The site's budget is its own (``--ledger`` and/or ``--max-epsilon``/
+``--max-delta``), checked before its data are read; each round of a run is recorded once in
+the site's ledger (see ``_site_budget.py``). The ``--state`` file stays at the site (mode
+0600): the entropy of the data-independent split and a fingerprint of the data, never
+anything that determines a release's noise.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,12 +39,31 @@ import typer
 from dpfair._cli_support import user_errors
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._io import read_columns
+from dpfair.fairclass.federated._atomic import write_text_atomic
 from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._classifier import FederatedModel
 from dpfair.fairclass.federated._filesite import FileSite
-from dpfair.fairclass.federated._messages import read_message, write_message
+from dpfair.fairclass.federated._keys import (
+    Signer,
+    generate_keypair,
+    key_fingerprint,
+    load_public_key,
+    load_signer,
+)
+from dpfair.fairclass.federated._messages import (
+    CENTRE,
+    Envelope,
+    ProtocolError,
+    read_message,
+    write_message,
+)
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
-from dpfair.fairclass.federated._site import Site
+from dpfair.fairclass.federated._site import Site, seed_of
+from dpfair.fairclass.federated._site_budget import (
+    charge_round,
+    open_site_ledger,
+    preflight,
+)
 
 __all__ = ["register"]
 
@@ -43,10 +71,52 @@ __all__ = ["register"]
 _AGGREGATE_BYTES = 256 * 2**20
 #: The two ways a site splits its rows; round 2 must use round 1's (same halves).
 _SPLITS = {False: "permutation", True: "position"}
+#: A setup has no arrays: sites, keys and scalars (≤ 1000 sites of ~200 bytes each).
+SETUP_MAX_BYTES = 2 * 2**20
+#: A site's state file is a few hundred bytes.
+_STATE_MAX_BYTES = 64 * 2**10
+_STATE_FORMAT = "dpfair-fdp-site-state"
+_STATE_KEYS = frozenset(
+    {"format", "version", "site_id", "protocol_id", "split", "split_entropy", "fingerprint"}
+)
+_SEED_WARNING = (
+    "dpfair: warning: --seed makes this release's noise reproducible by anyone who knows "
+    "the seed (it is mixed with the site id and the run id, and never stored). Use it for "
+    "tests and studies only, never on real data."
+)
 
 
-def _load_setup(path: Path) -> ProtocolConfig:
-    return ProtocolConfig.from_envelope(read_message(path, kind="setup"))
+def _read_setup(path: Path, centre_public: str) -> ProtocolConfig:
+    """The setup, verified with the centre key the reader pins itself."""
+    env = read_message(
+        path, keys={CENTRE: centre_public}, kind="setup", max_bytes=SETUP_MAX_BYTES
+    )
+    cfg = ProtocolConfig.from_envelope(env)
+    if cfg.keyring().get(CENTRE) != centre_public:
+        raise ProtocolError(
+            CENTRE,
+            "fields.keys",
+            "the setup pins another centre key than the one that signed it; refused.",
+        )
+    return cfg
+
+
+def _site_setup(path: Path, site_id: str, key: Path, centre_key: Path) -> tuple[
+    ProtocolConfig, Signer
+]:
+    """The setup as a site sees it: signed by the pinned centre key, pinning our key."""
+    signer = load_signer(key, site_id, option="--key")
+    centre_public = load_public_key(centre_key, option="--centre-key")
+    cfg = _read_setup(path, centre_public)
+    cfg.site(site_id)  # an unknown site id → ProtocolError
+    if cfg.keyring().get(site_id) != signer.public:
+        raise ProtocolError(
+            CENTRE,
+            f"fields.keys.{site_id}",
+            f"the setup pins another public key for site {site_id!r} than this site's own "
+            f"({key_fingerprint(signer.public)}); the centre did not pin your key. Refused.",
+        )
+    return cfg, signer
 
 
 def _read_site_data(
@@ -64,13 +134,44 @@ def _print(payload: dict[str, Any]) -> None:
 
 
 DataArg = Annotated[Path, typer.Argument(help="The site's own CSV/Parquet file.")]
-SetupOpt = Annotated[Path, typer.Option("--setup", help="The centre's setup message.")]
+SetupOpt = Annotated[Path, typer.Option("--setup", help="The centre's signed setup message.")]
 SiteOpt = Annotated[str, typer.Option("--site-id", help="This site's id (as in the setup).")]
 FeatOpt = Annotated[str, typer.Option("--features", help="Comma-separated feature columns.")]
 TargetOpt = Annotated[str, typer.Option("--target", help="Label column (0/1).")]
 SensOpt = Annotated[str, typer.Option("--sensitive", help="Group column (0/1).")]
-StateOpt = Annotated[Path, typer.Option("--state", help="Local state file (never sent).")]
+StateOpt = Annotated[
+    Path, typer.Option("--state", help="Local state file (mode 0600, never sent).")
+]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Message file to write.")]
+KeyOpt = Annotated[
+    Path, typer.Option("--key", help="This party's private key (NAME.key from keygen).")
+]
+CentreKeyOpt = Annotated[
+    Path,
+    typer.Option(
+        "--centre-key",
+        help="The centre's public key (centre.pub), obtained and checked by this party.",
+    ),
+]
+LedgerOpt = Annotated[
+    Path | None,
+    typer.Option("--ledger", help="The site's privacy ledger file (its own cap)."),
+]
+MaxEpsOpt = Annotated[
+    float | None,
+    typer.Option("--max-epsilon", help="The site's own ε cap (site-local journal)."),
+]
+MaxDeltaOpt = Annotated[
+    float | None, typer.Option("--max-delta", help="The site's own δ cap (with --max-epsilon).")
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        help="Tests/studies only: reproducible noise, mixed with site and run ids "
+        "(default and for real data: fresh OS entropy).",
+    ),
+]
 AggOpt = Annotated[
     str,
     typer.Option(
@@ -98,6 +199,12 @@ def _check_aggregate(aggregate: str) -> None:
         )
 
 
+def _check_seed(seed: int | None) -> None:
+    if seed is not None:
+        seed_of(seed, name="--seed")  # refuses a negative seed
+        typer.echo(_SEED_WARNING, err=True)
+
+
 def _make_site(
     data: Path,
     cfg: ProtocolConfig,
@@ -105,10 +212,10 @@ def _make_site(
     features: str,
     target: str,
     sensitive: str,
-    entropy: int,
+    seed: int | None,
+    split_entropy: int | None,
     out_of_core: bool,
 ) -> Site:
-    seed = np.random.SeedSequence(entropy)
     if out_of_core:
         return FileSite(
             site_id,
@@ -118,14 +225,88 @@ def _make_site(
             sensitive=sensitive,
             config=cfg,
             random_state=seed,
+            split_entropy=split_entropy,
         )
     X, y, A = _read_site_data(data, features, target, sensitive)
     assert y is not None
-    return Site(site_id, X, y, A, config=cfg, random_state=seed)
+    return Site(
+        site_id, X, y, A, config=cfg, random_state=seed, split_entropy=split_entropy
+    )
+
+
+def _read_state(path: Path, site_id: str, protocol_id: str) -> dict[str, Any]:
+    """Parse the site's state file strictly (one-line errors for truncated or odd files)."""
+    where = f"--state {str(path)!r}"
+    if not path.is_file():
+        raise InvalidParameterError(f"{where}: no such file (run round 1 first).")
+    if path.stat().st_size > _STATE_MAX_BYTES:
+        raise InvalidParameterError(f"{where}: too large to be a dpfair FDP state file.")
+    try:
+        st = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidParameterError(
+            f"{where}: truncated or not JSON; it is not a usable FDP state file."
+        ) from None
+    if (
+        not isinstance(st, dict)
+        or set(st) != _STATE_KEYS
+        or st["format"] != _STATE_FORMAT
+        or st["version"] != 1
+        or st["split"] not in _SPLITS.values()
+        or not isinstance(st["split_entropy"], str)
+        or not re.fullmatch(r"[0-9]{1,40}", st["split_entropy"])
+        or not isinstance(st["fingerprint"], str)
+    ):
+        raise InvalidParameterError(
+            f"{where}: malformed FDP state file (written by another dpfair version, edited "
+            "or corrupted)."
+        )
+    if st["site_id"] != site_id or st["protocol_id"] != protocol_id:
+        raise InvalidParameterError(f"{where}: belongs to another site or run.")
+    if int(st["split_entropy"]) >= 2**128:
+        raise InvalidParameterError(f"{where}: malformed split entropy.")
+    return st
+
+
+def _parse_site(text: str) -> SiteSpec:
+    parts = text.split(":")
+    if len(parts) != 4:
+        raise InvalidParameterError(f"--site {text!r}: expected ID:N:EPSILON:DELTA.")
+    sid, n, eps, dl = parts
+    if not re.fullmatch(r"[0-9]+", n.strip()):
+        raise InvalidParameterError(
+            f"--site {text!r}: N={n!r} must be the site's number of rows (an integer)."
+        )
+    try:
+        epsilon, delta = float(eps), float(dl)
+    except ValueError:
+        raise InvalidParameterError(
+            f"--site {text!r}: EPSILON and DELTA must be numbers (e.g. 1 and 1e-6)."
+        ) from None
+    return SiteSpec(sid, int(n), epsilon, delta)
+
+
+def _parse_site_keys(items: list[str], site_ids: list[str]) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for item in items:
+        sid, sep, file = item.partition("=")
+        if not sep or not sid or not file:
+            raise InvalidParameterError(f"--site-key {item!r}: expected ID=PATH/TO/ID.pub.")
+        if sid in keys:
+            raise InvalidParameterError(f"--site-key: two keys for site {sid!r}.")
+        keys[sid] = load_public_key(Path(file), option=f"--site-key {sid}")
+    missing = [s for s in site_ids if s not in keys]
+    extra = [s for s in keys if s not in site_ids]
+    if missing or extra:
+        raise InvalidParameterError(
+            f"--site-key: need one public key per --site; missing {missing}, not a site "
+            f"{extra}."
+        )
+    return keys
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``fdp`` sub-app (``site`` and ``centre`` groups, ``predict``) to ``app``."""
+    """Add the ``fdp`` sub-app (``keygen``, ``site`` and ``centre`` groups, ``predict``)."""
     fdp = typer.Typer(
         help="FDP-Fair: federated DP fair classification (paper 003).", no_args_is_help=True
     )
@@ -137,12 +318,35 @@ def register(app: typer.Typer) -> None:
     fdp.add_typer(centre_app, name="centre")
     app.add_typer(fdp, name="fdp")
 
+    # ------------------------------------------------------------------ keygen
+    @fdp.command("keygen")
+    def keygen(
+        out: Annotated[
+            Path, typer.Option("--out", "-o", help="DIR/NAME: writes NAME.key and NAME.pub.")
+        ],
+    ) -> None:
+        """Write an Ed25519 key pair: NAME.key (private, mode 0600) and NAME.pub."""
+        with user_errors():
+            key_path, pub_path, public = generate_keypair(out)
+            _print(
+                {
+                    "private_key": str(key_path),
+                    "public_key": str(pub_path),
+                    "fingerprint": key_fingerprint(public),
+                }
+            )
+
     # ------------------------------------------------------------------ centre setup
     @centre_app.command("setup")
     def centre_setup(
         site: Annotated[
             list[str], typer.Option("--site", help="ID:N:EPSILON:DELTA, repeat per site.")
         ],
+        site_key: Annotated[
+            list[str],
+            typer.Option("--site-key", help="ID=PATH/ID.pub: each site's public key."),
+        ],
+        key: KeyOpt,
         bounds: Annotated[
             list[float],
             typer.Option("--bounds", help="LO HI per feature, repeat: --bounds 0 --bounds 1 …"),
@@ -174,17 +378,14 @@ def register(app: typer.Typer) -> None:
             typer.Option("--cross-fit/--no-cross-fit", help="Default: only with --rule paper."),
         ] = None,
     ) -> None:
-        """Write the public ``setup`` message (sites, grid, M, α, ρ, C_ω)."""
+        """Write the signed ``setup`` (sites, their pinned keys, grid, M, α, ρ, C_ω)."""
         with user_errors():
-            specs = []
-            for s in site:
-                parts = s.split(":")
-                if len(parts) != 4:
-                    raise InvalidParameterError(f"--site {s!r}: expected ID:N:EPSILON:DELTA.")
-                specs.append(SiteSpec(parts[0], int(parts[1]), float(parts[2]), float(parts[3])))
+            specs = [_parse_site(s) for s in site]
             if len(bounds) % 2:
                 raise InvalidParameterError("--bounds: give LO HI pairs, one per feature.")
             fb = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)]
+            signer = load_signer(key, CENTRE, option="--key")
+            keys = {CENTRE: signer.public, **_parse_site_keys(site_key, [s.site_id for s in specs])}
             cfg = make_protocol(
                 specs,
                 feature_bounds=fb,
@@ -199,8 +400,9 @@ def register(app: typer.Typer) -> None:
                 depth=depth,
                 bandwidth=bandwidth,
                 cross_fit=cross_fit,
+                keys=keys,
             )
-            write_message(out, cfg.to_envelope())
+            write_message(out, cfg.to_envelope(), signer)
             _print(
                 {
                     "setup": str(out),
@@ -208,6 +410,7 @@ def register(app: typer.Typer) -> None:
                     "depth": cfg.depth,
                     "bandwidth": cfg.bandwidth,
                     "grid_shape": list(cfg.grid_shape),
+                    "key_fingerprints": {p: key_fingerprint(k) for p, k in cfg.keys},
                 }
             )
 
@@ -217,43 +420,63 @@ def register(app: typer.Typer) -> None:
         data: DataArg,
         setup: SetupOpt,
         site_id: SiteOpt,
+        key: KeyOpt,
+        centre_key: CentreKeyOpt,
         features: FeatOpt,
         target: TargetOpt,
         sensitive: SensOpt,
         state: StateOpt,
         out: OutOpt,
-        seed: Annotated[
-            int | None, typer.Option("--seed", help="Seed (default: OS entropy).")
-        ] = None,
+        ledger: LedgerOpt = None,
+        max_epsilon: MaxEpsOpt = None,
+        max_delta: MaxDeltaOpt = None,
+        seed: SeedOpt = None,
         aggregate: AggOpt = "auto",
     ) -> None:
-        """Round 1 on this site's training half: write the ``round1`` message."""
+        """Round 1 on this site's training half: write the signed ``round1`` message."""
         with user_errors():
             _check_aggregate(aggregate)
-            cfg = _load_setup(setup)
+            _check_seed(seed)
+            cfg, signer = _site_setup(setup, site_id, key, centre_key)
+            if state.exists():
+                raise InvalidParameterError(
+                    f"--state {str(state)!r} already exists; a state file is never "
+                    "overwritten (use one state file per run)."
+                )
+            led, per_run = open_site_ledger(
+                ledger=ledger, max_epsilon=max_epsilon, max_delta=max_delta, state=state,
+                site_id=site_id, data=data, create=True,
+            )
+            cost = preflight(led, per_run, cfg, site_id, 1, data)  # before any data read
             ooc = aggregate == "always" or (
                 aggregate == "auto" and data.is_file() and data.stat().st_size > _AGGREGATE_BYTES
             )
-            entropy = int(seed) if seed is not None else secrets.randbits(128)
-            site = _make_site(data, cfg, site_id, features, target, sensitive, entropy, ooc)
+            site = _make_site(data, cfg, site_id, features, target, sensitive, seed, None, ooc)
+            charge_round(led, cfg, site_id, 1, cost)  # recorded (fsync) before the release
             msg = site.round1()
-            state.write_text(
+            write_text_atomic(
+                state,
                 json.dumps(
                     {
+                        "format": _STATE_FORMAT,
+                        "version": 1,
                         "site_id": site_id,
                         "protocol_id": cfg.protocol_id,
-                        "entropy": str(entropy),
                         "split": _SPLITS[ooc],
+                        "split_entropy": str(site.split_entropy),
                         "fingerprint": site.data_fingerprint(),
                     }
-                )
+                ),
+                mode=0o600,
             )
-            write_message(out, msg)
+            write_message(out, msg, signer)
             _print(
                 {
                     "site": site_id,
                     "round1": str(out),
                     "aggregated": ooc,
+                    "ledger": str(led.path),
+                    "ledger_spent": led.spent.to_dict(),
                     "privacy_spent": site.ledger.spent.to_dict(),
                 }
             )
@@ -263,13 +486,15 @@ def register(app: typer.Typer) -> None:
     def centre_aggregate(
         messages: Annotated[list[Path], typer.Argument(help="One round1 file per site.")],
         setup: SetupOpt,
+        key: KeyOpt,
         out: OutOpt,
     ) -> None:
-        """Validate the sites' round-1 messages and write the broadcast ``model``."""
+        """Verify and check the sites' round-1 messages and write the signed ``model``."""
         with user_errors():
-            cfg = _load_setup(setup)
-            env = [read_message(m, kind="round1", protocol_id=cfg.protocol_id) for m in messages]
-            write_message(out, Centre(cfg).aggregate(env))
+            signer = load_signer(key, CENTRE, option="--key")
+            cfg = _read_setup(setup, signer.public)
+            env = _read_all(messages, cfg, "round1")
+            write_message(out, Centre(cfg).aggregate(env), signer)
             _print({"model": str(out), "sites": list(cfg.site_ids)})
 
     # ------------------------------------------------------------------ site round 2
@@ -278,25 +503,34 @@ def register(app: typer.Typer) -> None:
         data: DataArg,
         setup: SetupOpt,
         site_id: SiteOpt,
+        key: KeyOpt,
+        centre_key: CentreKeyOpt,
         features: FeatOpt,
         target: TargetOpt,
         sensitive: SensOpt,
         state: StateOpt,
         out: OutOpt,
-        model: Annotated[Path, typer.Option("--model", help="The centre's broadcast model.")],
+        model: Annotated[Path, typer.Option("--model", help="The centre's signed model.")],
+        ledger: LedgerOpt = None,
+        max_epsilon: MaxEpsOpt = None,
+        max_delta: MaxDeltaOpt = None,
+        seed: SeedOpt = None,
         aggregate: AggOpt = "auto",
     ) -> None:
-        """Round 2 on this site's calibration half: write the ``round2`` message."""
+        """Round 2 on this site's calibration half: write the signed ``round2`` message."""
         with user_errors():
             _check_aggregate(aggregate)
-            cfg = _load_setup(setup)
-            st = json.loads(state.read_text())
-            if st.get("site_id") != site_id or st.get("protocol_id") != cfg.protocol_id:
-                raise InvalidParameterError(
-                    f"--state {str(state)!r} belongs to another site or run."
-                )
+            _check_seed(seed)
+            cfg, signer = _site_setup(setup, site_id, key, centre_key)
+            st = _read_state(state, site_id, cfg.protocol_id)
+            led, per_run = open_site_ledger(
+                ledger=ledger, max_epsilon=max_epsilon, max_delta=max_delta, state=state,
+                site_id=site_id, data=data, create=False,
+            )
+            cost = preflight(led, per_run, cfg, site_id, 2, data)  # replay refused here
+            broadcast = _read_one(model, cfg, "model")
             # Round 2 must re-create round 1's halves: same split, so the same reader.
-            ooc = st.get("split", _SPLITS[False]) == _SPLITS[True]
+            ooc = st["split"] == _SPLITS[True]
             if aggregate != "auto" and (aggregate == "always") != ooc:
                 raise InvalidParameterError(
                     f"--aggregate={aggregate}: round 1 used the {_SPLITS[ooc]} split "
@@ -304,20 +538,23 @@ def register(app: typer.Typer) -> None:
                     "(use --aggregate auto)."
                 )
             site = _make_site(
-                data, cfg, site_id, features, target, sensitive, int(st["entropy"]), ooc
+                data, cfg, site_id, features, target, sensitive, seed,
+                int(st["split_entropy"]), ooc,
             )
-            if site.data_fingerprint() != st.get("fingerprint"):
+            if site.data_fingerprint() != st["fingerprint"]:
                 raise InvalidParameterError(
                     f"site {site_id!r}: DATA differs from the data used in round 1."
                 )
             site.resume_after_round1()
-            broadcast = read_message(model, kind="model", protocol_id=cfg.protocol_id)
-            write_message(out, site.round2(broadcast))
+            charge_round(led, cfg, site_id, 2, cost)  # single-use: recorded before release
+            write_message(out, site.round2(broadcast), signer)
             _print(
                 {
                     "site": site_id,
                     "round2": str(out),
                     "aggregated": ooc,
+                    "ledger": str(led.path),
+                    "ledger_spent": led.spent.to_dict(),
                     "privacy_spent": site.ledger.spent.to_dict(),
                 }
             )
@@ -327,19 +564,23 @@ def register(app: typer.Typer) -> None:
     def centre_finalize(
         messages: Annotated[list[Path], typer.Argument(help="One round2 file per site.")],
         setup: SetupOpt,
+        key: KeyOpt,
         out: OutOpt,
         model: Annotated[Path, typer.Option("--model", help="The broadcast model.")],
         seed: Annotated[
-            int | None, typer.Option("--seed", help="Seed of the tie-break salt.")
+            int | None, typer.Option("--seed", help="Seed of the public tie-break salt.")
         ] = None,
     ) -> None:
-        """Search τ̂ from the sites' trees and write the ``released_model``."""
+        """Search τ̂ from the sites' trees and write the signed ``released_model``."""
         with user_errors():
-            cfg = _load_setup(setup)
-            broadcast = read_message(model, kind="model", protocol_id=cfg.protocol_id)
-            env = [read_message(m, kind="round2", protocol_id=cfg.protocol_id) for m in messages]
+            if seed is not None:
+                seed_of(seed, name="--seed")
+            signer = load_signer(key, CENTRE, option="--key")
+            cfg = _read_setup(setup, signer.public)
+            broadcast = _read_one(model, cfg, "model")
+            env = _read_all(messages, cfg, "round2")
             final = Centre(cfg, random_state=seed).finalize(env, broadcast)
-            write_message(out, final)
+            write_message(out, final, signer)
             _print(
                 {
                     "released_model": str(out),
@@ -355,6 +596,7 @@ def register(app: typer.Typer) -> None:
     def predict(
         released: Annotated[Path, typer.Argument(help="The released_model message.")],
         data: DataArg,
+        centre_key: CentreKeyOpt,
         features: FeatOpt,
         sensitive: SensOpt,
         target: Annotated[
@@ -368,7 +610,10 @@ def register(app: typer.Typer) -> None:
         from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
 
         with user_errors():
-            model = FederatedModel.from_envelope(read_message(released, kind="released_model"))
+            centre_public = load_public_key(centre_key, option="--centre-key")
+            model = FederatedModel.from_envelope(
+                read_message(released, keys={CENTRE: centre_public}, kind="released_model")
+            )
             X, y, A = _read_site_data(data, features, target, sensitive)
             pred = model.predict(X, A)
             payload: dict[str, Any] = {"n": int(pred.size), "positive_rate": float(pred.mean())}
@@ -379,6 +624,25 @@ def register(app: typer.Typer) -> None:
                 out.write_text("\n".join(str(int(v)) for v in pred) + "\n")
                 payload["predictions"] = str(out)
             _print(payload)
+
+
+def _read_one(path: Path, cfg: ProtocolConfig, kind: str) -> Envelope:
+    return read_message(
+        path,
+        keys=cfg.keyring(),
+        kind=kind,
+        protocol_id=cfg.protocol_id,
+        max_bytes=cfg.message_limit(kind),
+        shapes=cfg.message_shapes(kind),
+    )
+
+
+def _read_all(paths: list[Path], cfg: ProtocolConfig, kind: str) -> list[Envelope]:
+    if len(paths) > len(cfg.sites):
+        raise InvalidParameterError(
+            f"{len(paths)} {kind} files for {len(cfg.sites)} sites: one per site."
+        )
+    return [_read_one(p, cfg, kind) for p in paths]
 
 
 def _standalone() -> typer.Typer:
