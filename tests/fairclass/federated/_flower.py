@@ -29,7 +29,31 @@ def write_site(path: Path, d: FairnessDataset) -> Path:
     return path
 
 
-def node_config(site_id: str, data: Path, eps: float, delta: float, **extra: Any) -> dict:
+def make_keys(root: Path, parties: Iterable[str]) -> dict[str, tuple[Path, Path, str]]:
+    """An Ed25519 key pair per party: {party: (NAME.key, NAME.pub, public text)}."""
+    from dpfair.fairclass.federated._keys import generate_keypair
+
+    (root / "keys").mkdir(exist_ok=True)
+    return {p: generate_keypair(root / "keys" / p) for p in parties}
+
+
+def signed_setup(path: Path, keys: Mapping[str, tuple[Path, Path, str]], **kw: Any) -> Path:
+    """The centre's signed setup pinning every party's key (``kw``: make_protocol's)."""
+    from dpfair.fairclass.federated import make_protocol, write_message
+    from dpfair.fairclass.federated._keys import load_signer
+
+    cfg = make_protocol(keys={p: k[2] for p, k in keys.items()}, **kw)
+    return write_message(path, cfg.to_envelope(), load_signer(keys["centre"][0], "centre"))
+
+
+def node_config(
+    site_id: str,
+    data: Path,
+    keys: Mapping[str, tuple[Path, Path, str]],
+    eps: float,
+    delta: float,
+    **extra: Any,
+) -> dict:
     """What the site's SuperNode gets as --node-config."""
     return {
         "site-id": site_id,
@@ -37,6 +61,8 @@ def node_config(site_id: str, data: Path, eps: float, delta: float, **extra: Any
         "features": ",".join(FEATURES),
         "target": "y",
         "sensitive": "a",
+        "key": str(keys[site_id][0]),
+        "centre-key": str(keys["centre"][1]),
         "max-epsilon": float(eps),
         "max-delta": float(delta),
         **extra,
@@ -120,23 +146,42 @@ class LocalGrid:
         return replies
 
 
-def core_reference(setup: Path, data: list[FairnessDataset], seeds: list[int], centre_seed: int):
-    """The released model of the in-process core (Site/Centre) seeded as the file CLI and
-    the Flower site seed (``SeedSequence(seed)``); every message through encode/decode."""
-    from dpfair.fairclass.federated import (
-        Centre,
-        ProtocolConfig,
-        Site,
-        decode,
-        encode,
-        read_message,
-    )
+def core_reference(
+    setup: Path,
+    keys: Mapping[str, tuple[Path, Path, str]],
+    data: list[FairnessDataset],
+    seeds: list[int],
+    centre_seed: int,
+):
+    """The released model of the in-process core (Site/Centre) seeded as ``dpfair fdp site
+    --seed`` and the Flower site seed; every message signed, encoded and verified."""
+    from dpfair.fairclass.federated import Centre, ProtocolConfig, Site
+    from dpfair.fairclass.federated._keys import load_signer
+    from dpfair.fairclass.federated._messages import decode, encode, read_message
 
-    config = ProtocolConfig.from_envelope(read_message(setup, kind="setup"))
+    centre = load_signer(keys["centre"][0], "centre")
+    config = ProtocolConfig.from_envelope(
+        read_message(setup, keys={"centre": centre.public}, kind="setup")
+    )
+    ring = config.keyring()
+
+    def wire(msg: Any) -> Any:
+        signer = load_signer(keys[msg.sender][0], msg.sender)
+        return decode(encode(msg, signer), keys=ring)
+
     core = [
-        Site(sid, d.X, d.y, d.A, config=config, random_state=np.random.SeedSequence(seed))
+        Site(sid, d.X, d.y, d.A, config=config, random_state=seed)
         for sid, d, seed in zip(config.site_ids, data, seeds, strict=True)
     ]
-    centre = Centre(config, random_state=centre_seed)
-    model = centre.aggregate([decode(encode(s.round1())) for s in core])
-    return centre.finalize([decode(encode(s.round2(model))) for s in core], model)
+    c = Centre(config, random_state=centre_seed)
+    model = wire(c.aggregate([wire(s.round1()) for s in core]))
+    return wire(c.finalize([wire(s.round2(model)) for s in core], model))
+
+
+def same_message(a: Any, b: Any) -> None:
+    """Two decoded messages carry the same content (signatures and nonces differ)."""
+    assert (a.kind, a.protocol_id, a.sender) == (b.kind, b.protocol_id, b.sender)
+    assert a.fields == b.fields
+    assert sorted(a.arrays) == sorted(b.arrays)
+    for name in a.arrays:
+        np.testing.assert_array_equal(a.arrays[name], b.arrays[name])

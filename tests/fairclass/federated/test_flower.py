@@ -21,171 +21,216 @@ from typer.testing import CliRunner
 
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass.datasets import simulate
-from dpfair.fairclass.federated import (
-    FederatedModel,
-    ProtocolError,
-    SiteSpec,
-    decode,
-    encode,
-    make_protocol,
-    read_message,
-    write_message,
-)
+from dpfair.fairclass.federated import FederatedModel, ProtocolError, SiteSpec
+from dpfair.fairclass.federated._keys import load_signer
+from dpfair.fairclass.federated._messages import decode, read_message
 from dpfair.fairclass.federated.cli import _standalone
-from dpfair.fairclass.federated.flower import SiteNode
+from dpfair.fairclass.federated.flower import SiteNode, centre_finalize, load_setup
 from dpfair.fairclass.federated.flower.client_app import make_client_app
-from dpfair.fairclass.federated.flower.server_app import (
-    GridExchange,
-    discover_sites,
-    run,
-)
+from dpfair.fairclass.federated.flower.server_app import GridExchange, run
 
-from ._flower import LocalGrid, core_reference, node_config, task_identity, write_site
+from ._flower import (
+    LocalGrid,
+    core_reference,
+    make_keys,
+    node_config,
+    same_message,
+    signed_setup,
+    task_identity,
+    write_site,
+)
 
 S, N, EPS, DELTA = 3, 1000, 2.0, 1e-6
+SITES = tuple(f"site-{s + 1}" for s in range(S))
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> dict:
+    return make_keys(tmp_path, ("centre", *SITES))
 
 
 @pytest.fixture
 def sites(tmp_path: Path) -> list[tuple[str, Path, object]]:
     out = []
-    for s in range(S):
+    for s, sid in enumerate(SITES):
         d = simulate(N, rng=500 + s)
-        out.append((f"site-{s + 1}", write_site(tmp_path / f"s{s + 1}.csv", d), d))
+        (tmp_path / sid).mkdir()
+        out.append((sid, write_site(tmp_path / sid / "data.csv", d), d))
     return out
 
 
 @pytest.fixture
-def setup_file(tmp_path: Path) -> Path:
-    cfg = make_protocol(
-        [SiteSpec(f"site-{s + 1}", N, EPS, DELTA) for s in range(S)],
+def setup_file(tmp_path: Path, keys: dict) -> Path:
+    return signed_setup(
+        tmp_path / "setup.json",
+        keys,
+        sites=[SiteSpec(sid, N, EPS, DELTA) for sid in SITES],
         feature_bounds=[(0.0, 1.0), (0.0, 1.0)],
         alpha=0.2,
     )
-    return write_message(tmp_path / "setup.json", cfg.to_envelope())
 
 
-def _grid(sites, **kw) -> LocalGrid:
-    configs = {
-        100 + i: node_config(sid, path, EPS, DELTA, seed=11 * (i + 1))
-        for i, (sid, path, _d) in enumerate(sites)
+def _conf(setup: Path, keys: dict, out: Path, **kw) -> dict:
+    return {
+        "setup": str(setup),
+        "key": str(keys["centre"][0]),
+        "out": str(out),
+        "round-timeout": 5.0,
+        **kw,
     }
+
+
+def _grid(sites, keys, seeds=None, **kw) -> LocalGrid:
+    configs = {}
+    for i, (sid, path, _d) in enumerate(sites):
+        extra = {} if seeds is None else {"seed": seeds[i]}
+        configs[100 + i] = node_config(sid, path, keys, EPS, DELTA, **extra)
     return LocalGrid(make_client_app(), configs, **kw)
 
 
-def test_flower_run_is_the_core_protocol_byte_for_byte(sites, setup_file, tmp_path):
-    """Seeded sites and centre: the released model of the Flower apps is the one the
-    in-process Site/Centre produce with the same seeds (same bytes, same predictions)."""
+def test_flower_run_is_the_core_protocol(sites, keys, setup_file, tmp_path):
+    """Seeded sites and centre: the Flower apps release the in-process Site/Centre's model
+    (same content; each signature has its own nonce), so they predict the same."""
     out = tmp_path / "released.json"
+    seeds = [11, 22, 33]
     with task_identity():
-        grid = _grid(sites)
-        run(
-            grid,
-            {"setup": str(setup_file), "out": str(out), "seed": 5, "connect-timeout": 5.0}
-            | {"round-timeout": 5.0},
-        )
-    final = core_reference(
-        setup_file, [d for _s, _p, d in sites], [11 * (i + 1) for i in range(S)], 5
-    )
-    assert out.read_bytes() == encode(final)
+        grid = _grid(sites, keys, seeds)
+        run(grid, _conf(setup_file, keys, out, seed=5))
+    centre_pub = keys["centre"][2]
+    flower = read_message(out, keys={"centre": centre_pub}, kind="released_model")
+    final = core_reference(setup_file, keys, [d for _s, _p, d in sites], seeds, 5)
+    same_message(flower, final)
     test = simulate(2000, rng=9)
-    flower_model = FederatedModel.from_envelope(read_message(out, kind="released_model"))
     np.testing.assert_array_equal(
-        flower_model.predict(test.X, test.A),
+        FederatedModel.from_envelope(flower).predict(test.X, test.A),
         FederatedModel.from_envelope(final).predict(test.X, test.A),
     )
-    # Discovery (one query per node), then one round-1 and one round-2 message per site.
+    # One round-1 and one round-2 message per site, nothing else.
     kinds = [m.metadata.message_type for m in grid.sent]
-    assert kinds == ["query.fdp_hello"] * S + ["train.fdp_round1"] * S + ["train.fdp_round2"] * S
+    assert kinds == ["train.fdp_round1"] * S + ["train.fdp_round2"] * S
+    # Each site's own ledger recorded the run once (both rounds under single-use keys).
+    for sid, path, _d in sites:
+        assert (path.parent / f"{sid}.fdp-ledger").exists()
 
 
-def test_messages_cross_between_transports(sites, tmp_path):
+def test_messages_cross_between_transports(sites, keys, tmp_path):
     """The file CLI's centre takes a Flower site's round-1 message, the Flower site takes
-    the CLI centre's model, and the Flower centre finalizes from CLI sites' round 2 — and
-    the result is the CLI centre's own finalize, byte for byte."""
+    the CLI centre's model, and the Flower centre finalizes from the sites' round 2 exactly
+    as the CLI centre does."""
     cli = CliRunner()
     app = _standalone()
 
     def fdp(*args: str) -> dict:
         res = cli.invoke(app, ["fdp", *args], catch_exceptions=False)
         assert res.exit_code == 0, res.output
-        return json.loads(res.output)
+        return json.loads(res.output[res.output.index("{") :])
 
-    site_args = [a for sid, _p, _d in sites for a in ("--site", f"{sid}:{N}:{EPS}:{DELTA}")]
+    ck, cpub = str(keys["centre"][0]), str(keys["centre"][1])
+    site_args = [a for sid in SITES for a in ("--site", f"{sid}:{N}:{EPS}:{DELTA}")]
+    site_keys = [a for sid in SITES for a in ("--site-key", f"{sid}={keys[sid][1]}")]
     bounds = ["--bounds", "0", "--bounds", "1", "--bounds", "0", "--bounds", "1"]
     setup = tmp_path / "setup.json"
-    fdp("centre", "setup", *site_args, *bounds, "--alpha", "0.2", "--out", str(setup))
-    common = ["--features", "x1,x2", "--target", "y", "--sensitive", "a"]
+    fdp(
+        "centre",
+        "setup",
+        *site_args,
+        *site_keys,
+        "--key",
+        ck,
+        *bounds,
+        "--alpha",
+        "0.2",
+        "--out",
+        str(setup),
+    )
+    common = [
+        "--features",
+        "x1,x2",
+        "--target",
+        "y",
+        "--sensitive",
+        "a",
+        "--centre-key",
+        cpub,
+        "--max-epsilon",
+        str(EPS),
+        "--max-delta",
+        str(DELTA),
+    ]
     # site-1 speaks Flower; site-2 and site-3 exchange files.
     sid1, path1, _ = sites[0]
-    node = node_config(sid1, path1, EPS, DELTA)
     from flwr.app import ConfigRecord, Context, Message, RecordDict
 
-    ctx = Context(run_id=1, node_id=7, node_config=node, state=RecordDict(), run_config={})
+    ctx = Context(
+        run_id=1,
+        node_id=7,
+        node_config=node_config(sid1, path1, keys, EPS, DELTA),
+        state=RecordDict(),
+        run_config={},
+    )
     flower_site = make_client_app()
-    with task_identity():
+
+    def ask(kind: str, payload: dict) -> bytes:
         req = Message(
-            RecordDict({"fdp": ConfigRecord({"setup": setup.read_bytes()})}),
+            RecordDict({"fdp": ConfigRecord(payload)}),
             dst_node_id=7,
-            message_type="train.fdp_round1",
+            message_type=f"train.fdp_{kind}",
         )
         reply = flower_site(req, ctx)
-        assert not reply.has_error(), reply.error.reason
-        (tmp_path / f"{sid1}.r1.json").write_bytes(reply.content["fdp"]["message"])
-        for i, (sid, path, _d) in enumerate(sites[1:], start=2):
-            fdp(
-                "site",
-                "round1",
-                str(path),
-                "--setup",
-                str(setup),
-                "--site-id",
-                sid,
-                *common,
-                "--state",
-                str(tmp_path / f"{sid}.state"),
-                "--out",
-                str(tmp_path / f"{sid}.r1.json"),
-                "--seed",
-                str(i),
-            )
-        r1 = [str(tmp_path / f"{sid}.r1.json") for sid, _p, _d in sites]
-        model = tmp_path / "model.json"
-        fdp("centre", "aggregate", *r1, "--setup", str(setup), "--out", str(model))
-        req = Message(
-            RecordDict(
-                {"fdp": ConfigRecord({"setup": setup.read_bytes(), "model": model.read_bytes()})}
-            ),
-            dst_node_id=7,
-            message_type="train.fdp_round2",
-        )
-        reply = flower_site(req, ctx)
-        assert not reply.has_error(), reply.error.reason
-    (tmp_path / f"{sid1}.r2.json").write_bytes(reply.content["fdp"]["message"])
-    for sid, path, _d in sites[1:]:
+        rec = reply.content["fdp"]
+        assert rec["site-id"] == sid1 and "error" not in rec, rec.get("error")
+        return rec["message"]
+
+    def site_cli(rnd: int, sid: str, path: Path, *extra: str) -> None:
         fdp(
             "site",
-            "round2",
+            f"round{rnd}",
             str(path),
             "--setup",
             str(setup),
             "--site-id",
             sid,
+            "--key",
+            str(keys[sid][0]),
             *common,
             "--state",
-            str(tmp_path / f"{sid}.state"),
-            "--model",
-            str(model),
+            str(path.parent / "state.json"),
             "--out",
-            str(tmp_path / f"{sid}.r2.json"),
+            str(tmp_path / f"{sid}.r{rnd}.json"),
+            *extra,
         )
-    r2 = [str(tmp_path / f"{sid}.r2.json") for sid, _p, _d in sites]
+
+    with task_identity():
+        (tmp_path / f"{sid1}.r1.json").write_bytes(ask("round1", {"setup": setup.read_bytes()}))
+        for sid, path, _d in sites[1:]:
+            site_cli(1, sid, path)
+        model = tmp_path / "model.json"
+        fdp(
+            "centre",
+            "aggregate",
+            *[str(tmp_path / f"{s}.r1.json") for s in SITES],
+            "--setup",
+            str(setup),
+            "--key",
+            ck,
+            "--out",
+            str(model),
+        )
+        (tmp_path / f"{sid1}.r2.json").write_bytes(
+            ask("round2", {"setup": setup.read_bytes(), "model": model.read_bytes()})
+        )
+    for sid, path, _d in sites[1:]:
+        site_cli(2, sid, path, "--model", str(model))
+    r2 = {s: tmp_path / f"{s}.r2.json" for s in SITES}
     cli_out = tmp_path / "released.cli.json"
     fdp(
         "centre",
         "finalize",
-        *r2,
+        *map(str, r2.values()),
         "--setup",
         str(setup),
+        "--key",
+        ck,
         "--model",
         str(model),
         "--out",
@@ -193,138 +238,134 @@ def test_messages_cross_between_transports(sites, tmp_path):
         "--seed",
         "3",
     )
-    # The Flower centre's finalize on the same bytes.
-    from dpfair.fairclass.federated.flower import centre_finalize, load_setup
-
-    cfg = load_setup(setup.read_bytes())
+    signer = load_signer(keys["centre"][0], "centre")
+    cfg = load_setup(setup.read_bytes(), signer.public)
     flower_out = centre_finalize(
-        cfg,
-        {sid: Path(p).read_bytes() for (sid, _x, _d), p in zip(sites, r2, strict=True)},
-        model.read_bytes(),
-        seed=3,
+        cfg, {s: p.read_bytes() for s, p in r2.items()}, model.read_bytes(), signer, seed=3
     )
-    assert flower_out == cli_out.read_bytes()
-    assert decode(flower_out).fields["site_privacy"][sid1]["spent"]
+    ring = {"centre": signer.public}
+    same_message(decode(flower_out, keys=ring), read_message(cli_out, keys=ring))
+    fdp(
+        "predict",
+        str(cli_out),
+        str(path1),
+        "--centre-key",
+        cpub,
+        "--features",
+        "x1,x2",
+        "--sensitive",
+        "a",
+    )
 
 
-def test_site_cap_refuses_before_reading_data(sites, setup_file, tmp_path):
+def test_site_cap_refuses_before_reading_data(sites, keys, setup_file, tmp_path):
     """A setup asking more than a site's cap is refused with the reason; no data read."""
-    configs = {
-        100 + i: node_config(sid, path, EPS, DELTA) for i, (sid, path, _d) in enumerate(sites)
-    }
-    configs[102] = node_config("site-3", tmp_path / "does-not-exist.csv", EPS / 2, DELTA)
+    grid = _grid(sites, keys)
+    grid.contexts[102].node_config.update(
+        {"data": str(tmp_path / "does-not-exist.csv"), "max-epsilon": EPS / 2}
+    )
     with task_identity(), pytest.raises(ProtocolError) as err:
-        run(
-            LocalGrid(make_client_app(), configs),
-            {
-                "setup": str(setup_file),
-                "out": str(tmp_path / "o.json"),
-                "connect-timeout": 5.0,
-                "round-timeout": 5.0,
-            },
-        )
+        run(grid, _conf(setup_file, keys, tmp_path / "o.json"))
     msg = str(err.value)
-    assert "site-3" in msg and "BudgetExceededError" in msg and "max-epsilon=1" in msg
+    assert "site 'site-3' refused round 1: BudgetExceededError" in msg
+    assert "over the site's own cap" in msg
     assert not (tmp_path / "o.json").exists()
 
 
-def test_data_error_text_stays_at_the_site(tmp_path, setup_file, sites):
+def test_data_error_text_stays_at_the_site(sites, keys, setup_file, tmp_path):
     """A data-dependent failure reaches the centre as its class only, never its text."""
-    d = simulate(N, rng=1)
-    A = np.zeros(N, dtype=int)
+    d = sites[1][2]
+    A = np.zeros(N, dtype=np.int8)
     A[:1] = 1  # one row of group 1: the site cannot split it
-    bad = write_site(tmp_path / "bad.csv", dataclasses.replace(d, A=A))
-    configs = {
-        100 + i: node_config(sid, path, EPS, DELTA) for i, (sid, path, _d) in enumerate(sites)
-    }
-    configs[101] = node_config("site-2", bad, EPS, DELTA)
+    write_site(sites[1][1], dataclasses.replace(d, A=A))
     with task_identity(), pytest.raises(ProtocolError) as err:
-        run(
-            LocalGrid(make_client_app(), configs),
-            {
-                "setup": str(setup_file),
-                "out": str(tmp_path / "o.json"),
-                "connect-timeout": 5.0,
-                "round-timeout": 5.0,
-            },
-        )
+        run(_grid(sites, keys), _conf(setup_file, keys, tmp_path / "o.json"))
     msg = str(err.value)
-    assert "site-2" in msg and "InsufficientDataError" in msg
-    assert "row" not in msg.split("InsufficientDataError")[1].split("(the site")[0]
+    assert "site 'site-2' refused round 1: InsufficientDataError (the site's operator" in msg
+    assert "row" not in msg
 
 
-def test_silent_site_is_a_clear_error_within_the_timeout(sites, setup_file, tmp_path):
-    """A site that never replies (killed) ends the run with its name after round-timeout."""
-    grid = _grid(sites)
-    nodes = {sid: 100 + i for i, (sid, _p, _d) in enumerate(sites)}
-    grid.silent = {102}
+def test_silent_site_is_a_clear_error_within_the_timeout(sites, keys, setup_file, tmp_path):
+    """A site whose node never replies (killed) ends the round, named, after the timeout."""
+    grid = _grid(sites, keys, silent={102})
     t0 = time.monotonic()
     with task_identity(), pytest.raises(ProtocolError) as err:
-        GridExchange(grid, nodes, timeout=0.3)(
-            "round1", {s: {"setup": setup_file.read_bytes()} for s in nodes}
-        )
+        GridExchange(grid, timeout=0.5)("round1", SITES, {"setup": setup_file.read_bytes()})
     assert time.monotonic() - t0 < 5.0
-    assert "['site-3'] sent no reply within round-timeout=0.3 s" in str(err.value)
+    assert "site(s) ['site-3'] sent no round1 reply within round-timeout=0.5 s" in str(err.value)
 
 
-def test_discovery_names_the_missing_site_and_checks_registered_names(sites):
-    grid = _grid(sites[:2])
-    with task_identity(), pytest.raises(ProtocolError, match=r"\['site-3'\] of the setup"):
-        discover_sites(grid, ("site-1", "site-2", "site-3"), timeout=0.3)
-    # Registered names (SuperNode authentication) are used as they are: no query sent.
-    grid = _grid(sites, names={100: "site-1", 101: "site-2", 102: "site-3"})
+def test_nodes_outside_the_setup_are_ignored_and_names_are_checked(
+    sites, keys, setup_file, tmp_path
+):
+    # An extra node of another site id answers round 1 with a refusal: ignored.
+    stranger = make_keys(tmp_path, ["site-9"])
+    grid = _grid(sites, keys | stranger)
+    from flwr.app import Context, RecordDict
+
+    grid.contexts[109] = Context(
+        run_id=1,
+        node_id=109,
+        state=RecordDict(),
+        run_config={},
+        node_config=node_config("site-9", sites[0][1], keys | stranger, EPS, DELTA),
+    )
     with task_identity():
-        assert discover_sites(grid, ("site-1", "site-2", "site-3"), 1.0) == {
-            "site-1": 100,
-            "site-2": 101,
-            "site-3": 102,
-        }
-    assert grid.sent == []
-    # A node whose config claims another site than its registered name is refused.
-    grid = _grid(sites, names={100: "site-2"})
-    with task_identity(), pytest.raises(ProtocolError, match="registered as 'site-2'"):
-        discover_sites(grid, ("site-1", "site-2", "site-3"), 1.0)
+        run(grid, _conf(setup_file, keys, tmp_path / "o.json"))
+    assert (tmp_path / "o.json").exists()
+    # Registered names (SuperNode authentication): only those nodes are asked, and a node
+    # answering as another site than its registered name is refused.
+    grid = _grid(sites, keys, names={100: "site-1", 101: "site-3", 102: "site-2"})
+    with (
+        task_identity(),
+        pytest.raises(
+            ProtocolError, match=r"is registered as 'site-[23]' but answers as 'site-[23]'"
+        ),
+    ):
+        GridExchange(grid, 2.0)("round1", SITES, {"setup": setup_file.read_bytes()})
 
 
-def test_rounds_run_once_per_run(sites, setup_file):
+def test_rounds_run_once(sites, keys, setup_file):
+    """Round 1 twice in a run, or again in another run (the site's ledger), is refused."""
     from flwr.app import ConfigRecord, Context, Message, RecordDict
 
     sid, path, _d = sites[0]
-    ctx = Context(
-        run_id=1,
-        node_id=7,
-        node_config=node_config(sid, path, EPS, DELTA),
-        state=RecordDict(),
-        run_config={},
-    )
     app = make_client_app()
-    with task_identity():
+
+    def round1(ctx):
         req = Message(
             RecordDict({"fdp": ConfigRecord({"setup": setup_file.read_bytes()})}),
             dst_node_id=7,
             message_type="train.fdp_round1",
         )
-        assert not app(req, ctx).has_error()
-        again = app(req, ctx)
-    assert again.has_error() and "ProtocolError in field 'round'" in again.error.reason
+        return app(req, ctx).content["fdp"]
+
+    def ctx():
+        return Context(
+            run_id=1,
+            node_id=7,
+            node_config=node_config(sid, path, keys, EPS, DELTA),
+            state=RecordDict(),
+            run_config={},
+        )
+
+    with task_identity():
+        first = ctx()
+        assert "message" in round1(first)
+        assert "ProtocolError in field 'round'" in round1(first)["error"]
+        assert "ReleaseReplayError" in round1(ctx())["error"]  # a new run, same setup
 
 
 def test_node_config_errors_name_the_key():
-    with pytest.raises(InvalidParameterError, match="missing \\['max-epsilon', 'max-delta'\\]"):
-        SiteNode.from_config(
-            {"site-id": "h", "data": "d.csv", "features": "x", "target": "y", "sensitive": "a"}
-        )
-    good = {
-        "site-id": "h",
-        "data": "d.csv",
-        "features": "x",
-        "target": "y",
-        "sensitive": "a",
-        "max-epsilon": 1.0,
-        "max-delta": 1e-6,
-    }
+    base = {"site-id": "h", "data": "d.csv", "features": "x", "target": "y", "sensitive": "a"}
+    with pytest.raises(InvalidParameterError, match=r"missing \['key', 'centre-key'\]"):
+        SiteNode.from_config(base)
+    base |= {"key": "h.key", "centre-key": "c.pub"}
+    with pytest.raises(InvalidParameterError, match="give the site's own budget"):
+        SiteNode.from_config(base)
     with pytest.raises(InvalidParameterError, match="max-epsilon='lots'"):
-        SiteNode.from_config(good | {"max-epsilon": "lots"})
+        SiteNode.from_config(base | {"max-epsilon": "lots", "max-delta": 1e-6})
     with pytest.raises(InvalidParameterError, match="aggregate='x'"):
-        SiteNode.from_config(good | {"aggregate": "x"})
-    assert SiteNode.from_config(good).max_delta == 1e-6
+        SiteNode.from_config(base | {"ledger": "l", "aggregate": "x"})
+    node = SiteNode.from_config(base | {"max-epsilon": 1.0, "max-delta": 1e-6})
+    assert node.state_dir == Path(".") and node.max_delta == 1e-6

@@ -2,10 +2,10 @@
 
 Every request and reply carries a :class:`~flwr.app.RecordDict` with one
 :class:`~flwr.app.ConfigRecord` named :data:`RECORD`; its values are the message documents
-exactly as the file CLI writes them (``setup``, ``model``, the site's ``message``) or the
-site id of the discovery reply. Flower adds transport (TLS, node authentication, routing);
-the content is opaque to it and validated only by
-:func:`dpfair.fairclass.federated.decode`.
+exactly as the file CLI writes them (``setup``, ``model``, the site's ``message``) and, in
+a site's reply, its ``site-id`` (and, instead of the message, the ``error`` it refused
+with). Flower adds transport (TLS, node authentication, routing); the content is opaque to
+it and authenticated and validated only by :func:`dpfair.fairclass.federated._messages.decode`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ RECORD = "fdp"
 STATE = "fdp-site-state"
 #: Flower message type of each step (``<category>.<action>``).
 ACTIONS = {
-    "hello": "query.fdp_hello",
     "round1": "train.fdp_round1",
     "round2": "train.fdp_round2",
 }

@@ -1,21 +1,23 @@
 """The FDP-Fair site as a Flower ``ClientApp`` (runs at each institution's SuperNode).
 
-It answers three message types (:data:`~dpfair.fairclass.federated.flower._records.ACTIONS`):
+It answers two message types (:data:`~dpfair.fairclass.federated.flower._records.ACTIONS`):
 
-* ``query.fdp_hello`` — replies with this node's ``site-id`` (so the centre can address
-  the sites of its setup); reads no data;
-* ``train.fdp_round1`` — ``setup`` in, the site's ``round1`` message out
+* ``train.fdp_round1`` — the signed ``setup`` in, the site's signed ``round1`` out
   (:func:`~dpfair.fairclass.federated.flower._transport.site_round1`);
-* ``train.fdp_round2`` — ``setup`` and the broadcast ``model`` in, ``round2`` out.
+* ``train.fdp_round2`` — ``setup`` and the signed broadcast ``model`` in, ``round2`` out.
 
+Every reply carries this node's ``site-id`` next to the message; the centre believes it
+only after the message's signature verifies with the key its setup pins for that site.
 Everything the site uses comes from its own SuperNode: ``--node-config`` gives the data
-file, its columns and the site's cap (:class:`SiteNode`); the seed entropy between the rounds
-is kept in ``context.state`` on the SuperNode. The code that runs is the dpfair installed at
-the site (the Flower App Bundle only names it), so a coordinator cannot ship other code.
+file, its columns, its signing key, the centre key it pins and its budget
+(:class:`~dpfair.fairclass.federated.flower._transport.SiteNode`); between the rounds the
+split entropy is kept in ``context.state`` on the SuperNode. The code that runs is the
+dpfair installed at the site (the Flower App Bundle only names it).
 
-Errors: the site logs the full message locally and replies with a Flower error carrying only
-the error's class (and, for protocol errors, the field): the text of a data error can depend
-on the site's rows, and the centre must not learn it.
+Errors: the site logs the full message locally and tells the centre only the error's class
+(and, for protocol errors, the field; for budget and parameter errors, the text, which
+concerns public parameters only): the text of a data error can depend on the site's rows.
+A node whose ``site-id`` is not in the setup answers that it is not part of the run.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flwr.app import ConfigRecord, Context, Error, Message
+from flwr.app import ConfigRecord, Context, Message
 from flwr.clientapp import ClientApp
 
-from dpfair._errors import BudgetExceededError, InvalidParameterError
+from dpfair._errors import BudgetExceededError, InvalidParameterError, LedgerError
 from dpfair.fairclass.federated._messages import ProtocolError
 from dpfair.fairclass.federated.flower._records import STATE, pack, unpack
 from dpfair.fairclass.federated.flower._transport import SiteNode, site_round1, site_round2
@@ -35,22 +37,15 @@ from dpfair.fairclass.federated.flower._transport import SiteNode, site_round1, 
 __all__ = ["app", "make_client_app"]
 
 _LOG = logging.getLogger("flwr")
-#: Flower's error code for "the ClientApp raised an exception".
-_CLIENT_APP_RAISED_EXCEPTION = 2
 
 
-def _public_reason(site: str, step: str, exc: Exception) -> str:
+def _public_reason(exc: Exception) -> str:
     """What the centre may learn about a failure (no data-dependent text)."""
     if isinstance(exc, ProtocolError):
-        detail = f"ProtocolError in field {exc.field!r}"
-    elif isinstance(exc, (BudgetExceededError, InvalidParameterError)):
-        detail = f"{type(exc).__name__}: {exc}"  # about public parameters only
-    else:
-        detail = type(exc).__name__
-    return (
-        f"site {site!r} refused {step}: {detail} (the site's operator sees the full message "
-        "in its SuperNode log)."
-    )
+        return f"ProtocolError in field {exc.field!r}"
+    if isinstance(exc, (BudgetExceededError, InvalidParameterError, LedgerError)):
+        return f"{type(exc).__name__}: {exc}"  # about public parameters and the site's cap
+    return type(exc).__name__
 
 
 def make_client_app(
@@ -70,11 +65,11 @@ def make_client_app(
     """
     app = ClientApp()
 
-    def node_of(context: Context) -> SiteNode:
+    def config_of(context: Context) -> dict[str, Any]:
         config = dict(context.node_config)
         if node_configs is not None:
             config.update(node_configs[int(config["partition-id"])])
-        return SiteNode.from_config(config)
+        return config
 
     def state_of(context: Context) -> ConfigRecord:
         if STATE not in context.state.config_records:
@@ -82,41 +77,37 @@ def make_client_app(
         return context.state.config_records[STATE]
 
     def guarded(
-        step: str, body: Callable[[SiteNode, Message, Context], dict[str, bytes | str]]
+        step: str, body: Callable[[SiteNode, Message, Context], bytes]
     ) -> Callable[[Message, Context], Message]:
         def handler(message: Message, context: Context) -> Message:
-            site = str(context.node_config.get("site-id", "?"))
+            config = config_of(context)
+            site = str(config.get("site-id", "?"))
             try:
-                node = node_of(context)
-                site = node.site_id
-                return Message(pack(body(node, message, context)), reply_to=message)
+                node = SiteNode.from_config(config)
+                raw = body(node, message, context)
+                _LOG.info("FDP-Fair site %r: %s released (%d bytes)", site, step, len(raw))
+                return Message(pack({"site-id": site, "message": raw}), reply_to=message)
             except Exception as exc:
                 _LOG.error(
-                    "FDP-Fair site %r, %s failed: %s: %s", site, step, type(exc).__name__, exc
+                    "FDP-Fair site %r, %s refused: %s: %s", site, step, type(exc).__name__, exc
                 )
-                reason = _public_reason(site, step, exc)
-                return Message(Error(_CLIENT_APP_RAISED_EXCEPTION, reason), reply_to=message)
+                reason = (
+                    f"site {site!r} refused {step}: {_public_reason(exc)} (the site's operator "
+                    "sees the full message in its SuperNode log)."
+                )
+                return Message(pack({"site-id": site, "error": reason}), reply_to=message)
 
         return handler
 
-    def hello(node: SiteNode, message: Message, context: Context) -> dict[str, bytes | str]:
-        return {"site-id": node.site_id}
-
-    def round1(node: SiteNode, message: Message, context: Context) -> dict[str, bytes | str]:
+    def round1(node: SiteNode, message: Message, context: Context) -> bytes:
         setup = unpack(message.content, "setup", sender="centre")
-        state = state_of(context)
-        raw = site_round1(node, setup, state)
-        _LOG.info("FDP-Fair site %r: round 1 released (%d bytes)", node.site_id, len(raw))
-        return {"message": raw}
+        return site_round1(node, setup, state_of(context))
 
-    def round2(node: SiteNode, message: Message, context: Context) -> dict[str, bytes | str]:
+    def round2(node: SiteNode, message: Message, context: Context) -> bytes:
         setup = unpack(message.content, "setup", sender="centre")
         model = unpack(message.content, "model", sender="centre")
-        raw = site_round2(node, setup, model, state_of(context))
-        _LOG.info("FDP-Fair site %r: round 2 released (%d bytes)", node.site_id, len(raw))
-        return {"message": raw}
+        return site_round2(node, setup, model, state_of(context))
 
-    app.query("fdp_hello")(guarded("hello", hello))
     app.train("fdp_round1")(guarded("round 1", round1))
     app.train("fdp_round2")(guarded("round 2", round2))
     return app

@@ -4,24 +4,28 @@ Run config (``[tool.flwr.app.config]`` of the Flower app, overridable with
 ``flwr run … --run-config``):
 
 ``setup``
-    Path of the ``setup`` message written by ``dpfair fdp centre setup`` (sites with
-    N_s, ε_s, δ_s; grid; α …): the public protocol, exactly as for the file exchange.
+    Path of the signed ``setup`` message written by ``dpfair fdp centre setup`` (sites
+    with N_s, ε_s, δ_s and their pinned public keys; grid; α …): the public protocol,
+    exactly as for the file exchange.
+``key``
+    The centre's private key (the one that signed the setup); it signs the ``model`` and
+    the ``released_model``.
 ``out``
-    Where the ``released_model`` message is written (a ``dpfair fdp predict`` input).
-``connect-timeout``
-    Seconds to wait until a SuperNode of every site of the setup has answered the
-    discovery query.
-``seed`` (optional)
-    Seed of the public tie-breaking salt of the released classifier (default: OS entropy),
-    as ``dpfair fdp centre finalize --seed``.
+    Where the signed ``released_model`` is written (a ``dpfair fdp predict`` input).
 ``round-timeout``
-    Seconds to wait for the replies of one round; a site that has not replied by then (its
-    SuperNode stopped, was killed, lost the connection) ends the run with an error naming
-    it — never a hang.
+    Seconds to wait for every site's reply in a round (in round 1 this includes the time
+    for the sites' SuperNodes to connect). A site that has not replied by then (SuperNode
+    stopped, killed, disconnected) ends the run with an error naming it — never a hang.
+``seed`` (optional, -1: none)
+    Seed of the public tie-breaking salt, as ``dpfair fdp centre finalize --seed``.
 
-Steps: discovery (``query.fdp_hello``: node → site id) → round 1 → aggregate → round 2 →
-finalize, i.e. :func:`~dpfair.fairclass.federated.flower._transport.run_centre` over a
-Flower :class:`~flwr.serverapp.Grid`. The messages are the file CLI's message documents.
+Steps: round 1 (the setup to every connected node, and to nodes connecting later, until
+every site of the setup has answered) → aggregate → round 2 (the model to the node that
+answered for each site) → finalize, i.e.
+:func:`~dpfair.fairclass.federated.flower._transport.run_centre` over a Flower
+:class:`~flwr.serverapp.Grid`. A reply names its site; the centre believes the name only
+once the message's signature verifies with the key the setup pins for that site. With
+SuperNode authentication, nodes registered under a site's name are the only ones asked.
 """
 
 from __future__ import annotations
@@ -32,27 +36,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flwr.app import Context, Message, RecordDict
+from flwr.app import Context, Message
 from flwr.serverapp import Grid, ServerApp
 
 from dpfair._errors import InvalidParameterError
-from dpfair.fairclass.federated._messages import (
-    MAX_MESSAGE_BYTES,
-    ProtocolError,
-    decode,
-    write_message,
-)
-from dpfair.fairclass.federated.flower._records import ACTIONS, pack, unpack, unpack_text
+from dpfair.fairclass.federated._atomic import write_bytes_atomic
+from dpfair.fairclass.federated._keys import load_signer
+from dpfair.fairclass.federated._messages import CENTRE, ProtocolError
+from dpfair.fairclass.federated.cli import SETUP_MAX_BYTES
+from dpfair.fairclass.federated.flower._records import ACTIONS, RECORD, pack, unpack
 from dpfair.fairclass.federated.flower._transport import load_setup, run_centre
 
-__all__ = ["DEFAULT_RUN_CONFIG", "GridExchange", "app", "discover_sites", "make_server_app"]
+__all__ = ["DEFAULT_RUN_CONFIG", "GridExchange", "app", "make_server_app", "run"]
 
 _LOG = logging.getLogger("flwr")
 
-#: Seconds between two pulls of the replies of a round.
+#: Seconds between two pulls of replies / two looks for newly connected nodes.
 POLL_SECONDS = 0.2
-#: Defaults of the run config (``setup`` and ``out`` have none).
-DEFAULT_RUN_CONFIG: dict[str, Any] = {"connect-timeout": 120.0, "round-timeout": 600.0}
+#: Defaults of the run config (``setup``, ``key`` and ``out`` have none).
+DEFAULT_RUN_CONFIG: dict[str, Any] = {"round-timeout": 600.0, "seed": -1}
 
 
 def _positive(conf: Mapping[str, Any], key: str) -> float:
@@ -65,17 +67,17 @@ def _positive(conf: Mapping[str, Any], key: str) -> float:
     return value
 
 
-def _registered_names(grid: Grid) -> dict[str, int]:
-    """Node name → node id for the connected nodes that have a name.
+def registered_names(grid: Grid) -> dict[str, int]:
+    """Node name → node id for connected nodes registered with a (unique) name.
 
     With SuperNode authentication the coordinator registers each site's public key with
-    ``flwr supernode register KEY --name SITE_ID``: the name is then bound to the key the
-    node authenticates with, not declared by the node.
+    ``flwr supernode register KEY --name SITE_ID``: the name is bound to the key the node
+    authenticates with, not declared by the node.
     """
     names: dict[str, list[int]] = {}
     try:
         infos = list(grid.get_nodes())
-    except Exception:  # a Grid without node information (simulation)
+    except Exception:  # a Grid without node information
         return {}
     for info in infos:
         name = str(getattr(info, "name", "") or "")
@@ -84,179 +86,154 @@ def _registered_names(grid: Grid) -> dict[str, int]:
     return {n: ids[0] for n, ids in names.items() if len(ids) == 1}
 
 
-def discover_sites(grid: Grid, site_ids: tuple[str, ...], timeout: float) -> dict[str, int]:
-    """Map each site id of the setup to the node that serves it.
-
-    If every site id is the registered name of exactly one connected node (SuperNode
-    authentication on), those nodes are used and nothing is sent. Otherwise every connected
-    node is asked once for its ``site-id`` (``query.fdp_hello``), where a node with a
-    registered name must claim exactly that name; new nodes are asked and replies collected
-    until every site has answered or ``timeout`` seconds passed.
-
-    Raises
-    ------
-    ProtocolError
-        A site not connected in time (named), two nodes claiming the same site, or a node
-        claiming a site other than its registered name.
-    """
-    deadline = time.monotonic() + timeout
-    found: dict[str, int] = {}
-    asked: set[int] = set()
-    pending: set[str] = set()
-    while True:
-        names = _registered_names(grid)
-        if all(s in names for s in site_ids):
-            return {s: names[s] for s in site_ids}
-        name_of = {node: name for name, node in names.items()}
-        new = [n for n in grid.get_node_ids() if n not in asked]
-        if new:
-            asked.update(new)
-            hello = [
-                Message(RecordDict(), dst_node_id=n, message_type=ACTIONS["hello"]) for n in new
-            ]
-            pending.update(i for i in grid.push_messages(hello) if i)
-        for reply in grid.pull_messages(list(pending)) if pending else ():
-            pending.discard(reply.metadata.reply_to_message_id)
-            node = reply.metadata.src_node_id
-            if reply.has_error():
-                _LOG.warning(
-                    "node %s did not answer the FDP-Fair discovery: %s", node, reply.error.reason
-                )
-                continue
-            sid = unpack_text(reply.content, "site-id", sender=f"node {node}")
-            if node in name_of and name_of[node] != sid:
-                raise ProtocolError(
-                    sid,
-                    "site-id",
-                    f"node {node} is registered as {name_of[node]!r} but its node config "
-                    f"says site-id={sid!r}: refused.",
-                )
-            if sid in found and found[sid] != node:
-                raise ProtocolError(
-                    sid,
-                    "site-id",
-                    f"two SuperNodes ({found[sid]} and {node}) claim this site: fix their "
-                    "--node-config (one node per site).",
-                )
-            found[sid] = node
-        missing = [s for s in site_ids if s not in found]
-        if not missing:
-            return {s: found[s] for s in site_ids}
-        if time.monotonic() >= deadline:
-            raise ProtocolError(
-                missing[0],
-                "(connection)",
-                f"site(s) {missing} of the setup have no SuperNode connected to this SuperLink "
-                f"after connect-timeout={timeout:g} s (connected: {sorted(found) or 'none'}). "
-                "Start their SuperNodes with site-id set in --node-config.",
-            )
-        time.sleep(POLL_SECONDS)
-
-
 class GridExchange:
-    """One request per site over a Flower ``Grid``, every reply or a clear error.
+    """One request/reply round with the sites over a Flower ``Grid``.
+
+    Round 1 goes to every candidate node (the nodes registered under the sites' names if
+    there are such nodes for every site, else every connected node), including nodes that
+    connect while the round is open; round 2 goes to the node that answered round 1 for
+    each site. A round ends when every site has answered, when a site refuses (its reason
+    is reported), or after ``timeout`` seconds (the silent sites are named).
 
     Parameters
     ----------
     grid : flwr.serverapp.Grid
-    nodes : dict of str to int
-        Site id → node id (:func:`discover_sites`).
     timeout : float
-        Seconds to wait for the replies of one round.
+        Seconds per round.
     """
 
-    def __init__(self, grid: Grid, nodes: Mapping[str, int], timeout: float) -> None:
+    def __init__(self, grid: Grid, timeout: float) -> None:
         self.grid = grid
-        self.nodes = dict(nodes)
         self.timeout = timeout
+        self.nodes: dict[str, int] = {}
 
-    def __call__(self, step: str, payloads: Mapping[str, Mapping[str, bytes]]) -> dict[str, bytes]:
-        """Send ``payloads[site]`` to each site as ``step``; return each site's bytes."""
-        msgs = [
-            Message(pack(p), dst_node_id=self.nodes[sid], message_type=ACTIONS[step], group_id=step)
-            for sid, p in payloads.items()
-        ]
+    def _candidates(self, step: str, site_ids: tuple[str, ...]) -> dict[int, str | None]:
+        """Node → the site it must answer for (None: any site of the setup)."""
+        if step != "round1":
+            return {self.nodes[s]: s for s in site_ids}
+        names = registered_names(self.grid)
+        if all(s in names for s in site_ids):
+            return {names[s]: s for s in site_ids}
+        return dict.fromkeys(self.grid.get_node_ids())
+
+    def __call__(
+        self, step: str, site_ids: tuple[str, ...], payload: Mapping[str, bytes]
+    ) -> dict[str, bytes]:
+        """Send ``payload`` as ``step``; return each site's reply bytes."""
         t0 = time.monotonic()
         deadline = t0 + self.timeout
-        # push/pull with a short poll (Grid.send_and_receive sleeps 3 s between pulls).
-        pending = {i for i in self.grid.push_messages(msgs) if i}
-        replies: dict[int, Message] = {}
-        while pending:
-            for reply in self.grid.pull_messages(list(pending)):
-                pending.discard(reply.metadata.reply_to_message_id)
-                replies[reply.metadata.src_node_id] = reply
-            if not pending or time.monotonic() >= deadline:
+        sent: dict[int, str | None] = {}
+        pending: dict[str, int] = {}  # message id → node
+        got: dict[str, bytes] = {}
+        node_of: dict[str, int] = {}
+        refused: dict[str, str] = {}
+        crashed: list[str] = []
+        while True:
+            new = {n: s for n, s in self._candidates(step, site_ids).items() if n not in sent}
+            if new:
+                msgs = [
+                    Message(pack(payload), dst_node_id=n, message_type=ACTIONS[step], group_id=step)
+                    for n in new
+                ]
+                for n, mid in zip(new, self.grid.push_messages(msgs), strict=True):
+                    if mid:
+                        pending[mid] = n
+                sent.update(new)
+            for reply in self.grid.pull_messages(list(pending)) if pending else ():
+                node = pending.pop(reply.metadata.reply_to_message_id, None)
+                if node is None:
+                    continue
+                if reply.has_error():  # Flower's own error: ClientApp crashed, node gone, …
+                    crashed.append(f"node {node}: {reply.error.reason}")
+                    continue
+                record = reply.content.config_records.get(RECORD)
+                sid = record.get("site-id") if record is not None else None
+                if not isinstance(sid, str) or sid not in site_ids:
+                    _LOG.info("node %s is not a site of this run (%r): ignored", node, sid)
+                    continue
+                expected = sent.get(node)
+                if expected is not None and sid != expected:
+                    raise ProtocolError(
+                        sid,
+                        "site-id",
+                        f"node {node} is registered as {expected!r} but answers as {sid!r}.",
+                    )
+                if sid in node_of and node_of[sid] != node:
+                    raise ProtocolError(
+                        sid,
+                        "site-id",
+                        f"two SuperNodes ({node_of[sid]} and {node}) answer as site {sid!r}: "
+                        "one node per site (fix their --node-config).",
+                    )
+                node_of[sid] = node
+                assert record is not None
+                error = record.get("error")
+                if isinstance(error, str):
+                    refused[sid] = error
+                else:
+                    got[sid] = unpack(reply.content, "message", sender=sid)
+            silent = [s for s in site_ids if s not in got and s not in refused]
+            if refused or not silent or time.monotonic() >= deadline:
                 break
             time.sleep(POLL_SECONDS)
-        out: dict[str, bytes] = {}
-        failed: list[str] = []
-        silent: list[str] = []
-        for sid in payloads:
-            got = replies.get(self.nodes[sid])
-            if got is None:
-                silent.append(sid)
-            elif got.has_error():
-                failed.append(f"{sid}: {got.error.reason}")
-            else:
-                out[sid] = unpack(got.content, "message", sender=sid)
-        if silent or failed:
-            parts = []
-            if silent:
+        if refused or silent:
+            parts = [refused[s] for s in site_ids if s in refused]
+            if silent and not refused:
                 parts.append(
-                    f"site(s) {silent} sent no reply within round-timeout={self.timeout:g} s "
-                    "(SuperNode stopped, killed or disconnected?)"
+                    f"site(s) {silent} sent no {step} reply within round-timeout="
+                    f"{self.timeout:g} s (SuperNode not connected, stopped, killed or "
+                    "disconnected?)"
                 )
-            if failed:
-                parts.append("error replies: " + "; ".join(failed))
+            if crashed:
+                parts.append("Flower errors: " + "; ".join(crashed))
+            first = next(iter(refused), silent[0] if silent else "?")
             raise ProtocolError(
-                (silent or [f.split(":")[0] for f in failed])[0],
+                first,
                 f"({step} reply)",
                 f"FDP-Fair {step} failed after {time.monotonic() - t0:.1f} s: "
                 + "; ".join(parts)
-                + ". Nothing was aggregated; start a new run with a new setup.",
+                + ". Nothing was aggregated from this round.",
             )
-        return out
+        if step == "round1":
+            self.nodes = dict(node_of)
+        return {s: got[s] for s in site_ids}
 
 
-def _read_setup(path: Path) -> bytes:
-    if not path.is_file():
+def _read_file(conf: Mapping[str, Any], key: str, what: str) -> Path:
+    value = str(conf.get(key, ""))
+    if not value:
         raise InvalidParameterError(
-            f"run config setup={str(path)!r}: no such file (write it with `dpfair fdp centre "
-            "setup … --out setup.json`; give an absolute path, the ServerApp's working "
-            "directory is the SuperLink's)."
+            f"run config: {key!r} is not set ({what}; flwr run … --run-config "
+            '\'setup="/abs/setup.json" key="/abs/centre.key" out="/abs/released.json"\').'
         )
-    if path.stat().st_size > MAX_MESSAGE_BYTES:
-        raise ProtocolError("?", "(file)", f"{str(path)!r} is over the message size limit.")
-    return path.read_bytes()
+    return Path(value).expanduser()
 
 
 def run(grid: Grid, conf: Mapping[str, Any]) -> Path:
     """The centre's whole run with the (merged) run config ``conf``; returns ``out``."""
-    for key in ("setup", "out"):
-        if not str(conf.get(key, "")):
-            raise InvalidParameterError(
-                f"run config: {key!r} is not set (flwr run … --run-config "
-                '\'setup="/abs/setup.json" out="/abs/released.json"\').'
-            )
-    setup_raw = _read_setup(Path(str(conf["setup"])).expanduser())
-    out = Path(str(conf["out"])).expanduser()
-    cfg = load_setup(setup_raw, source=str(conf["setup"]))
+    setup_path = _read_file(conf, "setup", "the signed setup of `dpfair fdp centre setup`")
+    key = _read_file(conf, "key", "the centre's private key")
+    out = _read_file(conf, "out", "where the released model goes")
+    if not setup_path.is_file():
+        raise InvalidParameterError(
+            f"run config setup={str(setup_path)!r}: no such file (give an absolute path; the "
+            "ServerApp's working directory is the SuperLink's)."
+        )
+    if setup_path.stat().st_size > SETUP_MAX_BYTES:
+        raise ProtocolError(CENTRE, "(file)", f"{str(setup_path)!r} is over the setup limit.")
+    setup_raw = setup_path.read_bytes()
+    signer = load_signer(key, CENTRE, option="run config key")
+    cfg = load_setup(setup_raw, signer.public, source=str(setup_path))
+    seed = int(conf.get("seed", -1))
     t0 = time.monotonic()
-    nodes = discover_sites(grid, cfg.site_ids, _positive(conf, "connect-timeout"))
+    exchange = GridExchange(grid, _positive(conf, "round-timeout"))
+    final = run_centre(setup_raw, exchange, signer, seed=None if seed < 0 else seed)
+    write_bytes_atomic(out, final)
     _LOG.info(
-        "FDP-Fair run %s: sites %s on nodes %s (%.2f s)",
+        "FDP-Fair run %s: sites %s on nodes %s; released model written to %s (%.2f s)",
         cfg.protocol_id,
-        list(nodes),
-        list(nodes.values()),
-        time.monotonic() - t0,
-    )
-    exchange = GridExchange(grid, nodes, _positive(conf, "round-timeout"))
-    seed = conf.get("seed")
-    final = run_centre(setup_raw, exchange, seed=None if seed in (None, "", -1) else int(seed))
-    write_message(out, decode(final, kind="released_model", protocol_id=cfg.protocol_id))
-    _LOG.info(
-        "FDP-Fair run %s: released model written to %s (%.2f s)",
-        cfg.protocol_id,
+        list(exchange.nodes),
+        list(exchange.nodes.values()),
         out,
         time.monotonic() - t0,
     )
