@@ -25,18 +25,12 @@ pytest.importorskip("flwr")
 pytest.importorskip("ray")
 
 from dpfair.fairclass.datasets import simulate
-from dpfair.fairclass.federated import (
-    FDPFairClassifier,
-    FederatedModel,
-    SiteSpec,
-    encode,
-    make_protocol,
-    read_message,
-    write_message,
-)
+from dpfair.fairclass.federated import FDPFairClassifier, FederatedModel, SiteSpec
+from dpfair.fairclass.federated._messages import read_message
 from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+from dpfair.privacy import Budget, LedgerFile
 
-from ._flower import core_reference, node_config, write_site
+from ._flower import core_reference, make_keys, node_config, same_message, signed_setup, write_site
 
 S, N, EPS, DELTA, ALPHA = 3, 1000, 1.0, 1e-6, 0.2
 BOUNDS = [(0.0, 1.0), (0.0, 1.0)]
@@ -57,34 +51,40 @@ def _simulate(server_app: Any, configs: dict[int, dict]) -> None:
     )
 
 
-def _setup(path: Path) -> Path:
-    cfg = make_protocol(
-        [SiteSpec(f"site-{s + 1}", N, EPS, DELTA) for s in range(S)],
+SITES = tuple(f"site-{s + 1}" for s in range(S))
+
+
+def _setup(path: Path, keys: dict) -> Path:
+    return signed_setup(
+        path,
+        keys,
+        sites=[SiteSpec(sid, N, EPS, DELTA) for sid in SITES],
         feature_bounds=BOUNDS,
         alpha=ALPHA,
     )
-    return write_message(path, cfg.to_envelope())
 
 
 def test_simulation_runtime_releases_the_core_model(tmp_path: Path) -> None:
     from dpfair.fairclass.federated.flower.server_app import make_server_app
 
+    keys = make_keys(tmp_path, ("centre", *SITES))
     data = [simulate(N, rng=700 + s) for s in range(S)]
     seeds = [31, 32, 33]
-    configs = {
-        s: node_config(
-            f"site-{s + 1}", write_site(tmp_path / f"s{s}.csv", d), EPS, DELTA, seed=seeds[s]
-        )
-        for s, d in enumerate(data)
-    }
-    setup = _setup(tmp_path / "setup.json")
+    configs = {}
+    for s, d in enumerate(data):
+        (tmp_path / SITES[s]).mkdir()
+        path = write_site(tmp_path / SITES[s] / "data.csv", d)
+        configs[s] = node_config(SITES[s], path, keys, EPS, DELTA, seed=seeds[s])
+    setup = _setup(tmp_path / "setup.json", keys)
     out = tmp_path / "released.json"
-    _simulate(make_server_app({"setup": str(setup), "out": str(out), "seed": 8}), configs)
-    final = core_reference(setup, data, seeds, 8)
-    assert out.read_bytes() == encode(final)
+    conf = {"setup": str(setup), "key": str(keys["centre"][0]), "out": str(out), "seed": 8}
+    _simulate(make_server_app(conf), configs)
+    released = read_message(out, keys={"centre": keys["centre"][2]}, kind="released_model")
+    final = core_reference(setup, keys, data, seeds, 8)
+    same_message(released, final)
     test = simulate(2000, rng=3)
     np.testing.assert_array_equal(
-        FederatedModel.from_envelope(read_message(out)).predict(test.X, test.A),
+        FederatedModel.from_envelope(released).predict(test.X, test.A),
         FederatedModel.from_envelope(final).predict(test.X, test.A),
     )
 
@@ -102,26 +102,34 @@ def test_simulation_runtime_predicts_like_inprocess(tmp_path: Path) -> None:
 
     from dpfair.fairclass.federated.flower.server_app import run
 
+    keys = make_keys(tmp_path, ("centre", *SITES))
     data = [simulate(N, rng=900 + s) for s in range(S)]
     test = simulate(4000, rng=999)
-    configs = {
-        s: node_config(f"site-{s + 1}", write_site(tmp_path / f"s{s}.csv", d), EPS, DELTA)
-        for s, d in enumerate(data)
-    }
-    setups = [_setup(tmp_path / f"setup{r}.json") for r in range(R_FLOWER)]
+    configs = {}
+    for s, d in enumerate(data):
+        (tmp_path / SITES[s]).mkdir()
+        path = write_site(tmp_path / SITES[s] / "data.csv", d)
+        # Each run charges (EPS, DELTA) to the site's own ledger: its total cap allows R runs
+        # (basic composition), the per-run cap stays (EPS, DELTA).
+        ledger = tmp_path / SITES[s] / "site.ledger"
+        LedgerFile.create(ledger, Budget.approx(R_FLOWER * EPS, R_FLOWER * DELTA), data=path)
+        configs[s] = node_config(SITES[s], path, keys, EPS, DELTA, ledger=str(ledger))
+    setups = [_setup(tmp_path / f"setup{r}.json", keys) for r in range(R_FLOWER)]
     server = ServerApp()
 
     @server.main()
     def main(grid: Grid, context: Context) -> None:
         for r, setup in enumerate(setups):
-            conf = {"setup": str(setup), "out": str(tmp_path / f"released{r}.json")}
-            run(grid, conf | {"connect-timeout": 120.0, "round-timeout": 120.0})
+            out = str(tmp_path / f"released{r}.json")
+            conf = {"setup": str(setup), "key": str(keys["centre"][0]), "out": out}
+            run(grid, conf | {"round-timeout": 120.0, "seed": -1})
 
     _simulate(server, configs)
     flower = []
+    ring = {"centre": keys["centre"][2]}
     for r in range(R_FLOWER):
-        env = read_message(tmp_path / f"released{r}.json", kind="released_model")
-        assert env.protocol_id == read_message(setups[r], kind="setup").protocol_id
+        env = read_message(tmp_path / f"released{r}.json", keys=ring, kind="released_model")
+        assert env.protocol_id == read_message(setups[r], keys=ring).protocol_id
         assert sorted(env.fields["site_privacy"]) == ["site-1", "site-2", "site-3"]
         flower.append(_metrics(FederatedModel.from_envelope(env).predict, test))
 
@@ -130,8 +138,12 @@ def test_simulation_runtime_predicts_like_inprocess(tmp_path: Path) -> None:
         clf = FDPFairClassifier(
             epsilon=EPS, delta=DELTA, alpha=ALPHA, feature_bounds=BOUNDS, random_state=k
         ).fit([d.X for d in data], [d.y for d in data], sensitive_features=[d.A for d in data])
-        if k == 0:  # the same public protocol as the Flower runs' setups
-            assert clf.protocol_.to_envelope().fields == read_message(setups[0]).fields
+        if k == 0:  # the same public protocol as the Flower runs' setups (but the keys)
+            a = clf.protocol_.to_envelope().fields
+            b = read_message(setups[0], keys=ring).fields
+            assert {k: v for k, v in a.items() if k != "keys"} == {
+                k: v for k, v in b.items() if k != "keys"
+            }
         inproc.append(_metrics(lambda X, A, c=clf: c.predict(X, sensitive_features=A), test))
     fl, ip = np.array(flower), np.array(inproc)
     for j, name in enumerate(("error", "|DD|")):
