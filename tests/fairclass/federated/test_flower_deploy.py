@@ -23,30 +23,33 @@ import pytest
 pytest.importorskip("flwr")
 
 from dpfair.fairclass.datasets import simulate
-from dpfair.fairclass.federated import (
-    FederatedModel,
-    SiteSpec,
-    encode,
-    make_protocol,
-    read_message,
-    write_message,
-)
+from dpfair.fairclass.federated import FederatedModel, SiteSpec
+from dpfair.fairclass.federated._messages import read_message
 
 from ._deploy import Deployment
-from ._flower import core_reference, node_config, write_site
+from ._flower import core_reference, make_keys, node_config, same_message, signed_setup, write_site
 
 pytestmark = pytest.mark.slow
 
 S, N, EPS, DELTA, ALPHA = 3, 1000, 2.0, 1e-6, 0.2
 
 
-def _setup(path: Path) -> Path:
-    cfg = make_protocol(
-        [SiteSpec(f"site-{s + 1}", N, EPS, DELTA) for s in range(S)],
+SITES = tuple(f"site-{s + 1}" for s in range(S))
+
+
+def _setup(path: Path, keys: dict) -> Path:
+    return signed_setup(
+        path,
+        keys,
+        sites=[SiteSpec(sid, N, EPS, DELTA) for sid in SITES],
         feature_bounds=[(0.0, 1.0), (0.0, 1.0)],
         alpha=ALPHA,
     )
-    return write_message(path, cfg.to_envelope())
+
+
+def _site_file(tmp_path: Path, s: int, d) -> Path:
+    (tmp_path / SITES[s]).mkdir()
+    return write_site(tmp_path / SITES[s] / "data.csv", d)
 
 
 @pytest.fixture
@@ -69,26 +72,26 @@ def _finish(proc: subprocess.Popen[str], timeout: float) -> str:
 
 
 def test_superlink_and_three_supernodes_release_the_core_model(deployment, tmp_path):
+    keys = make_keys(tmp_path, ("centre", *SITES))
     data = [simulate(N, rng=600 + s) for s in range(S)]
     seeds = [41, 42, 43]
-    setup = _setup(tmp_path / "setup.json")
+    setup = _setup(tmp_path / "setup.json", keys)
     deployment.start_superlink()
     for s, d in enumerate(data):
-        path = write_site(tmp_path / f"site{s + 1}.csv", d)
-        cfg = node_config(f"site-{s + 1}", path, EPS, DELTA, seed=seeds[s])
+        cfg = node_config(SITES[s], _site_file(tmp_path, s, d), keys, EPS, DELTA, seed=seeds[s])
         deployment.start_supernode(f"node{s + 1}", cfg)
     out = tmp_path / "released.json"
-    run = deployment.flwr_run(
-        {"setup": str(setup), "out": str(out), "seed": 9, "round-timeout": 300.0}, timeout=600
-    )
+    conf = {"setup": str(setup), "key": str(keys["centre"][0]), "out": str(out), "seed": 9}
+    run = deployment.flwr_run(conf | {"round-timeout": 300.0}, timeout=600)
     log = _finish(run, 600.0)
     assert out.exists(), log[-4000:] + deployment.log("superlink")[-4000:]
     assert "released model written" in log
-    final = core_reference(setup, data, seeds, 9)
-    assert out.read_bytes() == encode(final)
+    released = read_message(out, keys={"centre": keys["centre"][2]}, kind="released_model")
+    final = core_reference(setup, keys, data, seeds, 9)
+    same_message(released, final)
     test = simulate(2000, rng=5)
     np.testing.assert_array_equal(
-        FederatedModel.from_envelope(read_message(out)).predict(test.X, test.A),
+        FederatedModel.from_envelope(released).predict(test.X, test.A),
         FederatedModel.from_envelope(final).predict(test.X, test.A),
     )
     # Each site read only its own file: its node log names only its own site.
@@ -96,19 +99,20 @@ def test_superlink_and_three_supernodes_release_the_core_model(deployment, tmp_p
         log_s = deployment.log(f"node{s + 1}")
         assert f"site 'site-{s + 1}': round 2 released" in log_s
         assert all(f"site 'site-{o + 1}'" not in log_s for o in range(S) if o != s)
+        assert (tmp_path / SITES[s] / f"{SITES[s]}.fdp-ledger").exists()  # its own ledger
 
 
 def test_killed_site_is_a_clear_error_at_the_centre(deployment, tmp_path):
-    setup = _setup(tmp_path / "setup.json")
+    keys = make_keys(tmp_path, ("centre", *SITES))
+    setup = _setup(tmp_path / "setup.json", keys)
     deployment.start_superlink()
     for s in range(S):
-        path = write_site(tmp_path / f"site{s + 1}.csv", simulate(N, rng=650 + s))
-        deployment.start_supernode(f"node{s + 1}", node_config(f"site-{s + 1}", path, EPS, DELTA))
+        path = _site_file(tmp_path, s, simulate(N, rng=650 + s))
+        deployment.start_supernode(f"node{s + 1}", node_config(SITES[s], path, keys, EPS, DELTA))
     out = tmp_path / "released.json"
-    round_timeout = 30.0
-    run = deployment.flwr_run(
-        {"setup": str(setup), "out": str(out), "round-timeout": round_timeout}, timeout=600
-    )
+    round_timeout = 60.0
+    conf = {"setup": str(setup), "key": str(keys["centre"][0]), "out": str(out)}
+    run = deployment.flwr_run(conf | {"round-timeout": round_timeout}, timeout=600)
     # Kill site-3's SuperNode (and its ClientApp) as soon as round 1 reaches it.
     deployment.wait_for("node3", "train.fdp_round1", 300.0)
     t_kill = time.monotonic()
