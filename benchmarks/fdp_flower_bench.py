@@ -39,6 +39,7 @@ from dpfair.fairclass.datasets import simulate  # noqa: E402
 from dpfair.fairclass.federated import FDPFairClassifier, SiteSpec, make_protocol  # noqa: E402
 from dpfair.fairclass.federated._keys import generate_keypair, load_signer  # noqa: E402
 from dpfair.fairclass.federated._messages import write_message  # noqa: E402
+from dpfair.privacy import Budget, LedgerFile  # noqa: E402
 from fdp_bench import _cli_run, _write  # noqa: E402
 
 N_S, S, EPS, DELTA = 2000, 3, 1.0, 1e-6
@@ -94,6 +95,9 @@ def _flower(sites: list, reps: int) -> tuple[float, list[dict[str, float]]]:
                 (root / sid).mkdir()
                 path = root / sid / "data.csv"
                 _write(path, d)
+                # the site's own ledger: room for `reps` runs of (EPS, DELTA) each
+                ledger = root / sid / "site.ledger"
+                LedgerFile.create(ledger, Budget.approx(reps * EPS, reps * DELTA), data=path)
                 dep.start_supernode(
                     f"node{s + 1}",
                     {
@@ -104,6 +108,7 @@ def _flower(sites: list, reps: int) -> tuple[float, list[dict[str, float]]]:
                         "sensitive": "a",
                         "key": str(keys[sid][0]),
                         "centre-key": str(keys["centre"][1]),
+                        "ledger": str(ledger),
                         "max-epsilon": EPS,
                         "max-delta": DELTA,
                     },

@@ -39,17 +39,90 @@ def node_config_arg(config: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={_quote(v)}" for k, v in config.items())
 
 
-class Deployment:
-    """Start/stop a SuperLink and SuperNodes; run the app with ``flwr run``."""
+def make_tls(root: Path) -> dict[str, Path]:
+    """A private CA and a SuperLink certificate for ``localhost`` (README's openssl calls)."""
+    root.mkdir(parents=True, exist_ok=True)
+    run = {"cwd": root, "check": True, "capture_output": True}
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=fdp-ca",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+        ],
+        **run,
+    )
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ],
+        **run,
+    )
+    (root / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    subprocess.run(
+        [
+            "openssl",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            "server.pem",
+            "-extfile",
+            "san.ext",
+        ],
+        **run,
+    )
+    return {
+        n: root / f for n, f in (("ca", "ca.crt"), ("cert", "server.pem"), ("key", "server.key"))
+    }
 
-    def __init__(self, root: Path) -> None:
+
+class Deployment:
+    """Start/stop a SuperLink and SuperNodes; run the app with ``flwr run``.
+
+    ``tls``: the certificates of :func:`make_tls`; then the SuperLink runs with TLS and
+    SuperNode authentication, and SuperNodes must be registered (:meth:`register`).
+    """
+
+    def __init__(self, root: Path, tls: Mapping[str, Path] | None = None) -> None:
         self.root = root
+        self.tls = tls
         self.home = root / "flwr-home"
         self.home.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        self.address = f"{'localhost' if tls else '127.0.0.1'}:{self.port}"
+        security = f'root-certificates = "{tls["ca"]}"' if tls else "insecure = true"
         (self.home / "config.toml").write_text(
             '[superlink]\ndefault = "local-e2e"\n\n[superlink.local-e2e]\n'
-            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n'
+            f'address = "{self.address}"\n{security}\n'
         )
         self.env = dict(os.environ)
         self.env["PATH"] = f"{BIN}{os.pathsep}{self.env.get('PATH', '')}"
@@ -75,11 +148,22 @@ class Deployment:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def start_superlink(self) -> None:
+        security = ["--insecure"]
+        if self.tls:
+            security = [
+                "--ssl-ca-certfile",
+                str(self.tls["ca"]),
+                "--ssl-certfile",
+                str(self.tls["cert"]),
+                "--ssl-keyfile",
+                str(self.tls["key"]),
+                "--enable-supernode-auth",
+            ]
         self._start(
             "superlink",
             [
                 str(BIN / "flower-superlink"),
-                "--insecure",
+                *security,
                 "--port",
                 str(self.port),
                 "--disable-runtime-dependency-installation",
@@ -87,14 +171,42 @@ class Deployment:
         )
         self.wait_for("superlink", "Application startup complete", 120.0)
 
-    def start_supernode(self, name: str, config: Mapping[str, Any]) -> None:
+    def register(self, public_key: Path, name: str) -> None:
+        """``flwr supernode register KEY local-e2e --name NAME`` (SuperNode authentication)."""
+        res = subprocess.run(
+            [
+                str(BIN / "flwr"),
+                "supernode",
+                "register",
+                str(public_key),
+                "local-e2e",
+                "--name",
+                name,
+            ],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if res.returncode:
+            raise RuntimeError(f"register {name}: {res.stdout}{res.stderr}")
+
+    def start_supernode(
+        self, name: str, config: Mapping[str, Any], *, auth_key: Path | None = None
+    ) -> None:
+        security = ["--insecure"]
+        if self.tls:
+            security = ["--root-certificates", str(self.tls["ca"])]
+            if auth_key is not None:
+                security += ["--auth-supernode-private-key", str(auth_key)]
         self._start(
             name,
             [
                 str(BIN / "flower-supernode"),
-                "--insecure",
+                *security,
                 "--superlink",
-                f"127.0.0.1:{self.port}",
+                self.address,
                 "--port",
                 str(free_port()),
                 "--node-config",

@@ -267,8 +267,10 @@ def test_site_cap_refuses_before_reading_data(sites, keys, setup_file, tmp_path)
     with task_identity(), pytest.raises(ProtocolError) as err:
         run(grid, _conf(setup_file, keys, tmp_path / "o.json"))
     msg = str(err.value)
-    assert "site 'site-3' refused round 1: BudgetExceededError" in msg
-    assert "over the site's own cap" in msg
+    assert (
+        "site 'site-3' refused round 1: BudgetExceededError: the setup asks this site for "
+        "more than its own cap" in msg
+    )
     assert not (tmp_path / "o.json").exists()
 
 

@@ -1,4 +1,4 @@
-"""FDP-Fair on a real Flower deployment on localhost (slow: ~10 Python processes).
+"""FDP-Fair on a real Flower deployment on localhost (slow: ~10 Python processes each).
 
 A SuperLink and three SuperNodes, each its own process group with its own data file; the
 app is started with ``flwr run flower_app``. Flower starts the ServerApp (the centre) under
@@ -9,10 +9,13 @@ the SuperLink and one ClientApp process per message under each SuperNode.
    ``FDPFairClassifier`` in law in ``test_flower_runtime.py``).
 2. A SuperNode killed while round 1 is under way: the centre ends the run with an error
    naming the site within its round timeout (plus process start-up), not a hang.
+3. The README's secure deployment: TLS (private CA) and SuperNode authentication, each
+   site's node key registered under its site id.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -26,7 +29,7 @@ from dpfair.fairclass.datasets import simulate
 from dpfair.fairclass.federated import FederatedModel, SiteSpec
 from dpfair.fairclass.federated._messages import read_message
 
-from ._deploy import Deployment
+from ._deploy import Deployment, make_tls
 from ._flower import core_reference, make_keys, node_config, same_message, signed_setup, write_site
 
 pytestmark = pytest.mark.slow
@@ -123,3 +126,36 @@ def test_killed_site_is_a_clear_error_at_the_centre(deployment, tmp_path):
     assert "FDP-Fair run failed" in log, log[-4000:]
     assert "site-3" in log.split("FDP-Fair run failed", 1)[1]
     assert elapsed < round_timeout + 240.0
+
+
+@pytest.mark.skipif(
+    shutil.which("openssl") is None or shutil.which("ssh-keygen") is None,
+    reason="needs openssl and ssh-keygen",
+)
+def test_tls_and_supernode_authentication(tmp_path):
+    keys = make_keys(tmp_path, ("centre", *SITES))
+    data = [simulate(N, rng=620 + s) for s in range(S)]
+    seeds = [51, 52, 53]
+    setup = _setup(tmp_path / "setup.json", keys)
+    dep = Deployment(tmp_path, tls=make_tls(tmp_path / "tls"))
+    try:
+        dep.start_superlink()
+        for s, d in enumerate(data):
+            node_key = tmp_path / SITES[s] / "node_key"
+            path = _site_file(tmp_path, s, d)
+            subprocess.run(
+                ["ssh-keygen", "-t", "ecdsa", "-b", "384", "-N", "", "-q", "-f", str(node_key)],
+                check=True,
+            )
+            dep.register(node_key.with_suffix(".pub"), SITES[s])
+            cfg = node_config(SITES[s], path, keys, EPS, DELTA, seed=seeds[s])
+            dep.start_supernode(f"node{s + 1}", cfg, auth_key=node_key)
+        out = tmp_path / "released.json"
+        conf = {"setup": str(setup), "key": str(keys["centre"][0]), "out": str(out), "seed": 4}
+        log = _finish(dep.flwr_run(conf | {"round-timeout": 300.0}, timeout=600), 600.0)
+        assert out.exists(), log[-4000:] + dep.log("superlink")[-4000:]
+        released = read_message(out, keys={"centre": keys["centre"][2]}, kind="released_model")
+        same_message(released, core_reference(setup, keys, data, seeds, 4))
+        assert "SSL" not in dep.log("superlink")  # no TLS handshake failure on the way
+    finally:
+        dep.stop()

@@ -15,9 +15,9 @@ split entropy is kept in ``context.state`` on the SuperNode. The code that runs 
 dpfair installed at the site (the Flower App Bundle only names it).
 
 Errors: the site logs the full message locally and tells the centre only the error's class
-(and, for protocol errors, the field; for budget and parameter errors, the text, which
-concerns public parameters only): the text of a data error can depend on the site's rows.
-A node whose ``site-id`` is not in the setup answers that it is not part of the run.
+(and, for protocol errors, the field; for budget errors a fixed explanation): the text of a
+data error can depend on the site's rows, and a ledger's can reveal the site's other
+releases. A node whose ``site-id`` is not in the setup refuses; the centre ignores it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 from flwr.app import ConfigRecord, Context, Message
 from flwr.clientapp import ClientApp
 
-from dpfair._errors import BudgetExceededError, InvalidParameterError, LedgerError
+from dpfair._errors import BudgetExceededError, LedgerError, ReleaseReplayError
 from dpfair.fairclass.federated._messages import ProtocolError
 from dpfair.fairclass.federated.flower._records import STATE, pack, unpack
 from dpfair.fairclass.federated.flower._transport import SiteNode, site_round1, site_round2
@@ -39,12 +39,25 @@ __all__ = ["app", "make_client_app"]
 _LOG = logging.getLogger("flwr")
 
 
+#: What the centre learns about a refusal, per error class: fixed texts, so that nothing
+#: from the site's data, files or ledger history (entries, remaining budget) leaves it.
+_PUBLIC_REASONS: tuple[tuple[type[Exception], str], ...] = (
+    (ReleaseReplayError, "this round of this run was already made at this site"),
+    (
+        BudgetExceededError,
+        "the setup asks this site for more than its own cap or than its ledger has left",
+    ),
+    (LedgerError, "the site's ledger refused the release"),
+)
+
+
 def _public_reason(exc: Exception) -> str:
-    """What the centre may learn about a failure (no data-dependent text)."""
+    """What the centre may learn about a failure (no data-, file- or ledger-dependent text)."""
     if isinstance(exc, ProtocolError):
         return f"ProtocolError in field {exc.field!r}"
-    if isinstance(exc, (BudgetExceededError, InvalidParameterError, LedgerError)):
-        return f"{type(exc).__name__}: {exc}"  # about public parameters and the site's cap
+    for cls, text in _PUBLIC_REASONS:
+        if isinstance(exc, cls):
+            return f"{type(exc).__name__}: {text}"
     return type(exc).__name__
 
 

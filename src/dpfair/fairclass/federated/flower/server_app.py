@@ -177,7 +177,7 @@ class GridExchange:
                 break
             time.sleep(POLL_SECONDS)
         if refused or silent:
-            parts = [refused[s] for s in site_ids if s in refused]
+            parts = [refused[s].rstrip(".") for s in site_ids if s in refused]
             if silent and not refused:
                 parts.append(
                     f"site(s) {silent} sent no {step} reply within round-timeout="
