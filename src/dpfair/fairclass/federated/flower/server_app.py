@@ -108,13 +108,14 @@ class GridExchange:
         self.nodes: dict[str, int] = {}
 
     def _candidates(self, step: str, site_ids: tuple[str, ...]) -> dict[int, str | None]:
-        """Node → the site it must answer for (None: any site of the setup)."""
+        """Node → the site it must answer for (its registered name; None: unnamed)."""
         if step != "round1":
             return {self.nodes[s]: s for s in site_ids}
         names = registered_names(self.grid)
         if all(s in names for s in site_ids):
             return {names[s]: s for s in site_ids}
-        return dict.fromkeys(self.grid.get_node_ids())
+        name_of = {node: name for name, node in names.items()}
+        return {n: name_of.get(n) for n in self.grid.get_node_ids()}
 
     def __call__(
         self, step: str, site_ids: tuple[str, ...], payload: Mapping[str, bytes]
