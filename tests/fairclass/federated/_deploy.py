@@ -112,7 +112,12 @@ class Deployment:
     SuperNode authentication, and SuperNodes must be registered (:meth:`register`).
     """
 
-    def __init__(self, root: Path, tls: Mapping[str, Path] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        tls: Mapping[str, Path] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.root = root
         self.tls = tls
         self.home = root / "flwr-home"
@@ -128,6 +133,7 @@ class Deployment:
         self.env["PATH"] = f"{BIN}{os.pathsep}{self.env.get('PATH', '')}"
         self.env["PYTHONPATH"] = f"{SRC}{os.pathsep}{self.env.get('PYTHONPATH', '')}"
         self.env["FLWR_HOME"] = str(self.home)
+        self.env.update(env or {})
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def _start(self, name: str, cmd: list[str]) -> subprocess.Popen[bytes]:
