@@ -109,11 +109,13 @@ def _dump(path: Path, doc: dict[str, Any]) -> Path:
 
 def _site_args(sid: str, round_no: int, *, state: str | None = None,
                out: str | None = None, data: str | None = None) -> list[str]:
+    # h1 keeps a site-local journal with its cap; h2 uses its own ledger file.
+    budget = (["--max-epsilon", str(EPS), "--max-delta", str(DELTA)] if sid == "h1"
+              else ["--ledger", f"{sid}/{sid}.fdp-ledger"])
     return [
         "site", f"round{round_no}", data or f"{sid}/data.csv", "--setup", "setup.json",
         "--site-id", sid, "--key", f"keys/{sid}.key", "--centre-key", "keys/centre.pub",
-        "--max-epsilon", str(EPS), "--max-delta", str(DELTA),
-        "--features", "x1,x2", "--target", "y", "--sensitive", "a",
+        *budget, "--features", "x1,x2", "--target", "y", "--sensitive", "a",
         "--state", state or f"{sid}/state.json", "--out", out or f"{sid}.r{round_no}.json",
     ]
 
@@ -136,6 +138,9 @@ def test_fdp_between_institutions_honest_run_and_attacks(tmp_path: Path) -> None
         (t / sid).mkdir()
         _write_csv(t / sid / "data.csv", d)
     _write_csv(t / "test.csv", simulate(3000, rng=77))
+    # h2's ledger: a larger total cap than one run, bound to h2's data.
+    LedgerFile.create(t / "h2/h2.fdp-ledger", Budget.approx(3 * EPS, 3 * DELTA),
+                      data=t / "h2/data.csv")
 
     # ---------------------------------------------------------------- keys
     for party in ("centre", *SITES):
@@ -299,7 +304,8 @@ def test_fdp_between_institutions_honest_run_and_attacks(tmp_path: Path) -> None
     _refused("predict", "released.json", "test.csv", "--centre-key", "keys/h1.pub",
              "--features", "x1,x2", "--sensitive", "a", cwd=t, match="signature")
 
-    # Each site's ledger: exactly (ε_s, δ_s) for the run, one entry per round.
+    # Each site's ledger: exactly (ε_s, δ_s) for the run, one entry per round (h2's ledger
+    # has room for more runs: its remaining budget is the cap minus exactly one run).
     for sid in SITES:
         led = LedgerFile.open(t / sid / f"{sid}.fdp-ledger")
         assert led.spent.epsilon == EPS and led.spent.delta == DELTA
@@ -307,6 +313,7 @@ def test_fdp_between_institutions_honest_run_and_attacks(tmp_path: Path) -> None
             f"fdp/run={run_id}/round=1", f"fdp/run={run_id}/round=2"
         ]
         assert stat.S_IMODE((t / sid / f"{sid}.fdp-ledger").stat().st_mode) == 0o600
+    assert LedgerFile.open(t / "h2/h2.fdp-ledger").remaining.epsilon == 2 * EPS
     # The site directories hold only the site's data, state and ledger.
     assert sorted(p.name for p in (t / "h1").iterdir()) == [
         "data.csv", "h1.fdp-ledger", "state.json"
@@ -358,6 +365,13 @@ def test_site_refuses_what_the_centre_decides_for_it(tmp_path: Path) -> None:
     doc["body"]["fields"]["grid_shape"] = [10**5, 10**5]
     _dump(t / "grid.json", _resign(doc, centre))
     _refused(*site, "--setup", "grid.json", *cap, cwd=t, match="grid_shape")
+    # A ledger bound to another data file refuses this one (after the budget check, before
+    # the data are used).
+    (t / "mine.csv").write_text("x1,x2,a,y\n0.5,0.5,1,1\n")
+    (t / "other.csv").write_text("x1,x2,a,y\n0.5,0.5,0,1\n")
+    bound = LedgerFile.create(t / "bound.ledger", Budget.approx(5, 1e-5), data=t / "other.csv")
+    _refused(*[a if a != "missing.csv" else "mine.csv" for a in site], "--setup", "ok.json",
+             "--ledger", str(bound.path), cwd=t, match="bound to")
     # The private key must not be readable by others.
     shutil.copy(t / "keys/h1.key", t / "keys/loose.key")
     os.chmod(t / "keys/loose.key", 0o644)

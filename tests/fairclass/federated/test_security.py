@@ -120,3 +120,38 @@ def test_plausibility_k_has_the_stated_false_refusal_probability(m: int) -> None
     # Union bound over m two-sided Gaussian tails: exactly 1e-9 at k.
     assert 2 * m * norm.sf(k) == pytest.approx(1e-9, rel=1e-6)
     assert 5.5 < k < 9.0 and math.isfinite(k)
+
+
+@pytest.mark.parametrize("cross_fit", [False, True])
+def test_site_ledger_charges_exactly_one_run(tmp_path, cross_fit: bool) -> None:
+    """Round 1 charges the run's (ε_s, δ_s) — or μ*²/2 on a zCDP ledger — and round 2 is
+    recorded at zero extra cost; each round once; round 2 needs round 1."""
+    from dpfair._errors import BudgetExceededError, LedgerError, ReleaseReplayError
+    from dpfair.fairclass.federated._site_budget import charge_round, preflight
+    from dpfair.privacy import Budget, LedgerFile
+
+    cfg = _cfg(cross_fit=cross_fit)
+    data = tmp_path / "d.csv"
+    data.write_text("x\n1\n")
+    for cap, want in (
+        (Budget.approx(5.0, 1e-5), (2.0, 1e-6)),
+        (Budget.zcdp(100.0), cfg.plan("h1").mu_total ** 2 / 2),
+    ):
+        led = LedgerFile.create(tmp_path / f"{cap.kind}.ledger", cap, data=data)
+        with pytest.raises(LedgerError, match="no round 1"):
+            preflight(led, None, cfg, "h1", 2, data)
+        cost = preflight(led, None, cfg, "h1", 1, data)
+        charge_round(led, cfg, "h1", 1, cost)
+        with pytest.raises(ReleaseReplayError):
+            preflight(led, None, cfg, "h1", 1, data)
+        charge_round(led, cfg, "h1", 2, preflight(led, None, cfg, "h1", 2, data))
+        with pytest.raises(ReleaseReplayError):
+            charge_round(led, cfg, "h1", 2, cost)
+        spent = led.spent
+        if cap.kind == "zcdp":
+            assert spent.rho == want
+        else:
+            assert (spent.epsilon, spent.delta) == want
+    with pytest.raises(BudgetExceededError, match="own cap"):
+        preflight(led, Budget.approx(1.0, 1e-6), _cfg("run-9", cross_fit=cross_fit), "h1", 1,
+                  data)

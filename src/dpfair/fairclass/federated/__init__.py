@@ -9,7 +9,9 @@ Each site is its own process holding only its own data; the protocol is four mes
   correction and the threshold search;
 * :class:`FDPFairClassifier` — the whole protocol in one process through the same messages;
   :class:`FederatedModel` — the released classifier (post-processing only);
-* :mod:`dpfair.fairclass.federated.cli` — ``dpfair fdp …`` for multi-process runs.
+* :mod:`dpfair.fairclass.federated.cli` — ``dpfair fdp …`` for multi-process runs;
+* :class:`Signer`, :func:`generate_keypair` — the parties' Ed25519 keys; every message is
+  signed (:func:`encode`) and verified against the keys pinned in the setup (:func:`decode`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dpfair.fairclass.federated._classifier import (
     FederatedModel,
     run_protocol,
 )
+from dpfair.fairclass.federated._keys import Signer, generate_keypair, load_signer
 from dpfair.fairclass.federated._messages import (
     SCHEMA_VERSION,
     Envelope,
@@ -58,6 +61,7 @@ __all__ = [
     "MonotoneResult",
     "ProtocolConfig",
     "ProtocolError",
+    "Signer",
     "Site",
     "SiteLedger",
     "SitePlan",
@@ -66,7 +70,9 @@ __all__ = [
     "decode",
     "depth_rule",
     "encode",
+    "generate_keypair",
     "grid_threshold",
+    "load_signer",
     "make_protocol",
     "monotone_alg4",
     "monotone_alg6",

@@ -34,8 +34,10 @@ true value lies in a public range:
 A value outside [lo − k·sd, hi + k·sd] is refused with an error naming the site. With m
 Gaussian values in a message, k = Φ⁻¹(1 − 10⁻⁹/(2m)) (:func:`plausibility_k`; union bound
 over the m two-sided tails), so an honest site's message is refused with probability
-< 10⁻⁹ (k ≈ 6.5 for m = 10, ≈ 8.3 for m = 2·10⁶). Values inside the band cannot move the
-model further than an honest site's noise could.
+< 10⁻⁹ (k ≈ 6.5 for m = 10, ≈ 8.1 for m = 2·10⁶). The check bounds poisoning, it cannot
+remove it: a malicious site can still place each value anywhere in its band, i.e. at most
+k noise sds outside the range a true value can take (its weight ν_s in the aggregate is
+public and fixed by the setup).
 """
 
 from __future__ import annotations

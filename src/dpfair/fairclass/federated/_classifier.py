@@ -232,6 +232,8 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     count_share : float, default=0.05
     eta_fail : float, default=0.05
     random_state : None, int, SeedSequence or Generator
+        None (real data): every release draws fresh OS entropy. A seed reproduces a fit for
+        tests and studies; each site mixes it with its id and the run id.
     clip : bool, default=False
 
     Attributes

@@ -373,7 +373,7 @@ class ProtocolConfig:
         plus a generous allowance for the JSON fields); larger ones are refused unread."""
         elements = sum(math.prod(s) for s in self.message_shapes(kind).values())
         b64 = 4 * ((8 * elements + 2) // 3)
-        allowance = 256 * 2**10 + 512 * len(self.sites) + 64 * (1 << self.depth)
+        allowance = 256 * 2**10 + 4096 * len(self.sites)  # JSON fields, site reports
         return min(b64 + allowance, MAX_MESSAGE_BYTES)
 
     def tau_grid(self) -> np.ndarray:

@@ -21,6 +21,13 @@ What is charged, exactly (the per-site ledger equals the requested (ε_s, δ_s))
   ledger holds no round 1 of the run.
 
 So after a complete run the ledger shows exactly (ε_s, δ_s) (or μ*²/2) more than before.
+
+Order of a round at the site: pre-flight (cap, remaining budget, single-use key, data
+binding) before the data are read; the charge (exclusive lock, re-check, fsync) after the
+data are read and before any noise is drawn; then the release. Two concurrent processes
+running the same round: the second charge is refused under the lock. A crash between the
+charge and the written message loses that run's round at this site (charged, nothing
+released): the safe side.
 """
 
 from __future__ import annotations
