@@ -29,7 +29,7 @@ $(BIN)/python:
 
 # Re-installs only when pyproject.toml changes (or the venv is new).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask,flower]'
 	@touch $@
 
 install: $(STAMP)

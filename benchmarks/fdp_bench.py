@@ -25,6 +25,7 @@ import numpy as np
 
 from dpfair.fairclass.datasets import FairnessDataset, simulate
 from dpfair.fairclass.federated import FDPFairClassifier
+from dpfair.fairclass.federated._keys import generate_keypair
 
 CLI = [sys.executable, "-m", "dpfair.fairclass.federated.cli", "fdp"]
 PAPER: dict[str, Any] = {
@@ -78,23 +79,34 @@ def _cli_run(sites: list[FairnessDataset]) -> float:
         for s, d in enumerate(sites):
             (root / f"s{s + 1}").mkdir()
             _write(root / f"s{s + 1}" / "data.csv", d)
+        # One-off per party (not timed): signing keys (dpfair fdp keygen).
+        (root / "keys").mkdir()
+        for party in ["centre", *(f"site-{s + 1}" for s in range(S))]:
+            generate_keypair(root / "keys" / party)
         t0 = time.perf_counter()
         site_args = [a for s in range(S) for a in ("--site", f"site-{s + 1}:{sites[s].n}:1:1e-6")]
+        site_args += [
+            a for s in range(S) for a in ("--site-key", f"site-{s + 1}=keys/site-{s + 1}.pub")
+        ]
         bounds = ["--bounds", "0", "--bounds", "1", "--bounds", "0", "--bounds", "1"]
+        ckey = ["--key", "keys/centre.key"]
+        setup = [*CLI, "centre", "setup", *ckey, *site_args, *bounds, "--alpha", "0.1"]
         subprocess.run(
-            [*CLI, "centre", "setup", *site_args, *bounds, "--alpha", "0.1", "--out", "setup.json"],
+            [*setup, "--out", "setup.json"],
             cwd=root,
             check=True,
             capture_output=True,
         )
         common = ["--features", "x1,x2", "--target", "y", "--sensitive", "a"]
+        common += ["--centre-key", "../keys/centre.pub"]
+        common += ["--max-epsilon", "1", "--max-delta", "1e-6"]
         for rnd in (1, 2):
             procs = []
             for s in range(S):
                 sid = f"site-{s + 1}"
-                extra = ["--seed", str(s)] if rnd == 1 else ["--model", "../model.json"]
+                extra = [] if rnd == 1 else ["--model", "../model.json"]
                 cmd = [*CLI, "site", f"round{rnd}", "data.csv", "--setup", "../setup.json"]
-                cmd += ["--site-id", sid, *common]
+                cmd += ["--site-id", sid, "--key", f"../keys/{sid}.key", *common]
                 cmd += ["--state", "state.json", "--out", f"../{sid}.r{rnd}.json", *extra]
                 procs.append(subprocess.Popen(cmd, cwd=root / f"s{s + 1}", stdout=subprocess.PIPE))
             for p in procs:
@@ -103,10 +115,10 @@ def _cli_run(sites: list[FairnessDataset]) -> float:
                     raise RuntimeError(f"site process failed in round {rnd}")
             msgs = [f"site-{s + 1}.r{rnd}.json" for s in range(S)]
             if rnd == 1:
-                cmd = [*CLI, "centre", "aggregate", *msgs, "--setup", "setup.json"]
+                cmd = [*CLI, "centre", "aggregate", *msgs, "--setup", "setup.json", *ckey]
                 cmd += ["--out", "model.json"]
             else:
-                cmd = [*CLI, "centre", "finalize", *msgs, "--setup", "setup.json"]
+                cmd = [*CLI, "centre", "finalize", *msgs, "--setup", "setup.json", *ckey]
                 cmd += ["--model", "model.json", "--out", "released.json", "--seed", "0"]
             subprocess.run(cmd, cwd=root, check=True, capture_output=True)
         return time.perf_counter() - t0

@@ -59,6 +59,7 @@ from dpfair.fairclass.federated._messages import (
     CENTRE,
     Envelope,
     ProtocolError,
+    decode,
     read_message,
     write_message,
 )
@@ -96,6 +97,18 @@ def _read_setup(path: Path, centre_public: str) -> ProtocolConfig:
     env = read_message(
         path, keys={CENTRE: centre_public}, kind="setup", max_bytes=SETUP_MAX_BYTES
     )
+    return _pinned_setup(env, centre_public)
+
+
+def setup_from_bytes(raw: bytes, centre_public: str, *, source: str = "setup") -> ProtocolConfig:
+    """:func:`_read_setup` for a setup received as bytes (e.g. over Flower)."""
+    env = decode(
+        raw, keys={CENTRE: centre_public}, kind="setup", max_bytes=SETUP_MAX_BYTES, source=source
+    )
+    return _pinned_setup(env, centre_public)
+
+
+def _pinned_setup(env: Envelope, centre_public: str) -> ProtocolConfig:
     cfg = ProtocolConfig.from_envelope(env)
     if cfg.keyring().get(CENTRE) != centre_public:
         raise ProtocolError(
@@ -113,6 +126,12 @@ def _site_setup(path: Path, site_id: str, key: Path, centre_key: Path) -> tuple[
     signer = load_signer(key, site_id, option="--key")
     centre_public = load_public_key(centre_key, option="--centre-key")
     cfg = _read_setup(path, centre_public)
+    check_site_pinned(cfg, site_id, signer)
+    return cfg, signer
+
+
+def check_site_pinned(cfg: ProtocolConfig, site_id: str, signer: Signer) -> None:
+    """Refuse a setup without this site, or pinning another key for it."""
     cfg.site(site_id)  # an unknown site id → ProtocolError
     if cfg.keyring().get(site_id) != signer.public:
         raise ProtocolError(
@@ -121,7 +140,6 @@ def _site_setup(path: Path, site_id: str, key: Path, centre_key: Path) -> tuple[
             f"the setup pins another public key for site {site_id!r} than this site's own "
             f"({key_fingerprint(signer.public)}); the centre did not pin your key. Refused.",
         )
-    return cfg, signer
 
 
 def _read_site_data(
