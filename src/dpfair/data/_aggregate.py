@@ -108,7 +108,7 @@ def histogram_counts(
             con.execute(f"SET threads = {int(threads)}")
         q = _checked_column(con, p, fmt, column)
         sql = f"""
-            WITH src AS (SELECT CAST({q} AS DOUBLE) AS v FROM {_source(fmt)}),
+            WITH src AS (SELECT CAST({q} AS DOUBLE) AS v FROM {_source(p, fmt)}),
             tagged AS (
                 SELECT CASE WHEN v IS NULL THEN 'null'
                             WHEN isnan(v) OR isinf(v) THEN 'nonfinite'
@@ -126,9 +126,9 @@ def histogram_counts(
             GROUP BY ALL
         """
         try:
-            rows = con.execute(sql.replace("?", "$path"), {
-                "path": str(p), "lo": lo, "hi": hi, "step": step, "tol": tol,
-            }).fetchall()
+            rows = con.execute(
+                sql, {"lo": lo, "hi": hi, "step": step, "tol": tol}
+            ).fetchall()
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             raise InvalidDataError(

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
+from dpfair._sqlpath import scan_sql
 
 __all__ = ["FileFormat", "detect_format", "list_columns", "read_column"]
 
@@ -48,7 +49,14 @@ def _check_path(path: str | os.PathLike[str]) -> Path:
         raise InvalidParameterError(f"path={path!r}: expected a file path (str or Path).")
     p = Path(path).expanduser()
     if not p.exists():
-        raise InvalidParameterError(f"path='{p}': no such file. Check the path and try again.")
+        hint = (
+            " Paths are read literally: glob patterns (*, ?, [...]) are not expanded."
+            if any(c in str(p) for c in "*?[")
+            else ""
+        )
+        raise InvalidParameterError(
+            f"path='{p}': no such file. Check the path and try again.{hint}"
+        )
     if not p.is_file():
         raise InvalidParameterError(f"path='{p}': not a regular file (a directory?).")
     return p
@@ -75,8 +83,9 @@ def detect_format(path: str | os.PathLike[str]) -> FileFormat:
     return "parquet" if head == _PARQUET_MAGIC else "csv"
 
 
-def _source(fmt: FileFormat) -> str:
-    return "read_parquet(?)" if fmt == "parquet" else "read_csv(?)"
+def _source(p: Path, fmt: FileFormat) -> str:
+    """The table function reading exactly ``p`` (no glob expansion; see dpfair._sqlpath)."""
+    return scan_sql(p, fmt)
 
 
 def _quote(identifier: str) -> str:
@@ -95,7 +104,7 @@ def _describe(con: duckdb.DuckDBPyConnection, p: Path, fmt: FileFormat) -> list[
     if p.stat().st_size == 0:
         raise InvalidDataError(f"path='{p}': the file is empty.")
     try:
-        rows = con.execute(f"DESCRIBE SELECT * FROM {_source(fmt)}", [str(p)]).fetchall()
+        rows = con.execute(f"DESCRIBE SELECT * FROM {_source(p, fmt)}").fetchall()
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidDataError(
@@ -151,7 +160,7 @@ def _checked_column(
     q = _quote(column)
     if not _is_numeric(duck_type):
         n_rows, n_values = con.execute(
-            f"SELECT count(*), count({q}) FROM {_source(fmt)}", [str(p)]
+            f"SELECT count(*), count({q}) FROM {_source(p, fmt)}"
         ).fetchone() or (0, 0)
         if n_rows == 0:
             raise InvalidDataError(f"column='{column}': '{p.name}' has no rows.")
@@ -162,9 +171,8 @@ def _checked_column(
         detail = ""
         if duck_type.upper() == "VARCHAR":
             examples = con.execute(
-                f"SELECT DISTINCT {q} FROM {_source(fmt)} WHERE {q} IS NOT NULL AND "
-                f"TRY_CAST({q} AS DOUBLE) IS NULL LIMIT 3",
-                [str(p)],
+                f"SELECT DISTINCT {q} FROM {_source(p, fmt)} WHERE {q} IS NOT NULL AND "
+                f"TRY_CAST({q} AS DOUBLE) IS NULL LIMIT 3"
             ).fetchall()
             if examples:
                 shown = ", ".join(repr(e[0]) for e in examples)
@@ -224,7 +232,7 @@ def read_column(
         q = _checked_column(con, p, fmt, column)
         try:
             fetched = con.execute(
-                f"SELECT CAST({q} AS DOUBLE) AS v FROM {_source(fmt)}", [str(p)]
+                f"SELECT CAST({q} AS DOUBLE) AS v FROM {_source(p, fmt)}"
             ).fetchnumpy()["v"]
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfair._errors import InvalidParameterError
+from dpfair._sqlpath import literal_pattern
 from dpfair.experiments._registry import Experiment
 
 __all__ = ["ResultStore", "StoreMismatchError"]
@@ -196,7 +197,7 @@ class ResultStore:
         return sorted(self.chunks.glob(_CHUNK_GLOB))
 
     def _source(self, files: Sequence[Path], *, filename: bool = False) -> str:
-        listed = ", ".join(_sql_string(str(f)) for f in files)
+        listed = ", ".join(_sql_string(literal_pattern(f)) for f in files)
         extra = ", filename=true" if filename else ""
         return f"read_parquet([{listed}], union_by_name=true{extra})"
 

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
+from dpfair._sqlpath import scan_sql
 
 __all__ = ["read_columns"]
 
@@ -72,14 +73,12 @@ def read_columns(
     names = [str(c) for c in columns]
     if not names:
         raise InvalidParameterError("columns: at least one column name is required.")
-    with p.open("rb") as fh:
-        is_parquet = fh.read(4) == b"PAR1"
-    source = "read_parquet(?)" if is_parquet else "read_csv(?)"
+    source = scan_sql(p)  # the file itself: glob characters in its name are literal
     with duckdb.connect(":memory:") as con:
         try:
             schema = dict(
                 (str(r[0]), str(r[1]))
-                for r in con.execute(f"DESCRIBE SELECT * FROM {source}", [str(p)]).fetchall()
+                for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
             )
         except duckdb.Error as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -98,7 +97,7 @@ def read_columns(
                 )
         select = ", ".join(f"CAST({_quote(c)} AS DOUBLE) AS {_quote(c)}" for c in names)
         try:
-            fetched = con.execute(f"SELECT {select} FROM {source}", [str(p)]).fetchnumpy()
+            fetched = con.execute(f"SELECT {select} FROM {source}").fetchnumpy()
         except duckdb.Error as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise InvalidDataError(f"path='{p}': could not be read as numbers ({first}).") from None

@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
+from dpfair._sqlpath import is_parquet, scan_sql
 from dpfair.fairclass._split import PositionSplit
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 
@@ -49,17 +50,12 @@ def _quote(identifier: str) -> str:
 
 
 def _is_parquet(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(4) == b"PAR1"
+    return is_parquet(path)
 
 
 def _source(path: Path, *, row_numbers: bool = False) -> str:
-    lit = "'" + str(path).replace("'", "''") + "'"
-    if _is_parquet(path):
-        return f"read_parquet({lit}, file_row_number = true)" if row_numbers else (
-            f"read_parquet({lit})"
-        )
-    return f"read_csv({lit})"
+    """The table function reading exactly ``path`` (glob characters are literal)."""
+    return scan_sql(path, file_row_number=row_numbers)
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair._rng import as_generator
+from dpfair._sqlpath import literal_pattern, scan_sql, sql_string
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, PrivacyLedger
 from dpfair.fairclass._certify import (
     FairnessCertificate,
@@ -179,7 +180,9 @@ def _quote(identifier: str) -> str:
 
 
 def _lit(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
+    """``path`` as an SQL literal for *reading*: glob characters escaped, so DuckDB's
+    ``read_parquet``/``read_csv`` read exactly that file (see :mod:`dpfair._sqlpath`)."""
+    return sql_string(literal_pattern(path))
 
 
 def _connect(memory_limit: str, threads: int | None) -> duckdb.DuckDBPyConnection:
@@ -229,7 +232,7 @@ def _as_parquet(
     with path.open("rb") as fh:
         is_parquet = fh.read(4) == b"PAR1"
     with _connect(memory_limit, threads) as con:
-        source = f"read_parquet({_lit(path)})" if is_parquet else f"read_csv({_lit(path)})"
+        source = scan_sql(path, "parquet" if is_parquet else "csv")
         _check_columns(con, source, path.name, columns)
         if is_parquet:
             yield path, False
@@ -241,7 +244,7 @@ def _as_parquet(
                 # COPY of a single-table SELECT keeps the CSV's row order
                 # (preserve_insertion_order = true, set in _connect).
                 con.execute(
-                    f"COPY (SELECT {select} FROM {source}) TO {_lit(out)} "
+                    f"COPY (SELECT {select} FROM {source}) TO {sql_string(str(out))} "
                     "(FORMAT parquet, ROW_GROUP_SIZE 1000000)"
                 )
             except duckdb.Error as exc:
