@@ -82,3 +82,24 @@ def test_sigkill_mid_write_never_leaves_a_truncated_file(tmp_path: Path) -> None
     assert target.read_text() == "old report"
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "index.html"]
     assert all(n.startswith(".index.html.") and n.endswith(".tmp") for n in leftovers)
+
+
+def test_save_model_failure_keeps_the_previous_model(tmp_path: Path) -> None:
+    import pickle
+
+    from dpfair.fairclass.cli import _save_model
+
+    target = tmp_path / "model.pkl"
+    _save_model({"weights": list(range(10_000))}, target)
+    before = target.read_bytes()
+
+    class Unpicklable:
+        big = list(range(100_000))
+
+        def __reduce__(self) -> tuple[object, ...]:
+            raise pickle.PicklingError("cannot pickle this")
+
+    with pytest.raises(pickle.PicklingError):
+        _save_model({"weights": list(range(100_000)), "bad": Unpicklable()}, target)
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pkl"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpfair._atomic import atomic_open
 from dpfair._errors import InvalidParameterError
 from dpfair._sqlpath import literal_pattern
 from dpfair.experiments._registry import Experiment
@@ -51,16 +51,8 @@ def _sql_string(text: str) -> str:
 
 def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write through ``write(fileobj)`` into a temporary file next to ``path``, then rename."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as fh:
+        write(fh)
 
 
 def _strict_json(value: Any) -> Any:

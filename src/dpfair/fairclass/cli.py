@@ -24,6 +24,7 @@ import numpy as np
 import typer
 from typer.core import TyperCommand
 
+from dpfair._atomic import atomic_open, write_text_atomic
 from dpfair._cli_ledger import LedgerOption, open_ledger
 from dpfair._cli_support import run_with_progress, user_errors
 from dpfair._errors import InvalidParameterError
@@ -402,11 +403,11 @@ def fair_classify(
 def _save_model(clf: Any, path: Path) -> Path:
     path = path.expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Atomically (temporary file + rename): an interrupted save leaves the old model or none.
     if path.suffix.lower() == ".json":
-        with path.open("w") as fh:
-            json.dump(clf.export_released_model(), fh, default=_jsonable)
+        write_text_atomic(path, json.dumps(clf.export_released_model(), default=_jsonable))
     else:
-        with path.open("wb") as fh:
+        with atomic_open(path) as fh:
             pickle.dump(clf, fh, protocol=pickle.HIGHEST_PROTOCOL)
     return path
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 import dpfair
+from dpfair._atomic import write_text_atomic
 from dpfair._errors import InvalidParameterError
 from dpfair.report._facility import FacilityReportConfig, facility_section
 from dpfair.report._fairclass import FairclassReportConfig, fairclass_section
@@ -159,7 +160,6 @@ def build_report(
     ]
     page = render_page("dpfair report", meta, sections)
     index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
     results = {
         "dpfair_version": dpfair.__version__,
         "seed": int(seed),
@@ -167,7 +167,11 @@ def build_report(
         "elapsed_seconds": elapsed,
         "sections": {s.ident: s.results for s in sections},
     }
-    (out / "results.json").write_text(
-        json.dumps(_finite(results), indent=2, allow_nan=False), encoding="utf-8"
+    # Both files atomically (temporary file + rename), the results first and the page last:
+    # an interrupted build leaves the previous report or none, never a truncated page, and
+    # an index.html that exists always has its results.json beside it.
+    write_text_atomic(
+        out / "results.json", json.dumps(_finite(results), indent=2, allow_nan=False)
     )
+    write_text_atomic(index, page)
     return index
