@@ -94,7 +94,7 @@ def test_save_model_failure_keeps_the_previous_model(tmp_path: Path) -> None:
     before = target.read_bytes()
 
     class Unpicklable:
-        big = list(range(100_000))
+        """Fails when pickled, after the list before it was written."""
 
         def __reduce__(self) -> tuple[object, ...]:
             raise pickle.PicklingError("cannot pickle this")
