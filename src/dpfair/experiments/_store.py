@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfair._atomic import atomic_open
-from dpfair._errors import InvalidParameterError
+from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._sqlpath import literal_pattern
 from dpfair.experiments._registry import Experiment
 
@@ -193,13 +193,38 @@ class ResultStore:
         extra = ", filename=true" if filename else ""
         return f"read_parquet([{listed}], union_by_name=true{extra})"
 
+    def _unreadable(self, files: Sequence[Path], exc: Exception) -> InvalidDataError:
+        """A one-line error naming the chunk files that are not complete Parquet files."""
+        bad = []
+        for f in files:
+            try:
+                pq.read_metadata(f)
+            except (OSError, pa.ArrowException):
+                bad.append(f.name)
+        if bad:
+            shown = ", ".join(repr(b) for b in bad[:3]) + (" ..." if len(bad) > 3 else "")
+            return InvalidDataError(
+                f"out={str(self.root)!r}: {len(bad)} result chunk(s) in {str(self.chunks)!r} "
+                f"are truncated or corrupt ({shown}). Delete them and rerun: their "
+                "repetitions are recomputed with the same seeds."
+            )
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return InvalidDataError(
+            f"out={str(self.root)!r}: the result store cannot be read ({first})."
+        )
+
     def done(self) -> set[tuple[int, int]]:
         """The (cell, rep) pairs already stored."""
         files = self.chunk_files()
         if not files:
             return set()
         with duckdb.connect(":memory:") as con:
-            got = con.sql(f"SELECT DISTINCT cell, rep FROM {self._source(files)}").fetchnumpy()
+            try:
+                got = con.sql(
+                    f"SELECT DISTINCT cell, rep FROM {self._source(files)}"
+                ).fetchnumpy()
+            except duckdb.Error as exc:
+                raise self._unreadable(files, exc) from None
         return set(zip(got["cell"].tolist(), got["rep"].tolist(), strict=True))
 
     def write_chunk(self, rows: Sequence[Mapping[str, Any]]) -> Path | None:
@@ -228,7 +253,10 @@ class ResultStore:
             "ORDER BY cell, rep"
         )
         with duckdb.connect(":memory:") as con:
-            table = _to_arrow(con.sql(query))
+            try:
+                table = _to_arrow(con.sql(query))
+            except duckdb.Error as exc:
+                raise self._unreadable(files, exc) from None
         front = ["cell", "rep", *self.experiment.parameters]
         order = [c for c in front if c in table.column_names]
         order += [c for c in table.column_names if c not in order]

@@ -71,6 +71,8 @@ from dpfair.privacy import Accountant, Budget, exponential_mechanism_zcdp
 
 __all__ = ["DPExpMed", "check_locations"]
 
+_MIN_EPSILON = 1e-100  # smallest ε accepted (see DPExpMed.__post_init__)
+
 #: The window is chosen so the outside mass is at most this fraction of the window's.
 _WINDOW_LOG_RATIO = 12.0 * math.log(10.0)
 #: Slack on the outside-mass bound against rounding in the full-law computation.
@@ -268,6 +270,13 @@ class DPExpMed:
 
     def __post_init__(self) -> None:
         eps = check_positive("epsilon", self.epsilon)
+        if eps < _MIN_EPSILON:
+            raise InvalidParameterError(
+                f"epsilon={self.epsilon!r}: below {_MIN_EPSILON:g} the output is uniform on "
+                "the domain to within 1e-80 in every probability (nothing is learnt), and "
+                "the default widening 1/(n*epsilon) overflows a double; use a meaningful "
+                "budget (typically 0.01 <= epsilon <= 10)."
+            )
         lo, hi = check_interval_bounds("domain", self.domain, example="(0.0, 1.0)")
         if self.widening is not None:
             w = self.widening
@@ -431,8 +440,10 @@ class DPExpMed:
 def _window_half_width(epsilon: float, alpha: float, n: int) -> int:
     """W with m·e^{−ε(W+1)/2} ≤ 1e-12 · (mass of the loss-0 band, ≥ min(α, 1)·m)."""
     band_frac = min(alpha, 1.0) if alpha > 0 else 1.0 / max(n, 1)
-    w = math.ceil(2.0 * (math.log(1.0 / band_frac) + _WINDOW_LOG_RATIO) / epsilon)
-    return max(w, 1)
+    w = 2.0 * (math.log(1.0 / band_frac) + _WINDOW_LOG_RATIO) / epsilon
+    if not w < n + 2:  # the window covers every piece (also when w overflows to inf)
+        return n + 2
+    return max(math.ceil(w), 1)
 
 
 def _sample_windowed(

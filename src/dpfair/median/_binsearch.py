@@ -56,7 +56,9 @@ def binsearch_target_ranks(n: int, sigma: float, depth: int, alpha: float) -> tu
     """(kL, kU) for NoisyBinSearch with per-query noise σ and D queries per end."""
     tail = gaussian_union_tail(sigma, depth)
     # Beyond t_max the Gaussian union bound is < 1e-300: negligible, and still bounded.
-    t_max = math.ceil(sigma * 40.0) + 1
+    # Capped at n + 1: P(B = k + t) = 0 for k + t > n, so the cap changes nothing (and keeps
+    # a huge σ, from a tiny ρ, from overflowing).
+    t_max = n + 1 if not sigma * 40.0 < n else math.ceil(sigma * 40.0) + 1
 
     def failure(k: int) -> float:
         return generic_lower_failure(n, tail, k, t_max=t_max)

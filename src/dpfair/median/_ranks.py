@@ -104,10 +104,7 @@ def expmech_lower_failure(
     the whole curve costs O(n) instead of the O(n²) double loop.
     """
     k_arr = np.asarray(ks, dtype=np.int64)
-    if band_ratio <= 1.0:
-        t0 = 0
-    else:
-        t0 = math.floor(2.0 * math.log(band_ratio) / epsilon)
+    t0 = _expmech_t0(n, epsilon, band_ratio)
     half_width = math.ceil(20.0 * math.sqrt(n) / 2.0) + 2
     centre = n / 2.0
     m_lo = max(0, math.floor(centre) - half_width)
@@ -140,6 +137,18 @@ def expmech_lower_failure(
     return np.minimum(np.asarray(out, dtype=np.float64), 1.0)
 
 
+def _expmech_t0(n: int, epsilon: float, band_ratio: float) -> int:
+    """t0 = ⌊2·ln(C)/ε⌋ (0 if C ≤ 1), capped at n.
+
+    The cap changes nothing: F(k) ≥ P(B ≤ k + t0), which is 1 as soon as t0 ≥ n. It keeps a
+    tiny ε (e.g. ρ = 1e-300) from overflowing the integer arithmetic.
+    """
+    if band_ratio <= 1.0:
+        return 0
+    t0 = 2.0 * math.log(band_ratio) / epsilon
+    return n if not t0 < n else math.floor(t0)
+
+
 def expmech_lower_target(n: int, epsilon: float, band_ratio: float, alpha_half: float) -> int:
     """Largest k in {0..n} with F(k) ≤ α/2 for the ExpMech tail, or −1 if none.
 
@@ -148,7 +157,9 @@ def expmech_lower_target(n: int, epsilon: float, band_ratio: float, alpha_half: 
     < 1e-170 remainder that is added, which has a closed-form solution in k.
     """
     limit = alpha_half * (1.0 - _ROUNDING_MARGIN)
-    t0 = 0 if band_ratio <= 1.0 else math.floor(2.0 * math.log(band_ratio) / epsilon)
+    t0 = _expmech_t0(n, epsilon, band_ratio)
+    if t0 >= n:  # F(k) ≥ P(B ≤ k + t0) = 1 for every k: no rank qualifies
+        return -1
     half_width = math.ceil(20.0 * math.sqrt(n) / 2.0) + 2
     k_first = max(0, math.floor(n / 2.0) - half_width - t0 - 1)
     ks = np.arange(
