@@ -18,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dpfair._errors import BudgetExceededError, IncompatibleBudgetError, LedgerError
-from dpfair.privacy import Budget, LedgerFile
+
+if TYPE_CHECKING:  # imported where used: `dpfair --help` must not load dpfair.privacy
+    from dpfair.privacy import Budget, LedgerFile
 
 __all__ = ["LedgerOption", "ReleaseLedger", "open_ledger"]
 
@@ -112,6 +114,8 @@ def open_ledger(ledger: Path | None, data: Path) -> ReleaseLedger:
     """
     if ledger is None:
         return ReleaseLedger(None)
+    from dpfair.privacy import LedgerFile
+
     led = LedgerFile.open(ledger)
     if led.header.get("data") is None:
         raise LedgerError(

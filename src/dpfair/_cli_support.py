@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-import numpy as np
 import typer
 
 from dpfair._errors import DPFairError
@@ -63,6 +62,7 @@ def user_errors() -> Iterator[None]:
 
 def json_default(value: Any) -> Any:
     """``json.dumps`` fallback for numpy scalars/arrays, paths and result objects."""
+    import numpy as np  # already loaded by whatever produced the value
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):

@@ -9,14 +9,14 @@ code 2, without a traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 
 import dpfair
-import dpfair.data
+from dpfair._cli_lazy import LazyGroup
 from dpfair._cli_ledger import LedgerOption, open_ledger
 from dpfair._cli_support import (
     EXIT_USER_ERROR,
@@ -27,18 +27,58 @@ from dpfair._cli_support import (
     user_errors,
 )
 from dpfair._errors import DPFairError
-from dpfair.experiments.cli import register as _register_experiments
-from dpfair.facility.cli import register as _register_facility
-from dpfair.fairclass.cli import register as _register_fairclass
-from dpfair.fairclass.federated.cli import register as _register_fdp
-from dpfair.privacy.cli import register as _register_ledger
 
 __all__ = ["app", "main"]
 
 _AGGREGATE_BYTES = 256 * 2**20  # files above this size are aggregated by default
 _REPORT_DELTA = 1e-6  # δ at which the table also shows the (ε, δ)-DP equivalent of ρ-zCDP
 
+
+class _Commands(LazyGroup):
+    """The commands of other packages, imported when first used (``dpfair --help`` and
+    ``--version`` import none of them). One-line help = the command's docstring's first
+    line (tests/cli/test_fast_cli.py checks it)."""
+
+    lazy_commands: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "reproduce": (
+            "dpfair.experiments.cli",
+            "Run a registered study in parallel, resumably, and print its per-cell summary.",
+        ),
+        "facility": (
+            "dpfair.facility.cli",
+            "Place a facility privately on [LO, HI] from the locations in one column.",
+        ),
+        "facility-experiment": (
+            "dpfair.facility.cli",
+            "Run one facility-location experiment (exact, no Monte Carlo) and write its "
+            "figures.",
+        ),
+        "fair-classify": (
+            "dpfair.fairclass.cli",
+            "Fit CDP-Fair on TRAIN ((ε, δ)-DP) and report test error, |DD| and the privacy "
+            "spent.",
+        ),
+        "fair-reproduce": (
+            "dpfair.fairclass.cli",
+            "Reproduce Figure 3 (simulation) or the Adult / Law School panels of Figures 6-7.",
+        ),
+        "fdp": (
+            "dpfair.fairclass.federated.cli",
+            "FDP-Fair: federated DP fair classification (paper 003).",
+        ),
+        "ledger": (
+            "dpfair.privacy.cli",
+            "A persistent privacy ledger: one total budget for every release on one data file.",
+        ),
+        "datasets": (
+            "dpfair.data.cli",
+            "Write example data files: a public data set split in two, or simulated sites.",
+        ),
+    }
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="dpfair",
     no_args_is_help=True,
     add_completion=False,
@@ -68,8 +108,11 @@ def _root(
 ) -> None:
     """Differentially private statistics you can account for.
 
-    Every command that touches data states the privacy it spent (ρ-zCDP under
-    replace-one neighbours) and prints only differentially private output.
+    Every command that touches data prints only differentially private output and states
+    the privacy it spent, under replace-one neighbours, in its mechanism's own measure:
+    **median-ci** ρ-zCDP (with the implied (ε, δ)-DP); **facility** pure ε-DP;
+    **fair-classify** and **fdp** (ε, δ)-DP. **report**, **reproduce**, **fair-reproduce**,
+    **facility-experiment** and **datasets** run on public or simulated data.
     """
 
 
@@ -130,7 +173,7 @@ def median_ci(
                 "(out of core, O(bins) memory) instead of loading it; 'auto' does so for "
                 f"files over {_AGGREGATE_BYTES // 2**20} MiB. Identical results for the tree "
                 "methods; ExpMech then runs on bin-rounded records (see "
-                "dpfair.median.confidence_interval_from_counts)."
+                "confidence_interval_from_counts in dpfair.median)."
             ),
         ),
     ] = "auto",
@@ -218,10 +261,11 @@ def report(
     ] = False,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of every simulation.")] = 0,
 ) -> None:
-    """Build the HTML report: median CIs and facility location, with figures.
+    """Build the HTML report: median CIs, facility location and fair classification.
 
-    Writes a self-contained index.html (figures embedded) and results.json into OUT and
-    prints the path of the HTML file.
+    Writes a self-contained index.html (figures embedded) and results.json into OUT, both
+    atomically (results first), and prints the path of the HTML file. Every number comes
+    from simulated or bundled public data.
     """
     from dpfair.report import build_report  # matplotlib is only imported when needed
 
@@ -232,11 +276,6 @@ def report(
     typer.echo(str(path))
 
 
-_register_experiments(app)
-_register_facility(app)
-_register_fairclass(app)
-_register_fdp(app)
-_register_ledger(app)
 
 
 # --------------------------------------------------------------------------- entry point

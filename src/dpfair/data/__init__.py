@@ -10,11 +10,49 @@
   licences in ``dpfair/data/bundled/`` (currently ``"adult_age"``, UCI Adult, CC BY 4.0).
 """
 
-from dpfair.data import synthetic
-from dpfair.data._aggregate import histogram_counts
-from dpfair.data._bundled import BUNDLED, BundledDataset, bundled_path, load_bundled
-from dpfair.data._io import FileFormat, detect_format, list_columns, read_column
-from dpfair.data.synthetic import DESIGNS, Design, get_design, lognormal_sample
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpfair.data import synthetic
+    from dpfair.data._aggregate import histogram_counts
+    from dpfair.data._bundled import BUNDLED, BundledDataset, bundled_path, load_bundled
+    from dpfair.data._io import FileFormat, detect_format, list_columns, read_column
+    from dpfair.data.synthetic import DESIGNS, Design, get_design, lognormal_sample
+
+# Imported on first use (PEP 562), so a reader does not load SciPy and a design not DuckDB.
+_WHERE = {
+    "histogram_counts": "dpfair.data._aggregate",
+    "BUNDLED": "dpfair.data._bundled",
+    "BundledDataset": "dpfair.data._bundled",
+    "bundled_path": "dpfair.data._bundled",
+    "load_bundled": "dpfair.data._bundled",
+    "FileFormat": "dpfair.data._io",
+    "detect_format": "dpfair.data._io",
+    "list_columns": "dpfair.data._io",
+    "read_column": "dpfair.data._io",
+    "DESIGNS": "dpfair.data.synthetic",
+    "Design": "dpfair.data.synthetic",
+    "get_design": "dpfair.data.synthetic",
+    "lognormal_sample": "dpfair.data.synthetic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "synthetic":
+        return importlib.import_module("dpfair.data.synthetic")
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpfair.data' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "BUNDLED",
