@@ -172,8 +172,8 @@ def median_ci(
                 "auto | always | never. Aggregate the column to bin counts with DuckDB "
                 "(out of core, O(bins) memory) instead of loading it; 'auto' does so for "
                 f"files over {_AGGREGATE_BYTES // 2**20} MiB. Identical results for the tree "
-                "methods; ExpMech then runs on bin-rounded records (see "
-                "confidence_interval_from_counts in dpfair.median)."
+                "methods; ExpMech then runs on bin-rounded records (see the Python API: "
+                "dpfair.median, counts-based interval)."
             ),
         ),
     ] = "auto",

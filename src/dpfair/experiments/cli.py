@@ -135,7 +135,7 @@ def reproduce(
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Result store directory (default: "
-                     "out/experiments/EXPERIMENT-seedSEED). Rerun with the same directory "
+                     "out/experiments/ EXPERIMENT-seedSEED). Rerun with the same directory "
                      "to resume an interrupted run.", show_default=False),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Root seed of the study.")] = 0,

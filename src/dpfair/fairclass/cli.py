@@ -232,8 +232,8 @@ def fair_classify(
                 "O(grid + score bins + batch) memory) instead of loading it; 'auto' does so "
                 f"for training files over {_AGGREGATE_BYTES // 2**20} MiB. Same privacy; the "
                 "halves come from a seeded hash of the row position and the calibration "
-                "scores are rounded to a 2^-15 lattice (see fit_cdp_fair_from_file in "
-                "dpfair.fairclass). TEST is always loaded."
+                "scores are rounded to a 2^-15 lattice (see the Python API: "
+                "dpfair.fairclass, fit from file). TEST is always loaded."
             ),
         ),
     ] = "auto",
