@@ -6,6 +6,7 @@
 #   make bench-fairclass  CDP-Fair fit+predict at N = 9000 against diffprivlib + Fairlearn
 #   make reproduce EXPERIMENT=median-width ARGS="--jobs 2"   a registered study (dpfair reproduce)
 #   make lint    ruff + mypy only
+#   make docs    build the documentation site into out/site (mkdocs build --strict)
 #   make clean   remove build/test/report artefacts (make distclean also removes .venv)
 
 SHELL := /bin/bash
@@ -18,10 +19,10 @@ PYTEST_ARGS ?= -m "not slow" -n auto
 BENCH_ARGS ?=
 LINT_PATHS := src tests $(wildcard benchmarks)
 
-.PHONY: help install demo test lint bench bench-facility bench-fairclass reproduce clean distclean
+.PHONY: help install demo docs test lint bench bench-facility bench-fairclass reproduce clean distclean
 
 help:
-	@sed -n '2,10p' Makefile | sed 's/^#//'
+	@sed -n '2,11p' Makefile | sed 's/^#//'
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "dpfair needs Python >= 3.11; run e.g. make PYTHON=python3.11")'
@@ -29,7 +30,7 @@ $(BIN)/python:
 
 # Re-installs only when pyproject.toml changes (or the venv is new).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask,flower]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask,flower,docs]'
 	@touch $@
 
 install: $(STAMP)
@@ -37,6 +38,10 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/dpfair report --quick --out $(REPORT_DIR)
 	@echo "Report written: open file://$(abspath $(REPORT_DIR))/index.html"
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir out/site
+	@echo "Site written: open file://$(abspath out/site)/index.html"
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
