@@ -1,4 +1,4 @@
-"""Every code block of README.md runs, in order, as a new user would run it.
+"""Every code block of README.md (and of the docs site) runs, in order, as a user would.
 
 Blocks fenced as ``python`` run in one shared namespace; ``bash`` blocks run with
 ``bash -euo pipefail``; ``console`` blocks run each ``$ command`` and check its exit code
@@ -137,45 +137,85 @@ def test_every_skipped_block_gives_its_reason() -> None:
             assert block.skip_reason, f"README.md:{block.line}: skip-test without a reason"
 
 
-def test_readme_blocks_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = [
-        b
-        for b in parse_blocks(README.read_text(encoding="utf-8"))
-        if b.lang in RUN_LANGS and b.skip_reason is None
-    ]
-    assert any(b.lang == "python" for b in blocks) and any(b.lang != "python" for b in blocks)
+def run_blocks(blocks: list[Block], source: str, tmp_path: Path) -> None:
+    """Run ``blocks`` in order in ``tmp_path/work`` (python blocks share one namespace)."""
     work = tmp_path / "work"
     work.mkdir()
     bin_dir = tmp_path / "bin"
     _shims(bin_dir)
     env = _env(bin_dir)
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("MPLBACKEND", "Agg")
     namespace: dict[str, object] = {"__name__": "__readme__"}
-    for block in blocks:
-        where = f"README.md:{block.line} ({block.lang})"
-        if block.lang == "python":
-            try:
-                exec(compile(block.code, where, "exec"), namespace)
-            except Exception as exc:  # pragma: no cover - the failure message
-                pytest.fail(f"{where} raised {type(exc).__name__}: {exc}")
-            continue
-        if block.lang == "bash":
-            run = subprocess.run(
-                ["bash", "-euo", "pipefail", "-c", block.code],
-                cwd=work, env=env, capture_output=True, text=True, timeout=900,
-            )
-            assert run.returncode == 0, f"{where} exited {run.returncode}:\n{run.stderr[-3000:]}"
-            continue
-        script, expected = _console_script(block.code)
+    old_cwd = Path.cwd()
+    os.chdir(work)
+    try:
+        for block in blocks:
+            _run_block(block, f"{source}:{block.line} ({block.lang})", work, env, namespace)
+    finally:
+        os.chdir(old_cwd)
+
+
+def _run_block(
+    block: Block, where: str, work: Path, env: dict[str, str], namespace: dict[str, object]
+) -> None:
+    if block.lang == "python":
+        try:
+            exec(compile(block.code, where, "exec"), namespace)
+        except Exception as exc:  # pragma: no cover - the failure message
+            pytest.fail(f"{where} raised {type(exc).__name__}: {exc}")
+        return
+    if block.lang == "bash":
         run = subprocess.run(
-            ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True,
-            timeout=900,
+            ["bash", "-euo", "pipefail", "-c", block.code],
+            cwd=work, env=env, capture_output=True, text=True, timeout=900,
         )
-        assert "echo $? shows" not in run.stderr, f"{where}: {run.stderr[-2000:]}"
-        for k, (cmd, rc, error) in enumerate(expected):
-            got = int((work / f".rc-{k}").read_text())
-            assert got == rc, f"{where}: `{cmd}` exited {got}, expected {rc}:\n{run.stderr[-3000:]}"
-            if error is not None:
-                err = (work / f".err-{k}").read_text().strip()
-                assert err == error, f"{where}: `{cmd}` printed {err!r}, README shows {error!r}"
+        assert run.returncode == 0, f"{where} exited {run.returncode}:\n{run.stderr[-3000:]}"
+        return
+    script, expected = _console_script(block.code)
+    run = subprocess.run(
+        ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert "echo $? shows" not in run.stderr, f"{where}: {run.stderr[-2000:]}"
+    for k, (cmd, rc, error) in enumerate(expected):
+        got = int((work / f".rc-{k}").read_text())
+        assert got == rc, f"{where}: `{cmd}` exited {got}, expected {rc}:\n{run.stderr[-3000:]}"
+        if error is not None:
+            err = (work / f".err-{k}").read_text().strip()
+            assert err == error, f"{where}: `{cmd}` printed {err!r}, README shows {error!r}"
+
+
+def _runnable(path: Path) -> list[Block]:
+    return [
+        b
+        for b in parse_blocks(path.read_text(encoding="utf-8"))
+        if b.lang in RUN_LANGS and b.skip_reason is None
+    ]
+
+
+def test_readme_blocks_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    blocks = _runnable(README)
+    assert any(b.lang == "python" for b in blocks) and any(b.lang != "python" for b in blocks)
+    run_blocks(blocks, "README.md", tmp_path)
+
+
+DOC_PAGES = sorted(
+    p for p in (REPO_ROOT / "docs").rglob("*.md") if _runnable(p)
+)
+
+
+@pytest.mark.parametrize(
+    "page", DOC_PAGES, ids=lambda p: str(p.relative_to(REPO_ROOT / "docs"))
+)
+def test_documentation_examples_run(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code examples of the documentation site run too (each page on its own)."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    run_blocks(_runnable(page), str(page.relative_to(REPO_ROOT)), tmp_path)
+
+
+def test_every_doc_skip_gives_its_reason() -> None:
+    for page in (REPO_ROOT / "docs").rglob("*.md"):
+        for block in parse_blocks(page.read_text(encoding="utf-8")):
+            if block.skip_reason is not None:
+                assert block.skip_reason, f"{page}:{block.line}: skip-test without a reason"
