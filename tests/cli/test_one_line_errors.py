@@ -58,6 +58,15 @@ def test_median_ci_tiny_rho(column_csv: Path, method: str, aggregate: str) -> No
     )
 
 
+@pytest.mark.parametrize("method", ["expmech", "cdf", "binsearch", "binsearch_cdf"])
+def test_median_ci_subnormal_rho(column_csv: Path, method: str) -> None:
+    _one_line_exit_2(
+        ["median-ci", str(column_csv), "-c", "x", "--rho", "1e-320", "--bounds", "-5", "5",
+         "--method", method],
+        "rho=1e-320",
+    )
+
+
 def test_facility_tiny_epsilon(column_csv: Path) -> None:
     _one_line_exit_2(
         ["facility", str(column_csv), "-c", "x", "--epsilon", "1e-308", "--domain", "-5", "5"],

@@ -62,6 +62,11 @@ def _check_request(
 ) -> tuple[float, float, tuple[float, float]]:
     """Validate the arguments every entry point shares; returns (rho, alpha, bounds)."""
     r = check_positive("rho", rho)
+    if not math.isfinite(1.0 / r):  # subnormal ρ: every noise scale ∝ 1/√ρ overflows
+        raise InvalidParameterError(
+            f"rho={rho!r}: too small to compute the noise scale in double precision (1/rho "
+            "overflows); use a meaningful budget (typically 0.01 <= rho <= 10)."
+        )
     a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
     bnds = check_interval_bounds("bounds", bounds, example="(-5.0, 15.0)")
     _check_method(method)
