@@ -6,6 +6,8 @@
   streaming pass, for files larger than memory (the median's aggregated path).
 * :mod:`dpfair.data.synthetic` — designs with known population medians (:data:`DESIGNS`),
   including the paper's log-normal design (:func:`lognormal_sample`).
+* :func:`export_dataset` — write a bundled data set as CSV, whole or split into train and
+  test (``dpfair datasets export``).
 * :func:`load_bundled` — small real data sets shipped with the package, with their
   licences in ``dpfair/data/bundled/`` (currently ``"adult_age"``, UCI Adult, CC BY 4.0).
 """
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from dpfair.data._aggregate import histogram_counts
     from dpfair.data._bundled import BUNDLED, BundledDataset, bundled_path, load_bundled
     from dpfair.data._io import FileFormat, detect_format, list_columns, read_column
+    from dpfair.data.export import export_dataset
     from dpfair.data.synthetic import DESIGNS, Design, get_design, lognormal_sample
 
 # Imported on first use (PEP 562), so a reader does not load SciPy and a design not DuckDB.
@@ -33,6 +36,7 @@ _WHERE = {
     "detect_format": "dpfair.data._io",
     "list_columns": "dpfair.data._io",
     "read_column": "dpfair.data._io",
+    "export_dataset": "dpfair.data.export",
     "DESIGNS": "dpfair.data.synthetic",
     "Design": "dpfair.data.synthetic",
     "get_design": "dpfair.data.synthetic",
@@ -62,6 +66,7 @@ __all__ = [
     "FileFormat",
     "bundled_path",
     "detect_format",
+    "export_dataset",
     "get_design",
     "histogram_counts",
     "list_columns",
