@@ -150,9 +150,15 @@ def test_fdp_site_reads_the_named_file_only(
     fair_files: dict[str, Path], tmp_path: Path, aggregate: str
 ) -> None:
     setup = tmp_path / "setup.json"
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for party in ("centre", "s1"):
+        res = runner.invoke(app, ["fdp", "keygen", "--out", str(keys / party)])
+        assert res.exit_code == 0, res.output
     res = runner.invoke(
         app,
-        ["fdp", "centre", "setup", "--site", "s1:3000:4:1e-6", "--bounds", "0",
+        ["fdp", "centre", "setup", "--key", str(keys / "centre.key"), "--site",
+         "s1:3000:4:1e-6", "--site-key", f"s1={keys / 's1.pub'}", "--bounds", "0",
          "--bounds", "1", "--bounds", "0", "--bounds", "1", "--alpha", "0.2", "--out",
          str(setup)],
     )
@@ -160,9 +166,10 @@ def test_fdp_site_reads_the_named_file_only(
     res = runner.invoke(
         app,
         ["fdp", "site", "round1", str(fair_files["train"]), "--setup", str(setup),
-         "--site-id", "s1", "--features", "x1,x2", "--target", "y", "--sensitive", "a",
-         "--state", str(tmp_path / "state.json"), "--out", str(tmp_path / "r1.json"),
-         "--seed", "0", "--aggregate", aggregate],
+         "--site-id", "s1", "--key", str(keys / "s1.key"), "--centre-key",
+         str(keys / "centre.pub"), "--features", "x1,x2", "--target", "y", "--sensitive",
+         "a", "--state", str(tmp_path / "state.json"), "--out", str(tmp_path / "r1.json"),
+         "--max-epsilon", "4", "--max-delta", "1e-6", "--aggregate", aggregate],
     )
     # The centre's setup declares n = 3000 for this site; the decoy train1.csv has 1500 rows.
     assert res.exit_code == 0, res.output
