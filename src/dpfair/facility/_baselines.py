@@ -238,8 +238,12 @@ class GridExpMed:
 
     Notes
     -----
-    Privacy: pure ε-DP under replace-one neighbours; both scores have sensitivity 1
-    (derivation in :mod:`dpfair.facility._baselines`) and the candidates are public.
+    Privacy: pure ε-DP under replace-one neighbours for the exact law; both scores have
+    sensitivity 1 (derivation in :mod:`dpfair.facility._baselines`) and the candidates are
+    public. As executed, the data enter only through integer counts against the public
+    candidates, and the floating-point selection adds a total-variation slack
+    η ≤ G(3G + 2)·2^-53: (ε, (1 + e^ε)η)-DP, which :attr:`privacy` reports and
+    :meth:`sample` charges (:attr:`float_delta`).
     """
 
     epsilon: float
@@ -269,17 +273,39 @@ class GridExpMed:
         return np.linspace(lo, hi, int(self.grid_size))
 
     @property
+    def float_delta(self) -> float:
+        """δ_fp = (1 + e^ε)·η, η = G(3G + 2)·2^-53: the floating-point selection's slack.
+
+        Public (G = ``grid_size``, ε); derivation in :mod:`dpfair.facility._baselines`.
+        Capped just below 1 (for very large ε the executed sampler has no useful δ).
+        """
+        g = int(self.grid_size)
+        eta = g * (3.0 * g + 2.0) * 2.0**-53
+        with np.errstate(over="ignore"):
+            delta = float((1.0 + np.exp(self.epsilon)) * eta)
+        return min(delta, 1.0 - 2.0**-53)
+
+    @property
     def privacy(self) -> Budget:
-        """Pure ε-DP per release."""
-        return Budget.pure(self.epsilon)
+        """(ε, δ_fp)-DP per release as executed (pure ε-DP for the exact law)."""
+        return Budget.approx(self.epsilon, self.float_delta,
+                             note="pure eps-DP law; delta = floating-point sampling slack")
 
     def _scores(self, prof: Profile) -> NDArray[np.float64]:
+        """Integer (rank: half-integer) scores shifted so their maximum is exactly 0.
+
+        Counts against public binary64 candidates are exact comparisons; the shift is exact
+        (small integers); so the log-weights ε·s/2 then differ from the exact ones by
+        |w|·2^-53 only, and tiny probabilities carry tiny absolute errors.
+        """
         c = self.candidates
         if self.score == "rank":
             below = np.searchsorted(prof.xs, c, side="left")
             above = prof.n - np.searchsorted(prof.xs, c, side="right")
-            return -0.5 * np.abs(below - above).astype(np.float64)
-        return -prof.percentile_loss(c).astype(np.float64)
+            d = np.abs(below - above)
+            return -0.5 * (d - d.min()).astype(np.float64)
+        loss = prof.percentile_loss(c)
+        return -(loss - loss.min()).astype(np.float64)
 
     def distribution(self, x: ArrayLike) -> GridDistribution:
         """Exact output law (atoms on the grid) with FAIR/SWDIFF laws."""
@@ -302,5 +328,5 @@ class GridExpMed:
         gen = as_generator(rng)
         dist = self.distribution(x)
         if accountant is not None:
-            accountant.charge(Budget.pure(self.epsilon * count), label="facility/grid")
+            accountant.charge(self.privacy.scaled(count), label="facility/grid")
         return _draws(dist.law.sample(size=size, rng=gen), size)
