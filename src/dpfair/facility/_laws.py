@@ -38,8 +38,8 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike
 from dpfair.facility._metrics import Profile, loss_cap
 from dpfair.mechanisms.discrete import DiscreteLaw
-from dpfair.mechanisms.exponential import PiecewiseConstantLaw
 from dpfair.mechanisms.discrete_laplace import ClippedDiscreteLaplaceLaw
+from dpfair.mechanisms.exponential import PiecewiseConstantLaw
 
 __all__ = [
     "FacilityDistribution",

@@ -313,7 +313,7 @@ class ClippedDiscreteLaplaceLaw:
 
     def mean(self) -> float:
         """E[L]."""
-        m0, m1 = self.interval_moments(-np.inf, np.inf)
+        _, m1 = self.interval_moments(-np.inf, np.inf)
         return float(self.location(self.center)) + float(m1)
 
     def sample(
