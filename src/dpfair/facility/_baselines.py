@@ -33,15 +33,17 @@ r"""Baselines to set beside DPExpMed_α (paper 000 discusses none of them empiri
   #{x_i ≤ c} against public binary64 candidates are exact comparisons (so are the counts
   behind q), hence data sets with equal counts give bit-identical laws and, with a common
   seed, bit-identical outputs: low-order bits of a record are invisible unless they change
-  an exact count, which the real-arithmetic proof covers. Argued, not exact: the
-  log-weights ε(s_c − max s)/2 are rounded from integers and the public ε, then
-  normalised, summed and inverted with a 53-bit uniform. Every computed log-weight is
-  within |w_c|·2^-52 of the exact one, the normalisation within ⌈log2 G⌉·2^-52, each
-  cumulative sum within (G + 4)·2^-53 relatively (sequential sums of positive terms), and
-  the 53-bit inversion moves each boundary by ≤ 2^-53; summing the displaced boundaries
-  gives a total-variation distance η ≤ G(3G + 2)·2^-53 between the executed law and the
-  exact one (G candidates; 4.5·10^-10 for G = 1001). Hence the executed sampler is
-  (ε, δ_fp)-DP with δ_fp = (1 + e^ε)η, which :attr:`GridExpMed.privacy` charges.
+  an exact count, which the real-arithmetic proof covers. Argued, not exact (u = 2^-53,
+  L = ⌈log2 G⌉): the scores are shifted exactly so that max = 0; w_c = ε s_c/2 is rounded
+  (|w_c|·u), the normaliser logsumexp (pairwise sum of G terms in [e^w, 1]) is within
+  (L + 3)u, so each computed p_c has relative error ≤ (2|log p_c| + 2 log G + L + 5)u;
+  averaged over p this is ≤ (9L + 10)u/2 (entropy ≤ log G). The sequential cumulative sum
+  and its normalisation add ≤ 2G·u, so every cumulative probability is within
+  (2G + 9L + 11)u of the exact one, and inverting a 53-bit uniform moves each of the G
+  boundaries by ≤ u more. Summing the boundary displacements, the executed law is within
+  total variation η ≤ G(2G + 9L + 12)·u of the exact one (2.3·10^-10 for G = 1001).
+  Hence the executed sampler is (ε, δ_fp)-DP with δ_fp = (1 + e^ε)η, which
+  :attr:`GridExpMed.privacy` reports and :meth:`GridExpMed.sample` charges.
 """
 
 from __future__ import annotations
@@ -242,7 +244,7 @@ class GridExpMed:
     sensitivity 1 (derivation in :mod:`dpfair.facility._baselines`) and the candidates are
     public. As executed, the data enter only through integer counts against the public
     candidates, and the floating-point selection adds a total-variation slack
-    η ≤ G(3G + 2)·2^-53: (ε, (1 + e^ε)η)-DP, which :attr:`privacy` reports and
+    η ≤ G(2G + 9⌈log2 G⌉ + 12)·2^-53: (ε, (1 + e^ε)η)-DP, which :attr:`privacy` reports and
     :meth:`sample` charges (:attr:`float_delta`).
     """
 
@@ -274,13 +276,13 @@ class GridExpMed:
 
     @property
     def float_delta(self) -> float:
-        """δ_fp = (1 + e^ε)·η, η = G(3G + 2)·2^-53: the floating-point selection's slack.
+        """δ_fp = (1 + e^ε)·η, η = G(2G + 9⌈log2 G⌉ + 12)·2^-53: the selection's float slack.
 
         Public (G = ``grid_size``, ε); derivation in :mod:`dpfair.facility._baselines`.
         Capped just below 1 (for very large ε the executed sampler has no useful δ).
         """
         g = int(self.grid_size)
-        eta = g * (3.0 * g + 2.0) * 2.0**-53
+        eta = g * (2.0 * g + 9.0 * math.ceil(math.log2(g)) + 12.0) * 2.0**-53
         with np.errstate(over="ignore"):
             delta = float((1.0 + np.exp(self.epsilon)) * eta)
         return min(delta, 1.0 - 2.0**-53)
