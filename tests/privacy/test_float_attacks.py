@@ -478,3 +478,49 @@ def test_facility_grid_em_count_change_is_covered_by_the_ratio_bound():
             assert np.max(np.abs(p.log_prob - q.log_prob)) <= eps * (1 + 1e-12) + 1e-12
     assert 0 < mech0.float_delta < 2e-9
     assert mech0.privacy.delta == mech0.float_delta
+
+
+# ------------------------------------------------------------------ CDP-Fair certificate check
+def _check_pair():
+    """Calibration curves of neighbours (one group-1 record's score moved past τ):
+    DD̂ = c₁/m̃₁ − c₀/m̃₀ with c₁ = 120 vs 121, released m̃₁ = 400.37, m̃₀ = 599.81."""
+    from dpfair.fairclass._threshold import DDSteps
+
+    m1, m0 = 400.37, 599.81
+    steps = [DDSteps(np.array([0.0]), np.array([c1 / m1 - 200 / m0] * 2), np.array([0.5]))
+             for c1 in (120, 121)]
+    return steps, m1, m0
+
+
+def test_certificate_check_legacy_float_release_separates_neighbours():
+    """Power (Mironov 2012 on a ratio of counts): the unsnapped fl(DD̂ + Laplace) outputs on D
+    are often impossible under the neighbour's DD̂ (exact oracle for numpy's sampler)."""
+    (s, s_prime), m1, m0 = _check_pair()
+    v, v_prime = s.at(0.3), s_prime.at(0.3)
+    b = (1 / m1 + 1 / m0) / 1.0
+    z = np.random.default_rng(0).laplace(0.0, b, size=300)  # the legacy draw
+    y = v + z
+    assert all(_numpy_laplace_reachable(float(t), v, b) for t in y)
+    impossible = sum(not _numpy_laplace_reachable(float(t), v_prime, b) for t in y)
+    assert impossible > 20  # 46 of 300 with this seed: P_D(S) ≈ 0.15, P_D'(S) = 0
+
+
+def test_certificate_check_is_an_exact_translate_of_lattice_noise():
+    """Executed: released − snap(DD̂) is bit-identical across the neighbours under a common
+    seed and lies on the public lattice, so the reachable outputs are lattice translates
+    (the legacy separation above cannot occur)."""
+    from dpfair.fairclass._certify import check_lattice, check_threshold
+    from dpfair.mechanisms.gaussian import snap_to_lattice
+
+    (s, s_prime), m1, m0 = _check_pair()
+    k, _ = check_lattice(m1, m0, 1.0)
+    for seed in range(200):
+        out = [check_threshold(st, 0.3, m1, m0, 0.1, margin=0.01, target=0.05,
+                               epsilon_check=1.0, fail_prob=0.05,
+                               rng=np.random.default_rng(seed)).released_dd
+               for st in (s, s_prime)]
+        za = out[0] - float(snap_to_lattice(s.at(0.3), k))
+        zb = out[1] - float(snap_to_lattice(s_prime.at(0.3), k))
+        assert za == zb
+        assert za * 2.0**k == round(za * 2.0**k)
+        assert out[0] * 2.0**k == round(out[0] * 2.0**k)
