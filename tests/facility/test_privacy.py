@@ -114,15 +114,24 @@ def test_lower_bound_pairs_are_neighbours_as_computed():
 # --------------------------------------------------------------------------- baselines
 @pytest.mark.parametrize(("name", "x", "x_prime"), CASES, ids=[c[0] for c in CASES])
 def test_laplace_baseline_is_eps_dp(name, x, x_prime):
+    """Exact pmf ratio of the executed (discrete, gridded) law: at every grid point near
+    the data, the medians and a sweep of the domain (default grid), and at every point of
+    a coarse grid (2^8 steps); atoms at the ends included."""
     for eps in EPSILONS:
-        mech = LaplaceMedian(eps, DOMAIN)
-        p, q = mech.distribution(x), mech.distribution(x_prime)
-        t = np.unique(np.concatenate((np.linspace(0, 1, 201), x, x_prime,
-                                      [p.optimum, q.optimum])))
-        t = t[(t > 0) & (t < 1)]
-        assert np.max(np.abs(p.law.logpdf(t) - q.law.logpdf(t))) <= eps * (1 + TOL) + TOL
-        for a, b in ((p.law.atom_lo, q.law.atom_lo), (p.law.atom_hi, q.law.atom_hi)):
-            assert abs(np.log(a) - np.log(b)) <= eps * (1 + TOL) + TOL
+        for bits in (32, 8):
+            mech = LaplaceMedian(eps, DOMAIN, grid_bits=bits)
+            p, q = mech.distribution(x), mech.distribution(x_prime)
+            if bits == 8:
+                j = np.arange(mech.steps + 1)
+            else:
+                t = np.concatenate((np.linspace(0, 1, 201), x, x_prime, [p.optimum, q.optimum]))
+                j = np.unique(np.clip(np.rint(t * mech.steps).astype(np.int64)
+                                      + np.arange(-2, 3)[:, None], 0, mech.steps))
+            lp, lq = p.law.logpmf_index(j), q.law.logpmf_index(j)
+            assert np.all(np.isfinite(lp)) and np.all(np.isfinite(lq))
+            assert np.max(np.abs(lp - lq)) <= eps * (1 + TOL) + TOL
+            for a, b in ((p.law.atom_lo, q.law.atom_lo), (p.law.atom_hi, q.law.atom_hi)):
+                assert abs(np.log(a) - np.log(b)) <= eps * (1 + TOL) + TOL
 
 
 @pytest.mark.parametrize(("name", "x", "x_prime"), CASES, ids=[c[0] for c in CASES])

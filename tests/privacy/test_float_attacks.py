@@ -318,3 +318,209 @@ def test_facility_released_locations_are_reachable_under_the_neighbour():
         # and D, D' have ε-close densities at every draw (pure ε-DP of the averaged law)
         law = mech.distribution(x).law
         assert np.max(np.abs(law.logpdf(draws) - law_prime.logpdf(draws))) <= 1.0 + 1e-9
+
+
+# ------------------------------------------------------------------ facility Laplace baseline
+def _median_pair():
+    """The lower median (50th of 100) is the record moved by 1e-12: 0.3 vs 0.3 + 1e-12."""
+    x = np.concatenate((np.full(50, 0.3), np.full(50, 0.9)))
+    x_prime = x.copy()
+    x_prime[49] = 0.3 + 1e-12
+    return x, x_prime
+
+
+def _numpy_laplace_reachable(y: float, loc: float, scale: float) -> bool:
+    """Can the legacy release fl(loc + Z) equal y? numpy's C sampler draws U = j·2^-53 and
+    returns Z = scale·log(U + U) for U < 1/2, else −scale·log((2 − U) − U) (libm's log,
+    binary64 at every step); search the few j near the inverse of y − loc."""
+    v_star = math.exp(-abs(y - loc) / scale)  # |Z| = −scale·log(v)
+    for j0, neg in ((v_star / 2.0 * 2.0**53, True), ((2.0 - v_star) / 2.0 * 2.0**53, False)):
+        for j in range(int(j0) - 8, int(j0) + 9):
+            if not 1 <= j < 2**53:
+                continue
+            u = j * 2.0**-53
+            if neg and u < 0.5:
+                z = scale * math.log(u + u)
+            elif not neg and u >= 0.5:
+                z = -(scale * math.log((2.0 - u) - u))
+            else:
+                continue
+            if loc + z == y:
+                return True
+    return False
+
+
+def test_facility_laplace_legacy_float_release_separates_the_pair():
+    """Power (Mironov 2012): the continuous binary64 release T + Laplace(m/ε), clipped,
+    produces interior outputs on D that are impossible under D' (median moved by 1e-12);
+    the reachability oracle is exact for numpy's sampler (every draw is reachable under D)."""
+    x, x_prime = _median_pair()
+    t, t_prime = float(np.sort(x)[49]), float(np.sort(x_prime)[49])
+    assert t != t_prime
+    gen = np.random.default_rng(0)
+    z = gen.laplace(0.0, 1.0, size=400)  # exactly the legacy ClippedLaplaceLaw.sample draw
+    y = t + z
+    interior = y[(y > 0.0) & (y < 1.0)]
+    assert interior.size > 100
+    assert all(_numpy_laplace_reachable(float(v), t, 1.0) for v in interior)
+    impossible = sum(not _numpy_laplace_reachable(float(v), t_prime, 1.0) for v in interior)
+    assert impossible > interior.size // 4
+
+
+def test_facility_laplace_release_is_identical_on_the_pair():
+    """Executed: the median enters only through the integer grid index K; on the pair K is
+    equal, so the laws are identical and common seeds give bit-identical outputs, all on
+    the public grid lo + j·m/N."""
+    from dpfair.facility import LaplaceMedian
+
+    x, x_prime = _median_pair()
+    for eps in (0.1, 1.0, 20.0):
+        mech = LaplaceMedian(eps, (0.0, 1.0))
+        p, q = mech.distribution(x).law, mech.distribution(x_prime).law
+        assert (p.center, p.scale, p.steps) == (q.center, q.scale, q.steps)
+        a = mech.sample(x, rng=5, size=400)
+        b = mech.sample(x_prime, rng=5, size=400)
+        assert np.array_equal(a, b)
+        j = np.rint(a * mech.steps).astype(np.int64)
+        assert np.array_equal(p.location(j), a)  # grid points, bit for bit
+        assert np.all(np.isfinite(q.logpmf(a)))  # every output on D is possible on D'
+
+
+def test_facility_laplace_index_change_has_exact_ratio_and_full_support():
+    """Last bits that *do* move K (a median on a rounding boundary vs one ulp below): the
+    executed pmfs have full support on the grid and ratio ≤ e^ε everywhere (exact)."""
+    from dpfair.facility import LaplaceMedian
+
+    mech = LaplaceMedian(1.0, (0.0, 1.0), grid_bits=10)
+    t = 300.5 / 2**10  # halfway between grid points: rint rounds to even (300)
+    x = np.full(9, t)
+    x_prime = np.where(np.arange(9) < 5, np.nextafter(t, 1.0), t)  # median one ulp up: 301
+    p, q = mech.distribution(x).law, mech.distribution(x_prime).law
+    assert q.center - p.center == 1
+    j = np.arange(mech.steps + 1)
+    lp, lq = p.logpmf_index(j), q.logpmf_index(j)
+    assert np.all(np.isfinite(lp)) and np.all(np.isfinite(lq))
+    assert np.max(np.abs(lp - lq)) <= 1.0 / mech.noise_scale + 1e-12  # |ΔK| = 1: e^{1/t}
+
+
+def test_facility_laplace_sampler_matches_the_exact_law():
+    """Chi-square of 20,000 executed draws against the exact clipped discrete-Laplace law
+    (atoms at both ends + 10 interior bins); false-alarm probability FAIL_PROB."""
+    from dpfair.facility import LaplaceMedian
+
+    x = np.random.default_rng(8).uniform(0.2, 0.5, 31)
+    mech = LaplaceMedian(2.0, (0.0, 1.0))
+    law = mech.distribution(x).law
+    draws = mech.sample(x, rng=13, size=20_000)
+    inner = np.linspace(0.0, 1.0, 11)[1:-1]
+    edges = np.concatenate(([0.0], inner))
+    cdf = np.concatenate(([law.atom_lo], law.cdf(inner), [1.0 - law.atom_hi], [1.0]))
+    expected = np.diff(np.concatenate(([0.0], cdf))) * draws.size
+    observed = np.array([np.sum(draws == 0.0)]
+                        + [np.sum((draws > a) & (draws <= b)) for a, b in
+                           zip(edges, np.append(inner, np.nextafter(1.0, 0.0)), strict=True)]
+                        + [np.sum(draws == 1.0)])
+    observed[-2] = np.sum((draws > inner[-1]) & (draws < 1.0))
+    assert observed.sum() == draws.size
+    assert stats.chisquare(observed, expected * draws.size / expected.sum()).pvalue > FAIL_PROB
+
+
+def test_facility_laplace_two_sample_on_the_pair():
+    """Independent draws on D and D': the executed laws are identical, so the exact
+    two-sample test can fail only with probability ≤ FAIL_PROB. (A distributional test
+    cannot see a 1e-12 shift; the legacy release is caught by the reachability test.)"""
+    from dpfair.facility import LaplaceMedian
+
+    x, x_prime = _median_pair()
+    mech = LaplaceMedian(1.0, (0.0, 1.0))
+    a = mech.sample(x, rng=21, size=3000)
+    b = mech.sample(x_prime, rng=22, size=3000)
+    assert stats.ks_2samp(a, b).pvalue > FAIL_PROB
+
+
+# ------------------------------------------------------------------ facility grid EM baseline
+def test_facility_grid_em_ignores_last_bits_that_keep_the_counts():
+    """One record moved by 1e-12 / one ulp without crossing a public candidate: the integer
+    scores, hence the computed law and the output under a common seed, are bit-identical."""
+    from dpfair.facility import GridExpMed
+
+    base = np.concatenate((np.full(26, 0.0015), np.full(74, 0.9003)))
+    for moved in (0.0015 + 1e-12, np.nextafter(0.0015, 1.0), np.nextafter(0.0015, 0.0)):
+        x_prime = base.copy()
+        x_prime[0] = moved
+        for score in ("rank", "percentile"):
+            mech = GridExpMed(1.0, (0.0, 1.0), grid_size=1001, score=score)
+            p, q = mech.distribution(base).law, mech.distribution(x_prime).law
+            assert np.array_equal(p.log_prob, q.log_prob) and np.array_equal(p.cum, q.cum)
+            a = mech.sample(base, rng=3, size=200)
+            b = mech.sample(x_prime, rng=3, size=200)
+            assert np.array_equal(a, b)
+            assert set(a.tolist()) <= set(mech.candidates.tolist())
+
+
+def test_facility_grid_em_count_change_is_covered_by_the_ratio_bound():
+    """A record on a candidate moved one ulp across it changes one count: the computed
+    log-probabilities then differ (the equality check above has power) but by ≤ ε,
+    with full support, so the argued (ε, δ_fp) statement applies."""
+    from dpfair.facility import GridExpMed
+
+    mech0 = GridExpMed(1.0, (0.0, 1.0), grid_size=1001)
+    c = float(mech0.candidates[300])
+    base = np.concatenate((np.full(50, c), np.full(50, 0.9003)))
+    x_prime = base.copy()
+    x_prime[0] = np.nextafter(c, 1.0)
+    for eps in (0.1, 1.0, 20.0):
+        for score in ("rank", "percentile"):
+            mech = GridExpMed(eps, (0.0, 1.0), grid_size=1001, score=score)
+            p, q = mech.distribution(base).law, mech.distribution(x_prime).law
+            assert not np.array_equal(p.log_prob, q.log_prob)
+            assert np.all(np.isfinite(p.log_prob)) and np.all(np.isfinite(q.log_prob))
+            assert np.max(np.abs(p.log_prob - q.log_prob)) <= eps * (1 + 1e-12) + 1e-12
+    assert 0 < mech0.float_delta < 2e-9
+    assert mech0.privacy.delta == mech0.float_delta
+
+
+# ------------------------------------------------------------------ CDP-Fair certificate check
+def _check_pair():
+    """Calibration curves of neighbours (one group-1 record's score moved past τ):
+    DD̂ = c₁/m̃₁ − c₀/m̃₀ with c₁ = 120 vs 121, released m̃₁ = 400.37, m̃₀ = 599.81."""
+    from dpfair.fairclass._threshold import DDSteps
+
+    m1, m0 = 400.37, 599.81
+    steps = [DDSteps(np.array([0.0]), np.array([c1 / m1 - 200 / m0] * 2), np.array([0.5]))
+             for c1 in (120, 121)]
+    return steps, m1, m0
+
+
+def test_certificate_check_legacy_float_release_separates_neighbours():
+    """Power (Mironov 2012 on a ratio of counts): the unsnapped fl(DD̂ + Laplace) outputs on D
+    are often impossible under the neighbour's DD̂ (exact oracle for numpy's sampler)."""
+    (s, s_prime), m1, m0 = _check_pair()
+    v, v_prime = s.at(0.3), s_prime.at(0.3)
+    b = (1 / m1 + 1 / m0) / 1.0
+    z = np.random.default_rng(0).laplace(0.0, b, size=300)  # the legacy draw
+    y = v + z
+    assert all(_numpy_laplace_reachable(float(t), v, b) for t in y)
+    impossible = sum(not _numpy_laplace_reachable(float(t), v_prime, b) for t in y)
+    assert impossible > 20  # 46 of 300 with this seed: P_D(S) ≈ 0.15, P_D'(S) = 0
+
+
+def test_certificate_check_is_an_exact_translate_of_lattice_noise():
+    """Executed: released − snap(DD̂) is bit-identical across the neighbours under a common
+    seed and lies on the public lattice, so the reachable outputs are lattice translates
+    (the legacy separation above cannot occur)."""
+    from dpfair.fairclass._certify import check_lattice, check_threshold
+    from dpfair.mechanisms.gaussian import snap_to_lattice
+
+    (s, s_prime), m1, m0 = _check_pair()
+    k, _ = check_lattice(m1, m0, 1.0)
+    for seed in range(200):
+        out = [check_threshold(st, 0.3, m1, m0, 0.1, margin=0.01, target=0.05,
+                               epsilon_check=1.0, fail_prob=0.05,
+                               rng=np.random.default_rng(seed)).released_dd
+               for st in (s, s_prime)]
+        za = out[0] - float(snap_to_lattice(s.at(0.3), k))
+        zb = out[1] - float(snap_to_lattice(s_prime.at(0.3), k))
+        assert za == zb
+        assert za * 2.0**k == round(za * 2.0**k)
+        assert out[0] * 2.0**k == round(out[0] * 2.0**k)

@@ -2,22 +2,53 @@ r"""Baselines to set beside DPExpMed_α (paper 000 discusses none of them empiri
 
 * :func:`unwidened_expmed` — DPExpMed with α = 0: the plain continuous exponential mechanism
   on the percentile loss q (ε-DP by Lemma 7.6 with α = 0).
-* :class:`LaplaceMedian` — the median plus Laplace noise, clipped to the domain.
+* :class:`LaplaceMedian` — the median plus Laplace noise, clipped to the domain, executed
+  as a *discrete* Laplace mechanism on a public grid (no floating-point leak, below).
   Sensitivity, derived: for replace-one neighbours D, D' with all locations in V,
   T(D) and T(D') both lie in V, so |T(D) − T(D')| ≤ m; the impossibility pair of Thm 5.1
   (⌈n/2⌉ agents at lo and the rest at hi, one of them moved to hi) moves the median from lo
   to hi, so the global sensitivity is exactly m. Laplace(m/ε) noise is then ε-DP and
   clipping to V is post-processing. (The *local* sensitivity is usually tiny; calibrating
   to it would not be DP.)
+
+  As executed (``docs/floating_point.md``): the grid is x_j = lo + j·h, j = 0..N, x_N = hi,
+  h = m/N with N = 2^b (b = 32 by default, lowered only so that h ≥ 8 ulps of the domain's
+  scale and ⌈N/ε⌉ ≤ 2^52). The median enters only through the integer
+  K = clip(rint((T − lo)/h), 0, N) — whatever the rounding, K ∈ {0..N}, so
+  |K(D) − K(D')| ≤ N (the same "sensitivity m" in grid units, attained by the
+  impossibility pair). The release is x_J, J = clip(K + Z, 0, N), with Z the discrete
+  Laplace of integer scale t = ⌈N/ε⌉ drawn by the exact Canonne–Kamath–Steinke sampler
+  (:mod:`dpfair.mechanisms.discrete_laplace`): pmf ratio ≤ exp(N/t) ≤ e^ε, exactly, for
+  any K, K' in range; clipping and the map j ↦ x_j are post-processing. The binary64
+  continuous version (T + Laplace(m/ε) in floating point) leaked T's low-order bits
+  (Mironov 2012): ``tests/privacy/test_float_attacks.py``.
 * :class:`GridExpMed` — what DP libraries offer for a private median: the exponential
   mechanism over a public grid of candidates c with the rank-balance score
   u(c) = −|#{x_i < c} − #{x_i > c}| / 2. Replacing one agent changes each count by at most
   1 and their difference by at most 2, so u has sensitivity 1 and P(c) ∝ exp(ε·u(c)/2) is
   ε-DP. ``score="percentile"`` uses −q(D, c) instead (sensitivity 1, Lemma 7.6 with α = 0).
+
+  As executed (``docs/floating_point.md``): the output is a public grid point and the data
+  enter the selection only through the integer score profile. Counts #{x_i < c} and
+  #{x_i ≤ c} against public binary64 candidates are exact comparisons (so are the counts
+  behind q), hence data sets with equal counts give bit-identical laws and, with a common
+  seed, bit-identical outputs: low-order bits of a record are invisible unless they change
+  an exact count, which the real-arithmetic proof covers. Argued, not exact (u = 2^-53,
+  L = ⌈log2 G⌉): the scores are shifted exactly so that max = 0; w_c = ε s_c/2 is rounded
+  (|w_c|·u), the normaliser logsumexp (pairwise sum of G terms in [e^w, 1]) is within
+  (L + 3)u, so each computed p_c has relative error ≤ (2|log p_c| + 2 log G + L + 5)u;
+  averaged over p this is ≤ (9L + 10)u/2 (entropy ≤ log G). The sequential cumulative sum
+  and its normalisation add ≤ 2G·u, so every cumulative probability is within
+  (2G + 9L + 11)u of the exact one, and inverting a 53-bit uniform moves each of the G
+  boundaries by ≤ u more. Summing the boundary displacements, the executed law is within
+  total variation η ≤ G(2G + 9L + 12)·u of the exact one (2.3·10^-10 for G = 1001).
+  Hence the executed sampler is (ε, δ_fp)-DP with δ_fp = (1 + e^ε)η, which
+  :attr:`GridExpMed.privacy` reports and :meth:`GridExpMed.sample` charges.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,7 +62,11 @@ from dpfair.facility._laws import GridDistribution, LaplaceDistribution
 from dpfair.facility._mechanism import DPExpMed, check_locations
 from dpfair.facility._metrics import MedianChoice, Profile, check_median, median_index
 from dpfair.mechanisms.discrete import DiscreteExponentialMechanism
-from dpfair.mechanisms.laplace import LaplaceMechanism
+from dpfair.mechanisms.discrete_laplace import (
+    MAX_SCALE,
+    ClippedDiscreteLaplaceLaw,
+    discrete_laplace_scale,
+)
 from dpfair.privacy import Accountant, Budget
 
 __all__ = ["GridExpMed", "LaplaceMedian", "unwidened_expmed"]
@@ -62,9 +97,34 @@ def _check_size(size: Any) -> int:
     return int(size)
 
 
+#: Default grid of the Laplace baseline: N = 2^32 steps across the domain.
+LAPLACE_GRID_BITS = 32
+
+
+def laplace_grid_steps(domain: tuple[float, float], epsilon: float, bits: int) -> int:
+    """N = 2^b for the Laplace baseline's public grid (module docstring).
+
+    b = ``bits``, lowered so that the spacing h = m/N is at least 8 ulps of the domain's
+    scale s = max(|lo|, |hi|, m) (grid points stay distinct and increasing in binary64)
+    and so that the integer noise scale ⌈N/ε⌉ stays ≤ 2^52. Public inputs only.
+    """
+    lo, hi = domain
+    m = hi - lo
+    s = max(abs(lo), abs(hi), m)
+    b = min(int(bits), math.floor(math.log2(m)) - math.floor(math.log2(s)) + 49)
+    b = min(b, math.floor(math.log2(epsilon)) + 52)
+    if b < 0:
+        raise InvalidParameterError(
+            f"epsilon={epsilon!r}, domain={domain!r}: the Laplace baseline's grid would have "
+            "no interior point (epsilon below 2^-52, or a domain narrower than 8 ulps)."
+        )
+    return 2**b
+
+
 @dataclass(frozen=True)
 class LaplaceMedian:
-    """Median plus Laplace(m/ε) noise, clipped to the domain: an ε-DP baseline.
+    """Median plus Laplace(m/ε) noise, clipped to the domain: an ε-DP baseline, executed
+    as a discrete Laplace mechanism on a public grid.
 
     Parameters
     ----------
@@ -73,17 +133,25 @@ class LaplaceMedian:
     domain : (lo, hi)
         Public domain; locations outside it raise.
     median : {"lower", "upper"}, default="lower"
+    grid_bits : int, default=32
+        The release lies on the public grid lo + j·m/2^b, j = 0..2^b (b = ``grid_bits``,
+        lowered automatically for tiny domains or ε, :func:`laplace_grid_steps`).
 
     Notes
     -----
     Privacy: pure ε-DP under replace-one neighbours. The median of data in V has global
-    sensitivity exactly m = hi − lo (derivation in :mod:`dpfair.facility._baselines`), so
-    the noise scale is m/ε; clipping is post-processing.
+    sensitivity exactly m = hi − lo (derivation in :mod:`dpfair.facility._baselines`); in
+    grid units the rounded median K ∈ {0..N} has sensitivity N, and the discrete Laplace
+    noise of integer scale t = ⌈N/ε⌉ makes every pmf ratio ≤ e^{N/t} ≤ e^ε, exactly as
+    executed (exact integer sampler, no floating point before the public map j ↦ x_j).
+    Clipping is post-processing. Accuracy: the law is the continuous clip(T + Laplace(m/ε))
+    discretised at h = m/N (2^-32·m by default) with T rounded to the grid.
     """
 
     epsilon: float
     domain: tuple[float, float]
     median: MedianChoice = "lower"
+    grid_bits: int = LAPLACE_GRID_BITS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
@@ -91,25 +159,42 @@ class LaplaceMedian:
             self, "domain", check_interval_bounds("domain", self.domain, example="(0.0, 1.0)")
         )
         object.__setattr__(self, "median", check_median(self.median))
+        b = self.grid_bits
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 0 <= b <= 52:
+            raise InvalidParameterError(f"grid_bits={b!r}: expected an integer in [0, 52].")
+        laplace_grid_steps(self.domain, self.epsilon, int(b))  # raises early if impossible
 
     @property
-    def mechanism(self) -> LaplaceMechanism:
-        """The underlying Laplace mechanism (sensitivity m)."""
-        lo, hi = self.domain
-        return LaplaceMechanism(self.epsilon, hi - lo)
+    def steps(self) -> int:
+        """N: the grid has N + 1 points, spacing m/N."""
+        return laplace_grid_steps(self.domain, self.epsilon, int(self.grid_bits))
+
+    @property
+    def noise_scale(self) -> int:
+        """The integer discrete-Laplace scale t = ⌈N/ε⌉ (grid units)."""
+        t = discrete_laplace_scale(self.steps, self.epsilon)
+        assert t <= MAX_SCALE
+        return t
 
     @property
     def privacy(self) -> Budget:
-        """Pure ε-DP per release."""
-        return self.mechanism.privacy
+        """Pure ε-DP per release (exactly N/t ≤ ε as executed)."""
+        return Budget.pure(self.epsilon)
+
+    def _law(self, median_value: float) -> ClippedDiscreteLaplaceLaw:
+        lo, hi = self.domain
+        n = self.steps
+        # Any deterministic map into {0..N} keeps the sensitivity N; rounding to nearest.
+        k = int(np.clip(np.rint((median_value - lo) / ((hi - lo) / n)), 0, n))
+        return ClippedDiscreteLaplaceLaw(k, self.noise_scale, n, lo, hi)
 
     def distribution(self, x: ArrayLike) -> LaplaceDistribution:
-        """Exact output law (atoms at the domain's ends) with FAIR/SWDIFF laws."""
+        """Exact output law (atoms on the grid, incl. the domain's ends) with FAIR/SWDIFF laws."""
         xs = check_locations(x, self.domain)
         xs.sort()
         prof = Profile.from_sorted(xs, self.median)
         return LaplaceDistribution(
-            law=self.mechanism.law(prof.optimum, clip=self.domain),
+            law=self._law(prof.optimum),
             profile=prof,
             domain=self.domain,
             epsilon=self.epsilon,
@@ -131,7 +216,7 @@ class LaplaceMedian:
             accountant.charge(Budget.pure(self.epsilon * count), label="facility/laplace")
         k = median_index(xs.size, self.median)
         xs.partition(k - 1)
-        law = self.mechanism.law(float(xs[k - 1]), clip=self.domain)
+        law = self._law(float(xs[k - 1]))
         return _draws(law.sample(size=size, rng=gen), size)
 
 
@@ -155,8 +240,12 @@ class GridExpMed:
 
     Notes
     -----
-    Privacy: pure ε-DP under replace-one neighbours; both scores have sensitivity 1
-    (derivation in :mod:`dpfair.facility._baselines`) and the candidates are public.
+    Privacy: pure ε-DP under replace-one neighbours for the exact law; both scores have
+    sensitivity 1 (derivation in :mod:`dpfair.facility._baselines`) and the candidates are
+    public. As executed, the data enter only through integer counts against the public
+    candidates, and the floating-point selection adds a total-variation slack
+    η ≤ G(2G + 9⌈log2 G⌉ + 12)·2^-53: (ε, (1 + e^ε)η)-DP, which :attr:`privacy` reports and
+    :meth:`sample` charges (:attr:`float_delta`).
     """
 
     epsilon: float
@@ -186,17 +275,39 @@ class GridExpMed:
         return np.linspace(lo, hi, int(self.grid_size))
 
     @property
+    def float_delta(self) -> float:
+        """δ_fp = (1 + e^ε)·η, η = G(2G + 9⌈log2 G⌉ + 12)·2^-53: the selection's float slack.
+
+        Public (G = ``grid_size``, ε); derivation in :mod:`dpfair.facility._baselines`.
+        Capped just below 1 (for very large ε the executed sampler has no useful δ).
+        """
+        g = int(self.grid_size)
+        eta = g * (2.0 * g + 9.0 * math.ceil(math.log2(g)) + 12.0) * 2.0**-53
+        with np.errstate(over="ignore"):
+            delta = float((1.0 + np.exp(self.epsilon)) * eta)
+        return min(delta, 1.0 - 2.0**-53)
+
+    @property
     def privacy(self) -> Budget:
-        """Pure ε-DP per release."""
-        return Budget.pure(self.epsilon)
+        """(ε, δ_fp)-DP per release as executed (pure ε-DP for the exact law)."""
+        return Budget.approx(self.epsilon, self.float_delta,
+                             note="pure eps-DP law; delta = floating-point sampling slack")
 
     def _scores(self, prof: Profile) -> NDArray[np.float64]:
+        """Integer (rank: half-integer) scores shifted so their maximum is exactly 0.
+
+        Counts against public binary64 candidates are exact comparisons; the shift is exact
+        (small integers); so the log-weights ε·s/2 then differ from the exact ones by
+        |w|·2^-53 only, and tiny probabilities carry tiny absolute errors.
+        """
         c = self.candidates
         if self.score == "rank":
             below = np.searchsorted(prof.xs, c, side="left")
             above = prof.n - np.searchsorted(prof.xs, c, side="right")
-            return -0.5 * np.abs(below - above).astype(np.float64)
-        return -prof.percentile_loss(c).astype(np.float64)
+            d = np.abs(below - above)
+            return -0.5 * (d - d.min()).astype(np.float64)
+        loss = prof.percentile_loss(c)
+        return -(loss - loss.min()).astype(np.float64)
 
     def distribution(self, x: ArrayLike) -> GridDistribution:
         """Exact output law (atoms on the grid) with FAIR/SWDIFF laws."""
@@ -219,5 +330,5 @@ class GridExpMed:
         gen = as_generator(rng)
         dist = self.distribution(x)
         if accountant is not None:
-            accountant.charge(Budget.pure(self.epsilon * count), label="facility/grid")
+            accountant.charge(self.privacy.scaled(count), label="facility/grid")
         return _draws(dist.law.sample(size=size, rng=gen), size)

@@ -16,7 +16,7 @@ of :mod:`dpfair.facility._metrics`). Hence
   b_j·P(seg j), and each law supplies those segment moments exactly: the piecewise-
   constant law of DPExpMed integrates r·density over the merge of its breakpoints with
   the knots (O(n) after sorting: both lists are sorted, and a stable sort of two sorted
-  runs is a linear-time merge); the clipped Laplace law has closed-form moments; a
+  runs is a linear-time merge); the clipped discrete Laplace law has closed-form moments; a
   discrete law sums over its atoms.
 
 Quantiles are found by bisection on the exact tail function down to adjacent floating-
@@ -38,8 +38,8 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike
 from dpfair.facility._metrics import Profile, loss_cap
 from dpfair.mechanisms.discrete import DiscreteLaw
+from dpfair.mechanisms.discrete_laplace import ClippedDiscreteLaplaceLaw
 from dpfair.mechanisms.exponential import PiecewiseConstantLaw
-from dpfair.mechanisms.laplace import ClippedLaplaceLaw
 
 __all__ = [
     "FacilityDistribution",
@@ -491,12 +491,14 @@ class _DelegatedLaw:
 
 @dataclass(frozen=True, eq=False)
 class LaplaceDistribution(_DelegatedLaw, OutputDistribution):
-    """Exact law of the Laplace baseline: clip(T + Laplace(m/ε), lo, hi).
+    """Exact law of the Laplace baseline as executed: x_J, J = clip(K + Z, 0, N), with K the
+    median rounded to the public grid and Z discrete Laplace (``LaplaceMedian``).
 
-    Atoms at the domain's ends carry the clipped mass.
+    Atoms at the domain's ends carry the clipped mass; moments are closed-form geometric
+    sums over the grid.
     """
 
-    law: ClippedLaplaceLaw
+    law: ClippedDiscreteLaplaceLaw
     profile: Profile
     domain: tuple[float, float]
     epsilon: float

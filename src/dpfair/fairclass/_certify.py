@@ -39,6 +39,7 @@ from scipy import integrate, optimize, special
 
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._threshold import DDSteps
+from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
 
 __all__ = [
     "FairnessCertificate",
@@ -51,6 +52,24 @@ __all__ = [
 #: Share of the per-side failure probability spent on "|L| ≤ ℓ" (the denominator noise
 #: small enough that m̃ − ℓ lower-bounds the true group sizes in the sampling sd).
 _SIZE_SLACK = 0.01
+
+
+
+def check_lattice(m1: float, m0: float, epsilon_check: float) -> tuple[int, float]:
+    """Public lattice 2^-k·ℤ of the check and its Laplace scale b = (Δ + 2^{1−k})/ε_k.
+
+    Floating-point model (``docs/floating_point.md``): the check releases
+    snap(DD̂) + snap(W), W ~ Laplace(b), both on 2^-k·ℤ and added exactly, which equals
+    snap(snap(DD̂) + W) — a post-processing of the continuous Laplace mechanism on
+    snap(DD̂). The computed DD̂ (from integer counts and the released m̃) moves by at most
+    Δ plus a few ulps between neighbours, and snapping adds ≤ 2^-k, so Δ + 2^{1−k} bounds
+    the sensitivity of what the noise meets. k comes from public numbers only
+    (|DD̂| ≤ 1, |W| ≤ 64b except with probability e^-64).
+    """
+    delta = 1.0 / m1 + 1.0 / m0
+    k = lattice_bits(2.0 + 64.0 * (delta + 1.0) / epsilon_check)
+    return k, (delta + 2.0 ** (1 - k)) / epsilon_check
+
 
 #: γ = GAMMA_SCALE · Δ · (1/ε_k + 1/ε_e): how far below α − t the EM aims, so that the
 #: check (noise Laplace(Δ/ε_k)) usually passes. Set on the paper's simulation only.
@@ -156,7 +175,7 @@ def certification_margin(
     lo1, lo0 = max(m1 - ell, 1.0), max(m0 - ell, 1.0)
     s = 0.5 * math.sqrt(1.0 / lo1 + 1.0 / lo0)
     delta = 1.0 / m1 + 1.0 / m0
-    b_w = delta / epsilon_check
+    k, b_w = check_lattice(m1, m0, epsilon_check)  # snapped check (docs/floating_point.md)
     b_v = delta / epsilon_count
     level = (1.0 - _SIZE_SLACK) * p
     hi = 12.0 * s + (b_w + b_v) * (math.log(1.0 / level) + 8.0)
@@ -166,7 +185,8 @@ def certification_margin(
         # (docs/proofs/fairclass_cdp_fair.md §10), so that event is charged in full.
         return _tail(t, s, b_w, b_v) + 0.5 * math.exp(-t / b_v) - level
 
-    return float(optimize.brentq(excess, 1e-12, hi, xtol=1e-10))
+    # + 2^-k: the released D̃ is DD̂ + W up to the two snappings (≤ 2^-k-1 each).
+    return float(optimize.brentq(excess, 1e-12, hi, xtol=1e-10)) + 2.0**-k
 
 
 def certified_target(
@@ -204,12 +224,17 @@ def check_threshold(
 ) -> FairnessCertificate:
     """Release D̃ = DD̂(τ̂) + Laplace(Δ/ε_k) (ε_k-DP) and decide the certificate |D̃| ≤ α − t.
 
+    As executed: snap(DD̂) + snap(W) on the public lattice of :func:`check_lattice`, with
+    W ~ Laplace((Δ + 2^{1−k})/ε_k); the margin t includes the snapping's 2^-k.
+
     ``steps`` is the calibration curve with the released denominators (sensitivity
     Δ = 1/m̃₁ + 1/m̃₀ at every τ, so at τ̂ too: τ̂ is itself a DP release, and the check is a
     Laplace mechanism composed after it). ``fail_prob`` is the fold's β (both sides).
     """
-    delta = 1.0 / m1 + 1.0 / m0
-    released = steps.at(tau) + float(rng.laplace(0.0, delta / epsilon_check))
+    k, scale = check_lattice(m1, m0, epsilon_check)
+    # Snapped before they meet (check_lattice): no low-order bit of DD̂ reaches the output.
+    value = snap_to_lattice(steps.at(tau), k)
+    released = float(value + snap_to_lattice(rng.laplace(0.0, scale), k))
     ok = abs(released) <= alpha - margin
     return FairnessCertificate(
         released_dd=float(released),

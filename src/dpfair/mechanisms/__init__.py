@@ -3,6 +3,11 @@
 post-processing."""
 
 from dpfair.mechanisms.discrete import DiscreteExponentialMechanism, DiscreteLaw
+from dpfair.mechanisms.discrete_laplace import (
+    ClippedDiscreteLaplaceLaw,
+    bernoulli_exp,
+    sample_discrete_laplace,
+)
 from dpfair.mechanisms.exponential import (
     ExponentialMechanism,
     PiecewiseConstantLaw,
@@ -32,6 +37,7 @@ from dpfair.mechanisms.tree import (
 from dpfair.mechanisms.windowed import sample_pieces_windowed
 
 __all__ = [
+    "ClippedDiscreteLaplaceLaw",
     "ClippedLaplaceLaw",
     "ConsistentTree",
     "DiscreteExponentialMechanism",
@@ -47,11 +53,13 @@ __all__ = [
     "PiecewiseConstantLaw",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
+    "bernoulli_exp",
     "gaussian_kernel_matrix",
     "honaker_prefix_std",
     "leaf_counts",
     "leaf_edges",
     "node_counts",
+    "sample_discrete_laplace",
     "sample_piece_windowed",
     "sample_pieces_windowed",
 ]

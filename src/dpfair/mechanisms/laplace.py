@@ -4,6 +4,11 @@ Adding Laplace(0, b) noise with b = Δ₁/ε to a query of L1 sensitivity Δ₁ 
 (Dwork, McSherry, Nissim & Smith 2006). Clipping the noisy value to a public interval is
 post-processing; the clipped law has atoms at the interval's ends and a Laplace density
 in between, all of which :class:`ClippedLaplaceLaw` gives exactly.
+
+Floating-point model (``docs/floating_point.md``): this is the *continuous* mechanism
+computed in binary64; adding its draw to a data-dependent value leaks low-order bits
+(Mironov 2012). No dpfair release uses it: integer or grid statistics use
+:mod:`dpfair.mechanisms.discrete_laplace` (exact) or noise snapped to a public lattice.
 """
 
 from __future__ import annotations

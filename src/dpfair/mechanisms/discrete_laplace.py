@@ -1,0 +1,331 @@
+r"""Exact discrete Laplace sampling and the law of a clipped discrete-Laplace grid release.
+
+Floating-point model (``docs/floating_point.md``). Continuous Laplace noise added in
+binary64 to a data value with arbitrary low-order bits leaks those bits (Mironov 2012).
+Here everything private is an *integer*: a statistic K ∈ {0, …, N} (any function of the
+data with values in that range has sensitivity ≤ N), noise Z from the discrete Laplace
+law P(Z = z) ∝ exp(−|z|/t) with an integer scale t, drawn by the exact sampler of
+Canonne, Kamath & Steinke (2020, Algorithms 1 and 2) from uniform integers only (no
+floating point at all), and the release clip(K + Z, 0, N), mapped to a public grid point
+by public arithmetic (post-processing).
+
+Privacy: for neighbours with |K − K'| ≤ N the pmf ratio at every j is
+exp((|j − K'| − |j − K|)/t) ≤ exp(N/t) ≤ e^ε when t = ⌈N/ε⌉ (ε read as the exact
+rational value of its binary64), so the integer release is ε-DP exactly — assuming only
+that the generator's integers are uniform. Clipping and the map to locations are
+post-processing.
+
+Timing: the sampler is a rejection loop whose number of rounds depends on the noise only
+(uniform draws), never on K or the data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpfair._errors import InvalidParameterError
+from dpfair._rng import RandomLike, as_generator
+
+__all__ = [
+    "ClippedDiscreteLaplaceLaw",
+    "bernoulli_exp",
+    "discrete_laplace_scale",
+    "sample_discrete_laplace",
+]
+
+#: Largest integer scale t the vectorised sampler accepts (keeps u + t·v in int64).
+MAX_SCALE = 2**52
+
+
+def bernoulli_exp(num: ArrayLike, den: int, rng: RandomLike = None) -> NDArray[np.bool_]:
+    """Exact Bernoulli(exp(−num/den)) draws for integers 0 ≤ num ≤ den (CKS 2020, Alg. 1).
+
+    Loop k = 1, 2, …: draw A ~ Bernoulli(γ/k) with γ = num/den, stop at the first A = 0
+    and return 1 iff the stopping k is odd; P(return 1) = Σ_k (−γ)^k / k! = e^{−γ}.
+    Bernoulli(γ/k) is drawn as Bernoulli(num/den)·Bernoulli(1/k), two uniform integers,
+    so no number is ever rounded. Vectorised over ``num``.
+    """
+    gen = as_generator(rng)
+    a = np.asarray(num, dtype=np.int64)
+    d = int(den)
+    if d < 1 or d > 2**62 or np.any(a < 0) or np.any(a > d):
+        raise InvalidParameterError(f"bernoulli_exp: need 0 <= num <= den <= 2^62 (den={den!r}).")
+    out = np.zeros(a.shape, dtype=bool)
+    active = np.flatnonzero(np.ones(a.shape, dtype=bool))
+    flat_a = a.ravel()
+    flat_out = out.reshape(-1)
+    k = 1
+    while active.size:
+        hit = gen.integers(0, d, size=active.size) < flat_a[active]
+        if k > 1:
+            hit &= gen.integers(0, k, size=active.size) == 0
+        stop = active[~hit]
+        flat_out[stop] = k % 2 == 1
+        active = active[hit]
+        k += 1
+    return out
+
+
+def discrete_laplace_scale(sensitivity: int, epsilon: float) -> int:
+    """The integer scale t = ⌈Δ/ε⌉ (exact rational arithmetic): Δ/t ≤ ε."""
+    t = math.ceil(Fraction(int(sensitivity)) / Fraction(float(epsilon)))
+    return max(int(t), 1)
+
+
+def sample_discrete_laplace(
+    scale: int, size: int, rng: RandomLike = None, *, cap: int | None = None
+) -> NDArray[np.int64]:
+    """Exact draws of Z with P(Z = z) ∝ exp(−|z|/t), t = ``scale`` (CKS 2020, Alg. 2, s = 1).
+
+    One round per pending draw: U uniform on {0, …, t − 1}, keep it with probability
+    exp(−U/t) (:func:`bernoulli_exp`), V ~ Geometric(1 − e^{−1}) (Bernoulli(e^{−1})
+    successes before the first failure), X = U + tV is then geometric with
+    P(X = x) ∝ e^{−x/t}; a fair sign B, rejecting (B = 1, X = 0) so that 0 is not counted
+    twice, gives Z = (1 − 2B)X. Rounds repeat for the rejected draws only; how many rounds
+    run depends on the uniform draws alone.
+
+    ``cap``: return clip(Z, −cap, cap) (exactly; V is capped before forming X so that
+    nothing overflows). Used when only clip(K + Z, 0, N) is released, with cap = N.
+    """
+    gen = as_generator(rng)
+    t = int(scale)
+    if t < 1 or t > MAX_SCALE:
+        raise InvalidParameterError(f"scale={scale!r}: expected an integer in [1, 2^52].")
+    c = MAX_SCALE if cap is None else int(cap)
+    if c < 0 or c > MAX_SCALE:
+        raise InvalidParameterError(f"cap={cap!r}: expected an integer in [0, 2^52].")
+    v_cap = c // t + 1  # X ≥ t·v_cap > c once V reaches v_cap
+    out = np.empty(int(size), dtype=np.int64)
+    pending = np.arange(int(size))
+    while pending.size:
+        m = pending.size
+        u = gen.integers(0, t, size=m)
+        keep = bernoulli_exp(u, t, gen)
+        v = np.zeros(m, dtype=np.int64)
+        alive = np.arange(m)
+        while alive.size:
+            ok = bernoulli_exp(np.ones(alive.size, dtype=np.int64), 1, gen)
+            v[alive[ok]] += 1
+            alive = alive[ok]
+        x = u + t * np.minimum(v, v_cap)
+        neg = gen.integers(0, 2, size=m) == 1
+        accept = keep & ~(neg & (x == 0))
+        z = np.minimum(x, c)
+        z = np.where(neg, -z, z)
+        out[pending[accept]] = z[accept]
+        pending = pending[~accept]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ClippedDiscreteLaplaceLaw:
+    r"""Law of L = x_J, J = clip(K + Z, 0, N), Z discrete Laplace of integer scale t.
+
+    The support is the public grid x_j = lo + j·h (j < N), x_N = hi, h = (hi − lo)/N.
+
+    Parameters
+    ----------
+    center : int
+        K ∈ {0, …, N}, the integer statistic.
+    scale : int
+        t ≥ 1; P(Z = z) = c₀ q^{|z|}, q = e^{−1/t}, c₀ = (1 − q)/(1 + q).
+    steps : int
+        N ≥ 1 (a power of two keeps h exact).
+    lo, hi : float
+        The grid's ends, lo < hi.
+
+    Notes
+    -----
+    Closed forms (d = j − K): P(K + Z ≤ j) = q^{−d}/(1 + q) for d < 0 and
+    1 − q^{d+1}/(1 + q) otherwise; each tail is evaluated from its own side. The atoms
+    are P(J = 0) = q^K/(1 + q) and P(J = N) = q^{N−K}/(1 + q). Segment sums use
+    Σ_{i≥d} c₀ q^i = q^d/(1 + q) and Σ_{i≥d} c₀ i q^i = q^d (d + r)/(1 + q), r = q/(1 − q).
+    """
+
+    center: int
+    scale: int
+    steps: int
+    lo: float
+    hi: float
+
+    def __post_init__(self) -> None:
+        if not (1 <= int(self.steps) <= MAX_SCALE and 0 <= int(self.center) <= int(self.steps)):
+            raise InvalidParameterError(
+                f"need 1 <= steps <= 2^52 and 0 <= center <= steps (got {self.center!r}, "
+                f"{self.steps!r})."
+            )
+        if not 1 <= int(self.scale) <= MAX_SCALE:
+            raise InvalidParameterError(f"scale={self.scale!r}: expected an integer in [1, 2^52].")
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
+            raise InvalidParameterError(f"(lo, hi)=({self.lo!r}, {self.hi!r}): need lo < hi.")
+
+    # ------------------------------------------------------------------ grid
+    @property
+    def spacing(self) -> float:
+        """h = (hi − lo)/N."""
+        return (self.hi - self.lo) / self.steps
+
+    def location(self, j: ArrayLike) -> NDArray[np.float64]:
+        """Grid point x_j (public arithmetic on the integer j)."""
+        jj = np.asarray(j, dtype=np.int64)
+        return np.where(jj >= self.steps, self.hi, self.lo + jj.astype(np.float64) * self.spacing)
+
+    def _index(self, t: ArrayLike, strict: bool) -> NDArray[np.int64]:
+        """Largest j with x_j ≤ t (x_j < t if ``strict``), −1 if none."""
+        arr = np.asarray(t, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            guess = np.floor(np.clip((arr - self.lo) / self.spacing, -1.0, float(self.steps)))
+        j = np.nan_to_num(guess, nan=-1.0).astype(np.int64)
+        n = self.steps
+
+        def ok(i: NDArray[np.int64]) -> NDArray[np.bool_]:
+            x = self.location(np.clip(i, 0, n))
+            return np.asarray((x < arr) if strict else (x <= arr))
+
+        for _ in range(2):  # the float guess is off by at most one step
+            j = np.where((j + 1 <= n) & ok(j + 1), j + 1, j)
+            j = np.where((j >= 0) & ~ok(j), j - 1, j)
+        return j
+
+    # ------------------------------------------------------------------ integer law
+    @property
+    def _q(self) -> float:
+        return math.exp(-1.0 / self.scale)
+
+    def _pow(self, k: NDArray[np.int64]) -> NDArray[np.float64]:
+        return np.exp(-np.asarray(k, dtype=np.float64) / self.scale)
+
+    def _cdf_j(self, j: NDArray[np.int64]) -> NDArray[np.float64]:
+        """P(J ≤ j)."""
+        jj = np.asarray(j, dtype=np.int64)
+        d = jj - self.center
+        one_q = 1.0 + self._q
+        val = np.where(d < 0, self._pow(np.maximum(-d, 0)) / one_q,
+                       1.0 - self._pow(np.maximum(d + 1, 0)) / one_q)
+        return np.where(jj < 0, 0.0, np.where(jj >= self.steps, 1.0, val))
+
+    def _sf_j(self, j: NDArray[np.int64]) -> NDArray[np.float64]:
+        """P(J > j)."""
+        jj = np.asarray(j, dtype=np.int64)
+        d = jj - self.center
+        one_q = 1.0 + self._q
+        val = np.where(d >= 0, self._pow(np.maximum(d + 1, 0)) / one_q,
+                       1.0 - self._pow(np.maximum(-d, 0)) / one_q)
+        return np.where(jj < 0, 1.0, np.where(jj >= self.steps, 0.0, val))
+
+    def pmf_index(self, j: ArrayLike) -> NDArray[np.float64]:
+        """P(J = j)."""
+        return np.exp(self.logpmf_index(j))
+
+    def logpmf_index(self, j: ArrayLike) -> NDArray[np.float64]:
+        """log P(J = j) (``-inf`` off {0, …, N})."""
+        jj = np.asarray(j, dtype=np.int64)
+        log_one_q = math.log1p(self._q)
+        log_c0 = math.log(-math.expm1(-1.0 / self.scale)) - log_one_q
+        inner = log_c0 - np.abs(jj - self.center) / self.scale
+        at_lo = -self.center / self.scale - log_one_q
+        at_hi = -(self.steps - self.center) / self.scale - log_one_q
+        out = np.where(jj == 0, at_lo, np.where(jj == self.steps, at_hi, inner))
+        return np.where((jj < 0) | (jj > self.steps), -np.inf, out)
+
+    # ------------------------------------------------------------------ location law
+    @property
+    def atom_lo(self) -> float:
+        """P(L = lo)."""
+        return float(self.pmf_index(0))
+
+    @property
+    def atom_hi(self) -> float:
+        """P(L = hi)."""
+        return float(self.pmf_index(self.steps))
+
+    def logpmf(self, t: ArrayLike) -> NDArray[np.float64]:
+        """log P(L = t) (``-inf`` off the grid)."""
+        arr = np.asarray(t, dtype=np.float64)
+        j = self._index(arr, strict=False)
+        on = (j >= 0) & (self.location(np.clip(j, 0, self.steps)) == arr)
+        return np.where(on, self.logpmf_index(np.clip(j, 0, self.steps)), -np.inf)
+
+    def pmf(self, t: ArrayLike) -> NDArray[np.float64]:
+        """P(L = t)."""
+        return np.exp(self.logpmf(t))
+
+    def cdf(self, t: ArrayLike) -> NDArray[np.float64]:
+        """P(L ≤ t)."""
+        return self._cdf_j(self._index(t, strict=False))
+
+    def prob_below(self, t: ArrayLike) -> NDArray[np.float64]:
+        """P(L < t)."""
+        return self._cdf_j(self._index(t, strict=True))
+
+    def sf(self, t: ArrayLike) -> NDArray[np.float64]:
+        """P(L > t)."""
+        return self._sf_j(self._index(t, strict=False))
+
+    def prob_above(self, t: ArrayLike) -> NDArray[np.float64]:
+        """P(L ≥ t)."""
+        return self._sf_j(self._index(t, strict=True))
+
+    def _side_sums(
+        self, v1: NDArray[np.int64], v2: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Σ c₀ q^v and Σ c₀ v q^v over v1 ≤ v ≤ v2 (0 where v2 < v1)."""
+        one_q = 1.0 + self._q
+        r = 1.0 / math.expm1(1.0 / self.scale)
+        ok = v2 >= v1
+        a, b = np.where(ok, v1, 0), np.where(ok, v2 + 1, 0)
+        pa, pb = self._pow(a), self._pow(b)
+        m0 = np.where(ok, (pa - pb) / one_q, 0.0)
+        m1 = np.where(ok, (pa * (a + r) - pb * (b + r)) / one_q, 0.0)
+        return m0, m1
+
+    def interval_moments(
+        self, lower: ArrayLike, upper: ArrayLike, center: float | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Exact P(lower < L ≤ upper) and E[(L − center)·1{lower < L ≤ upper}].
+
+        ``center`` defaults to x_K. Sums over the grid in closed form (geometric series on
+        each side of K, atoms at the ends added separately); E[·] uses x_j = x_K + (j − K)h
+        (the grid's own rounding, below one ulp, is not modelled).
+        """
+        base = float(self.location(self.center))
+        c = base if center is None else float(center)
+        ja = self._index(lower, strict=False) + 1
+        jb = self._index(upper, strict=False)
+        ja, jb = np.broadcast_arrays(ja, jb)
+        n, k = self.steps, self.center
+        # interior j in [max(ja, 1), min(jb, n − 1)], split at K
+        i1, i2 = np.maximum(ja, 1), np.minimum(jb, n - 1)
+        r0, r1 = self._side_sums(np.maximum(i1 - k, 0), i2 - k)  # d ≥ 0
+        l0, l1 = self._side_sums(np.maximum(k - i2, 1), k - i1)  # d = −v < 0
+        m0 = r0 + l0
+        dsum = r1 - l1
+        for j, atom in ((0, self.atom_lo), (n, self.atom_hi)):
+            hit = (ja <= j) & (j <= jb)
+            m0 = m0 + np.where(hit, atom, 0.0)
+            dsum = dsum + np.where(hit, atom * (j - k), 0.0)
+        return m0, (base - c) * m0 + self.spacing * dsum
+
+    def mean(self) -> float:
+        """E[L]."""
+        _, m1 = self.interval_moments(-np.inf, np.inf)
+        return float(self.location(self.center)) + float(m1)
+
+    def sample(
+        self, size: int | tuple[int, ...] | None = None, rng: RandomLike = None
+    ) -> NDArray[np.float64] | float:
+        """Exact draws: J = clip(K + Z, 0, N) from :func:`sample_discrete_laplace`, then x_J."""
+        gen = as_generator(rng)
+        shape = () if size is None else size
+        count = int(np.prod(shape, dtype=np.int64))
+        z = sample_discrete_laplace(self.scale, count, gen, cap=self.steps)
+        j = np.clip(self.center + z, 0, self.steps).reshape(shape)
+        out = self.location(j)
+        if size is None:
+            return float(out)
+        return np.asarray(out, dtype=np.float64)
