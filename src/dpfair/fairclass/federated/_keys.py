@@ -32,8 +32,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
+from dpfair._atomic import write_bytes_atomic, write_text_atomic
 from dpfair._errors import InvalidParameterError
-from dpfair.fairclass.federated._atomic import write_bytes_atomic, write_text_atomic
 
 __all__ = [
     "PUBLIC_KEY_PREFIX",

@@ -65,8 +65,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfair._atomic import write_bytes_atomic
 from dpfair._errors import InvalidDataError
-from dpfair.fairclass.federated._atomic import write_bytes_atomic
 from dpfair.fairclass.federated._keys import Signer, verify_signature
 
 __all__ = [

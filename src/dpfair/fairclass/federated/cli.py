@@ -36,11 +36,11 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from dpfair._atomic import write_text_atomic
 from dpfair._cli_support import user_errors
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._estimators import uncertified_message
 from dpfair.fairclass._io import read_columns
-from dpfair.fairclass.federated._atomic import write_text_atomic
 from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._classifier import (
     FederatedModel,

@@ -39,8 +39,8 @@ from typing import Any
 from flwr.app import Context, Message
 from flwr.serverapp import Grid, ServerApp
 
+from dpfair._atomic import write_bytes_atomic
 from dpfair._errors import InvalidParameterError
-from dpfair.fairclass.federated._atomic import write_bytes_atomic
 from dpfair.fairclass.federated._keys import load_signer
 from dpfair.fairclass.federated._messages import CENTRE, ProtocolError
 from dpfair.fairclass.federated.cli import SETUP_MAX_BYTES
