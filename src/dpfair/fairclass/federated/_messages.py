@@ -149,7 +149,7 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "fail_prob",
             }
         ),
-        frozenset(),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories"}),
         frozenset(),
     ),
     "round1": (
@@ -180,9 +180,17 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "weights",
             }
         ),
-        frozenset(),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories"}),
         frozenset({"eta", "pi", "tau", "dd_curve", "dd_sd"}),
     ),
+}
+#: Per kind: other exact array sets a message may carry instead of ``SCHEMAS``' one — the
+#: random-Fourier-feature estimator broadcasts its aggregated sums ("coef", D×2×2 per fold)
+#: and ratio regularisers ("ridge") instead of η̃ on a grid. The shapes (D ≤ the public
+#: ``MAX_FEATURES_DIM``) follow from the signed setup and are checked before decoding.
+ARRAY_VARIANTS: dict[str, tuple[frozenset[str], ...]] = {
+    "model": (frozenset({"coef", "ridge", "pi"}),),
+    "released_model": (frozenset({"coef", "ridge", "pi", "tau", "dd_curve", "dd_sd"}),),
 }
 
 
@@ -303,6 +311,8 @@ def _check_schema_names(who: str, kind: str, fields: Mapping[str, Any], arrays: 
             f"exactly {sorted(required | optional)}); refused.",
         )
     got = set(arrays)
+    if got in ARRAY_VARIANTS.get(kind, ()):
+        return
     if got != array_names:
         extra = sorted(got - array_names)
         if extra:
