@@ -163,7 +163,9 @@ class ReleasedRFFFold:
     tau: float
     freqs: NDArray[np.float64]
 
-    def eta_at(self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
+    def eta_at(
+        self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]
+    ) -> NDArray[np.float64]:
         """η̃_{A_i}(u_i) (``grid`` is unused; kept for the ``ReleasedFold`` interface)."""
         from dpfair.fairclass._model import eta_from_sums
 
@@ -177,13 +179,17 @@ class ReleasedRFFFold:
                 out[rows] = eta_from_sums(sums, float(self.ridge[g]))
         return out
 
-    def scores(self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
+    def scores(
+        self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]
+    ) -> NDArray[np.float64]:
         """Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2)."""
         eta = self.eta_at(grid, U, A)
         sign = 2.0 * A.astype(np.float64) - 1.0
         return 2.0 * sign * self.pi[A.astype(np.intp)] * (eta - 0.5)
 
-    def decide(self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.int8]:
+    def decide(
+        self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]
+    ) -> NDArray[np.int8]:
         """1{Z ≥ τ} for group 1 and 1{Z ≤ τ} for group 0."""
         z = self.scores(grid, U, A)
         return np.where(A == 1, z >= self.tau, z <= self.tau).astype(np.int8)

@@ -373,10 +373,10 @@ class Centre:
             # η̃_a(x) = ratio of φ(x)·agg[k, :, a, y]: evaluated by whoever holds x
             # (post-processing); the noise sd of φ(x)·(aggregated noise) is ≤ the same
             # sqrt(noise_var) as the kernel sums' (‖φ(x)‖ ≤ 1), hence the same ridge.
-            ridge = RIDGE * np.sqrt(noise_var)
+            ridges = RIDGE * np.sqrt(noise_var)
             self.model_ = Envelope(
                 "model", cfg.protocol_id, "centre", fields=weights,
-                arrays={"coef": agg, "ridge": ridge, "pi": pi},
+                arrays={"coef": agg, "ridge": ridges, "pi": pi},
             )
             return self.model_
         eta = np.empty((nf, *cfg.grid_shape, 2))

@@ -72,7 +72,7 @@ class FederatedModel:
 
     feature_lows: NDArray[np.float64]
     feature_highs: NDArray[np.float64]
-    grid: KroneckerGaussianGrid | None
+    grid: Any  # KroneckerGaussianGrid (kernel) or None (rff)
     folds: tuple[ReleasedFold | ReleasedRFFFold, ...]
     tie_seed: int
     info: dict[str, Any]

@@ -530,8 +530,11 @@ class ProtocolConfig:
                 "categories": {int(c[0]): list(c[1]) for c in raw_cats},
             }
         if not (
-            (est == "rff" and not grid_shape) or 1 <= len(grid_shape) <= 18
-            and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
+            (est == "rff" and not grid_shape)
+            or (
+                1 <= len(grid_shape) <= 18
+                and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
+            )
         ):
             raise ProtocolError(env.sender, "fields.grid_shape", "malformed.")
         raw_keys = env.get("keys", dict)

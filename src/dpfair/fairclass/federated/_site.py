@@ -380,7 +380,7 @@ class Site:
             raise ProtocolError(self.site_id, "round", "run round 1 before round 2, once.")
         cfg, plan = self.config, self.plan
         folds = folds_of(cfg.cross_fit)
-        released = model_folds(model, cfg)
+        score_folds = model_folds(model, cfg)
         grid = None if cfg.is_rff else cfg.grid()
         depth = cfg.depth
         mech = NoisyBinaryTree(depth=depth, sigma=plan.sigma_tree, root="noisy")
@@ -392,7 +392,7 @@ class Site:
                 f"N(0, {plan.sigma_tree:.6g}^2) per node",
             )
         leaves = self._calibration_leaves(
-            [(cal, released[k]) for k, (_tr, cal) in enumerate(folds)],
+            [(cal, score_folds[k]) for k, (_tr, cal) in enumerate(folds)],
             grid,
         )
         trees, n_cal = [], []
@@ -435,8 +435,8 @@ class Site:
 
     def _calibration_leaves(
         self,
-        folds: list[tuple[int, ReleasedFold | ReleasedRFFFold]],
-        grid: KroneckerGaussianGrid | None,
+        folds: list[tuple[int, Any]],
+        grid: Any,
     ) -> list[tuple[tuple[NDArray[np.int64], NDArray[np.int64]], int]]:
         """Per (calibration half, model): leaf counts of Z over group 0 and −Z over group 1
         on the 2^M dyadic bins of [−1, 1], and the half's rows."""
@@ -487,7 +487,7 @@ def check_site_labels(site_id: str, y_min: int, y_max: int, n: int) -> None:
 
 def score_leaf_counts(
     fold: ReleasedFold | ReleasedRFFFold,
-    grid: KroneckerGaussianGrid | None,
+    grid: Any,
     U: NDArray[np.float64],
     A: NDArray[np.int8],
     depth: int,
