@@ -5,9 +5,9 @@ The kernel estimate of :mod:`._model` needs a grid of m^d nodes. Random Fourier 
 product of D-dimensional vectors,
 
     φ(u) = m^{-1/2} (cos(ω_1·u), …, cos(ω_m·u), sin(ω_1·u), …, sin(ω_m·u)),  D = 2m,
-    φ(u)·φ(v) = m^{-1} Σ_j cos(ω_j·(u − v)) → k_h(u, v),   ω_j ~ N(0, h^{-2} I_p) i.i.d.,
+    φ(u)·φ(v) = m^{-1} Σ_j cos(ω_j·(u − v)) → k_h(u, v),   ω_j ~ N(0, h^{-2} I_p)
 
-where u ∈ [0, 1]^p is the *public* feature map of a record (numeric columns scaled with
+(i.i.d.), where u ∈ [0, 1]^p is the *public* feature map of a record (numeric columns scaled with
 their public bounds, categorical columns one-hot over their public lists:
 :class:`~dpfair.fairclass._linear.FeatureMap`). The frequencies come from a *public* seed
 (part of the signed setup), so every party computes the same φ. ‖φ(u)‖ = 1 exactly in real
@@ -41,6 +41,7 @@ the noise law does not depend on the data. Noise scale: σ_f = 2/μ_f.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,8 +81,15 @@ def rff_frequencies(p: int, dim: int, bandwidth: float, seed: int) -> NDArray[np
         raise InvalidParameterError(
             f"feature map width {p}: expected 1..{MAX_MAP_WIDTH} (numeric + one-hot columns)."
         )
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
-    return rng.standard_normal((p, dim // 2)) / float(bandwidth)
+    return _frequencies(int(p), int(dim), float(bandwidth), int(seed))
+
+
+@lru_cache(maxsize=8)
+def _frequencies(p: int, dim: int, bandwidth: float, seed: int) -> NDArray[np.float64]:
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    W = rng.standard_normal((p, dim // 2)) / bandwidth
+    W.setflags(write=False)  # shared by the cache: read-only
+    return W
 
 
 def rff_features(U: NDArray[np.float64], W: NDArray[np.float64]) -> NDArray[np.float64]:
