@@ -311,7 +311,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         ``{column index or name: [public categories]}``; those columns get ``None`` in
         ``feature_bounds`` and are one-hot encoded over the public list (rff only).
     features_dim : int or None, default=None
-        D of the rff estimator (even, at most 4096); None: 1024.
+        D of the rff estimator (even, at most 4096); None: 2048.
 
     Attributes
     ----------
