@@ -300,3 +300,44 @@ def test_rff_holds_cap_sweep(eps):
     assert ok >= min_successes(60, 0.9)
     yp = _POP[1]
     assert np.mean([e for _, e in res]) < min(yp.mean(), 1 - yp.mean())
+
+
+# ---------------------------------------------------------------------------- CLI
+def test_cli_file_exchange_with_rff(tmp_path):
+    """keygen → setup --estimator rff --features-dim 64 → round 1 → aggregate → round 2 →
+    finalize → predict, every party a separate process; each ledger holds exactly ε_s."""
+    from dpfair.fairclass.datasets import simulate
+    from dpfair.privacy import Budget, LedgerFile
+    from tests.fairclass.federated import test_cli_e2e as e2e
+
+    t = tmp_path
+    (t / "keys").mkdir()
+    for i, sid in enumerate(e2e.SITES):
+        (t / sid).mkdir()
+        e2e._write_csv(t / sid / "data.csv", simulate(e2e.N, rng=50 + i))
+    e2e._write_csv(t / "test.csv", simulate(3000, rng=77))
+    LedgerFile.create(t / "h2/h2.fdp-ledger", Budget.approx(3 * e2e.EPS, 3 * e2e.DELTA),
+                      data=t / "h2/data.csv")
+    for party in ("centre", *e2e.SITES):
+        e2e._ok("keygen", "--out", f"keys/{party}", cwd=t)
+    specs = [a for sid in e2e.SITES for a in ("--site", f"{sid}:{e2e.N}:{e2e.EPS}:{e2e.DELTA}")]
+    keys = [a for sid in e2e.SITES for a in ("--site-key", f"{sid}=keys/{sid}.pub")]
+    bounds = ["--bounds", "0", "--bounds", "1", "--bounds", "0", "--bounds", "1"]
+    setup = ["centre", "setup", "--key", "keys/centre.key", *specs, *keys, *bounds,
+             "--alpha", str(e2e.ALPHA), "--estimator", "rff"]
+    e2e._refused(*setup, "--features-dim", str(MAX_FEATURES_DIM + 2), "--out", "big.json",
+                 cwd=t, match="features_dim")
+    info = e2e._ok(*setup, "--features-dim", "64", "--out", "setup.json", cwd=t)
+    assert info["estimator"] == "rff" and info["features_dim"] == 64
+    e2e._parallel([e2e._site_args(sid, 1) for sid in e2e.SITES], t)
+    e2e._ok("centre", "aggregate", "h1.r1.json", "h2.r1.json", "--setup", "setup.json",
+            "--key", "keys/centre.key", "--out", "model.json", cwd=t)
+    e2e._parallel([[*e2e._site_args(sid, 2), "--model", "model.json"] for sid in e2e.SITES], t)
+    e2e._ok("centre", "finalize", "h1.r2.json", "h2.r2.json", "--setup", "setup.json",
+            "--key", "keys/centre.key", "--model", "model.json", "--out", "released.json",
+            "--seed", "0", cwd=t)
+    res = e2e._ok("predict", "released.json", "test.csv", "--centre-key", "keys/centre.pub",
+                  "--features", "x1,x2", "--sensitive", "a", "--target", "y", cwd=t)
+    assert res["error"] <= 0.35 and 0.0 <= res["abs_dd"] <= 1.0
+    led = LedgerFile.open(t / "h2" / "h2.fdp-ledger")
+    assert led.spent.epsilon == e2e.EPS and led.spent.delta == e2e.DELTA
