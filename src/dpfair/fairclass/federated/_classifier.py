@@ -62,12 +62,15 @@ class FederatedModel:
     Attributes
     ----------
     feature_lows, feature_highs : ndarray of shape (d,)
-    grid : KroneckerGaussianGrid
-    folds : tuple of ReleasedFold
-        (η̃ on the grid, π̃, τ̂) per fold.
+    grid : KroneckerGaussianGrid or None
+        The public grid (kernel estimator); None for random Fourier features.
+    folds : tuple of ReleasedFold or ReleasedRFFFold
+        (η̃ on the grid — or the aggregated feature sums and ridges —, π̃, τ̂) per fold.
     tie_seed : int
     info : dict
         The message's fields (threshold diagnostics, ω, each site's privacy report).
+    feature_map : FeatureMap or None
+        The public feature map of the rff estimator (numeric bounds, one-hot categories).
     """
 
     feature_lows: NDArray[np.float64]
