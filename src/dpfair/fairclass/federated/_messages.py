@@ -13,6 +13,11 @@ kind                      sender      receiver    round  content
 ``released_model``        centre      all         2      η̃, π̃, τ̂ per fold: the final classifier
 ========================  ==========  ==========  =====  =======================================
 
+With ``estimator="rff"`` (optional setup fields ``estimator``, ``features_dim`` ≤ 4096,
+``rff_seed``, ``categories``) round 1's ``sums`` hold the four noisy D-vectors of random
+Fourier feature sums, and ``model``/``released_model`` carry ``coef`` (aggregated sums) and
+``ridge`` instead of ``eta`` (:data:`ARRAY_VARIANTS`).
+
 Document (schema ``dpfair.fdp``, version :data:`SCHEMA_VERSION`), canonical JSON::
 
     {"body": {"schema": "dpfair.fdp", "version": 2, "kind": "round1", "protocol_id": "…",

@@ -12,6 +12,9 @@ Round 1 on T (one Gaussian mechanism, as CDP-Fair's S1, ``fairclass/_budget.py``
     ñ_{s,1} = n_1(T) + N(0, σ_c²)                 Δ = 1            μ_c = 1/σ_c
     F̃_{a,y} = F_{a,y} + σ_f·W_{a,y} (4 functions)  Δ_H = √2         μ_f = √2/σ_f
     μ₁² = μ_c² + μ_f², with μ_c² = w_c·μ₁² (``count_share``).
+With ``estimator="rff"`` the four functions are the sums of D random Fourier features
+(``fairclass/_rff.py``): Δ = 2 in φ units (lattice-exact), σ_f = 2/μ_f, same μ₁ and ledger.
+
 Round 2 on C (given the broadcast model, which is a post-processing of round-1 releases):
     two noisy binary trees of depth M with noisy roots, one per group, σ_t per node:
     Δ₂ = sqrt(2(M + 1)) for the pair (a record changing group leaves one tree and enters
