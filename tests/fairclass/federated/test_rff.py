@@ -303,9 +303,11 @@ def test_rff_holds_cap_sweep(eps):
 
 
 # ---------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_file_exchange_with_rff(tmp_path):
-    """keygen → setup --estimator rff --features-dim 64 → round 1 → aggregate → round 2 →
-    finalize → predict, every party a separate process; each ledger holds exactly ε_s."""
+    """Slow (seven CLI processes, ~25–55 s): keygen → setup --estimator rff
+    --features-dim 64 → round 1 → aggregate → round 2 → finalize → predict, every party a
+    separate process; each ledger holds exactly ε_s."""
     from dpfair.fairclass.datasets import simulate
     from dpfair.privacy import Budget, LedgerFile
     from tests.fairclass.federated import test_cli_e2e as e2e
