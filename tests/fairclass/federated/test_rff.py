@@ -343,3 +343,27 @@ def test_cli_file_exchange_with_rff(tmp_path):
     assert res["error"] <= 0.35 and 0.0 <= res["abs_dd"] <= 1.0
     led = LedgerFile.open(t / "h2" / "h2.fdp-ledger")
     assert led.spent.epsilon == e2e.EPS and led.spent.delta == e2e.DELTA
+
+
+def test_model_of_the_other_estimator_is_refused():
+    """A site of an rff run refuses a grid model and vice versa (arrays checked exactly)."""
+    from dpfair.fairclass.datasets import simulate
+
+    cfg = _cfg()
+    rng = np.random.default_rng(9)
+    site = Site("h0", *_design(600, rng), config=cfg, random_state=0)
+    site.round1()
+    rff_model = Centre(cfg).aggregate(
+        [Site(s, *_design(600, rng), config=cfg).round1() for s in cfg.site_ids]
+    )
+    forged = replace(rff_model, arrays={"eta": np.full((1, 5, 2), 0.5),
+                                        "pi": rff_model.arrays["pi"]})
+    with pytest.raises(ProtocolError, match="coef"):
+        site.round2(forged)
+    kcfg = make_protocol([("h0", 600, 1.0, 1e-6)], feature_bounds=[(0, 1), (0, 1)], alpha=0.1)
+    d = simulate(600, rng=1)
+    ksite = Site("h0", d.X, d.y, d.A, config=kcfg, random_state=0)
+    ksite.round1()
+    rff_like = replace(rff_model, protocol_id=kcfg.protocol_id)
+    with pytest.raises(ProtocolError, match="eta"):
+        ksite.round2(rff_like)
