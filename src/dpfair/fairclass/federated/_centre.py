@@ -28,6 +28,9 @@ true value lies in a public range:
   four binned kernel sums F_{a,y}(g) = Σ_i Σ_g' w_i(g') k_h(g, g') ∈ [0, n_train] (linear
   binning weights sum to 1 per row and 0 ≤ k_h ≤ 1) plus σ_f·W(g) with Var W(g) =
   Π_j (k(g_j, g_j) + jitter) = (1 + 10⁻⁸)^d (the GP's marginal variance);
+* round 1 with random Fourier features (``estimator="rff"``): each coordinate of the four
+  sums Σ_i Q_j(u_i)·2^-q lies in [−n_train/√m, n_train/√m] (|φ_j| ≤ m^{-1/2}, D = 2m,
+  quantized toward zero) plus N(0, σ_f²) rounded to the lattice 2^-q;
 * round 2, per fold and group: every tree node, a count of calibration rows in a dyadic
   bin, lies in [0, n_cal] plus N(0, σ_t²).
 
@@ -52,6 +55,7 @@ from scipy.special import ndtri
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import as_generator
 from dpfair.fairclass._model import RIDGE, eta_from_sums
+from dpfair.fairclass._rff import RFF_LATTICE_BITS
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._monotone import (
     confidence_threshold,
@@ -306,7 +310,9 @@ class Centre:
         by_site = self._collect(messages, "round1")
         nf = cfg.n_folds
         nu = cfg.weights()
-        agg = np.zeros((nf, *cfg.grid_shape, 2, 2))
+        rff = cfg.is_rff
+        cell_shape = (cfg.features_dim,) if rff else tuple(cfg.grid_shape)
+        agg = np.zeros((nf, *cell_shape, 2, 2))
         noise_var = np.zeros((nf, 2))
         pi1 = np.zeros(nf)
         n_total = 0
@@ -330,7 +336,7 @@ class Centre:
             if not _half_sizes_ok(n_train, nf, spec.n):
                 raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
             count = msg.array("count", (nf,))
-            sums = msg.array("sums", (nf, *cfg.grid_shape, 2, 2))
+            sums = msg.array("sums", (nf, *cell_shape, 2, 2))
             kk = plausibility_k(count.size + sums.size)
             for k in range(nf):
                 nt_k = float(n_train[k])
@@ -338,6 +344,15 @@ class Centre:
                     sid, "count", count[k : k + 1], 0.0, nt_k, plan.sigma_count, kk,
                     f"fold {k + 1}'s group-1 count of {int(nt_k)} training rows",
                 )
+                if rff:
+                    bound = nt_k / math.sqrt(cfg.features_dim // 2)
+                    _check_plausible(
+                        sid, "sums", sums[k], -bound, bound,
+                        plan.sigma_function + 2.0**-RFF_LATTICE_BITS, kk,
+                        f"each coordinate of the feature sums of fold {k + 1} "
+                        f"({int(nt_k)} training rows)",
+                    )
+                    continue
                 _check_plausible(
                     sid, "sums", sums[k], 0.0, nt_k, plan.sigma_function * _GP_MARGINAL_SD,
                     kk, f"each kernel sum of fold {k + 1} ({int(nt_k)} training rows)",
@@ -350,19 +365,30 @@ class Centre:
                 noise_var[k] += (w * plan.sigma_function / sizes) ** 2
                 pi1[k] += w * n1 / nt
             n_total += int(n_train[0])
+        lo = 1.0 / n_total
+        p1 = np.clip(pi1, lo, 1.0 - lo)
+        pi = np.column_stack((1.0 - p1, p1))
+        weights = {"weights": {s: float(w) for s, w in zip(cfg.site_ids, nu, strict=True)}}
+        if rff:
+            # η̃_a(x) = ratio of φ(x)·agg[k, :, a, y]: evaluated by whoever holds x
+            # (post-processing); the noise sd of φ(x)·(aggregated noise) is ≤ the same
+            # sqrt(noise_var) as the kernel sums' (‖φ(x)‖ ≤ 1), hence the same ridge.
+            ridges = RIDGE * np.sqrt(noise_var)
+            self.model_ = Envelope(
+                "model", cfg.protocol_id, "centre", fields=weights,
+                arrays={"coef": agg, "ridge": ridges, "pi": pi},
+            )
+            return self.model_
         eta = np.empty((nf, *cfg.grid_shape, 2))
         for k in range(nf):
             for a in (0, 1):
                 ridge = RIDGE * math.sqrt(noise_var[k, a])
                 eta[k, ..., a] = eta_from_sums(agg[k, ..., a, :], ridge)
-        lo = 1.0 / n_total
-        p1 = np.clip(pi1, lo, 1.0 - lo)
-        pi = np.column_stack((1.0 - p1, p1))
         self.model_ = Envelope(
             "model",
             cfg.protocol_id,
             "centre",
-            fields={"weights": {s: float(w) for s, w in zip(cfg.site_ids, nu, strict=True)}},
+            fields=weights,
             arrays={"eta": eta, "pi": pi},
         )
         return self.model_
@@ -389,9 +415,14 @@ class Centre:
         model = model if model is not None else self.model_
         if model is None:
             raise InvalidParameterError("finalize: the broadcast model is needed (run aggregate).")
-        from dpfair.fairclass.federated._site import check_model
+        from dpfair.fairclass.federated._site import check_model, check_rff_model
 
-        eta, pi = check_model(model, cfg)
+        if cfg.is_rff:
+            coef, ridge, pi = check_rff_model(model, cfg)
+            score_arrays = {"coef": coef, "ridge": ridge, "pi": pi}
+        else:
+            eta, pi = check_model(model, cfg)
+            score_arrays = {"eta": eta, "pi": pi}
         by_site = self._collect(messages, "round2")
         nf, depth = cfg.n_folds, cfg.depth
         n_nodes = (1 << (depth + 1)) - 1
@@ -495,7 +526,7 @@ class Centre:
             cfg.protocol_id,
             "centre",
             fields={
-                "feature_bounds": [list(b) for b in cfg.feature_bounds],
+                "feature_bounds": [None if b is None else list(b) for b in cfg.feature_bounds],
                 "bandwidth": cfg.bandwidth,
                 "grid_shape": list(cfg.grid_shape),
                 "alpha": cfg.alpha,
@@ -507,10 +538,10 @@ class Centre:
                 "tie_seed": int(self._rng.integers(0, 2**62)),
                 "site_privacy": privacy,
                 "weights": {s: float(w) for s, w in zip(cfg.site_ids, mu, strict=True)},
+                **cfg.estimator_fields(),
             },
             arrays={
-                "eta": eta,
-                "pi": pi,
+                **score_arrays,
                 "tau": np.array(taus_out),
                 "dd_curve": curves,
                 "dd_sd": sds,

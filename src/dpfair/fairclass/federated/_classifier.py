@@ -14,8 +14,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
 from dpfair._rng import as_generator
 from dpfair._warnings import UncertifiedFairnessWarning
-from dpfair.fairclass._estimators import uncertified_message
+from dpfair.fairclass._estimators import AUTO_KERNEL_MAX_D, uncertified_message
+from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import ReleasedFold, row_uniforms
+from dpfair.fairclass._rff import ReleasedRFFFold
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._keys import Signer
@@ -60,26 +62,32 @@ class FederatedModel:
     Attributes
     ----------
     feature_lows, feature_highs : ndarray of shape (d,)
-    grid : KroneckerGaussianGrid
-    folds : tuple of ReleasedFold
-        (η̃ on the grid, π̃, τ̂) per fold.
+    grid : KroneckerGaussianGrid or None
+        The public grid (kernel estimator); None for random Fourier features.
+    folds : tuple of ReleasedFold or ReleasedRFFFold
+        (η̃ on the grid — or the aggregated feature sums and ridges —, π̃, τ̂) per fold.
     tie_seed : int
     info : dict
         The message's fields (threshold diagnostics, ω, each site's privacy report).
+    feature_map : FeatureMap or None
+        The public feature map of the rff estimator (numeric bounds, one-hot categories).
     """
 
     feature_lows: NDArray[np.float64]
     feature_highs: NDArray[np.float64]
-    grid: KroneckerGaussianGrid
-    folds: tuple[ReleasedFold, ...]
+    grid: Any  # KroneckerGaussianGrid (kernel) or None (rff)
+    folds: tuple[ReleasedFold | ReleasedRFFFold, ...]
     tie_seed: int
     info: dict[str, Any]
+    feature_map: FeatureMap | None = None
 
     @classmethod
     def from_envelope(cls, env: Envelope) -> FederatedModel:
         """Validate a ``released_model`` message."""
         if env.kind != "released_model":
             raise ProtocolError(env.sender, "kind", f"expected 'released_model', got {env.kind!r}.")
+        if env.fields.get("estimator", "kernel") == "rff":
+            return cls._from_rff_envelope(env)
         bounds = np.asarray(env.get("feature_bounds", list), dtype=np.float64)
         shape = tuple(int(g) for g in env.get("grid_shape", list))
         if bounds.ndim != 2 or bounds.shape != (len(shape), 2):
@@ -98,6 +106,38 @@ class FederatedModel:
             folds,
             int(env.get("tie_seed", int)),
             dict(env.fields),
+        )
+
+    @classmethod
+    def _from_rff_envelope(cls, env: Envelope) -> FederatedModel:
+        """A released RFF model: the public feature map, frequencies and aggregated sums."""
+        from dpfair.fairclass._rff import MAX_FEATURES_DIM, rff_frequencies
+
+        raw_bounds = env.get("feature_bounds", list)
+        raw_cats = env.get("categories", list)
+        dim = env.get("features_dim", int)
+        seed = env.get("rff_seed", int)
+        if not (2 <= dim <= MAX_FEATURES_DIM and dim % 2 == 0):
+            raise ProtocolError(env.sender, "fields.features_dim", "out of the public range.")
+        try:
+            cats = {int(c[0]): list(c[1]) for c in raw_cats}
+            fmap = FeatureMap.build(raw_bounds, cats, len(raw_bounds))
+        except (InvalidParameterError, TypeError, IndexError, ValueError) as exc:
+            raise ProtocolError(env.sender, "fields.feature_bounds", str(exc)) from None
+        h = env.number("bandwidth", positive=True)
+        tau = env.array("tau")
+        nf = tau.size
+        coef = env.array("coef", (nf, dim, 2, 2))
+        ridge = env.array("ridge", (nf, 2))
+        pi = env.array("pi", (nf, 2))
+        W = rff_frequencies(fmap.width, dim, h, seed)
+        folds = tuple(
+            ReleasedRFFFold(coef=coef[k], ridge=ridge[k], pi=pi[k], tau=float(tau[k]), freqs=W)
+            for k in range(nf)
+        )
+        empty = np.zeros(0)
+        return cls(
+            empty, empty, None, folds, int(env.get("tie_seed", int)), dict(env.fields), fmap
         )
 
     def positive_rate(
@@ -122,6 +162,11 @@ class FederatedModel:
     def _prepare(
         self, X: ArrayLike, A: ArrayLike, clip: bool
     ) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
+        if self.feature_map is not None:
+            fmap = replace(self.feature_map, clip=bool(clip))
+            cols = getattr(X, "columns", None)
+            U = fmap.transform(X, None if cols is None else [str(c) for c in cols])
+            return U, check_sensitive(A, U.shape[0])
         try:
             arr = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError):
@@ -259,6 +304,17 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         None (real data): every release draws fresh OS entropy. A seed reproduces a fit for
         tests and studies; each site mixes it with its id and the run id.
     clip : bool, default=False
+    estimator : {"auto", "kernel", "rff"}, default="auto"
+        The group-score estimator of round 1. "kernel": the paper's kernel estimate on a
+        public grid (m^d nodes). "rff": D random Fourier features of the same Gaussian
+        kernel released as four noisy D-vectors per site (``fairclass/_rff.py``; scales in
+        d, accepts one-hot categorical columns). "auto": kernel for at most 3 numeric
+        features without categories, else rff.
+    categories : mapping or None, default=None
+        ``{column index or name: [public categories]}``; those columns get ``None`` in
+        ``feature_bounds`` and are one-hot encoded over the public list (rff only).
+    features_dim : int or None, default=None
+        D of the rff estimator (even, at most 4096); None: 2048.
 
     Attributes
     ----------
@@ -310,6 +366,9 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         eta_fail: float = 0.05,
         random_state: Any = None,
         clip: bool = False,
+        estimator: str = "auto",
+        categories: Any = None,
+        features_dim: int | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -330,6 +389,9 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.eta_fail = eta_fail
         self.random_state = random_state
         self.clip = clip
+        self.estimator = estimator
+        self.categories = categories
+        self.features_dim = features_dim
 
     def fit(
         self,
@@ -366,6 +428,8 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
             for i in range(n_sites)
         ]
         rng = as_generator(self.random_state, name="random_state")
+        est = self._resolve_estimator(X)
+        cats = self._category_indices(X[0]) if est == "rff" else self.categories
         cfg = make_protocol(
             specs,
             feature_bounds=self.feature_bounds,
@@ -384,6 +448,10 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
             bandwidth=self.bandwidth,
             depth=self.depth,
             protocol_id=f"inproc-{int(rng.integers(0, 2**62)):x}",
+            estimator=est,
+            features_dim=self.features_dim if est == "rff" else None,
+            rff_seed=int(rng.integers(0, 2**62)) if est == "rff" else None,
+            categories=cats,
         )
         for i in range(n_sites):
             check_binary("y", y[i], n_samples=int(np.shape(X[i])[0]))
@@ -401,6 +469,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.pi_ = np.vstack([f.pi for f in model.folds])
         self.classes_ = np.array([0, 1])
         self.n_features_in_ = len(cfg.feature_bounds)
+        self.estimator_ = est
         self.site_privacy_ = {s.site_id: s.ledger.to_dict() for s in sites}
         spent = [s.ledger.spent for s in sites]
         self.privacy_spent_ = Budget.approx(
@@ -419,6 +488,45 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
                 stacklevel=2,
             )
         return self
+
+    def _resolve_estimator(self, X: Sequence[ArrayLike]) -> str:
+        kind = self.estimator
+        if kind not in ("auto", "kernel", "rff"):
+            raise InvalidParameterError(
+                f"estimator={kind!r}: expected 'auto' (kernel grid for d <= "
+                f"{AUTO_KERNEL_MAX_D} numeric features, else rff), 'kernel' or 'rff'."
+            )
+        if kind == "kernel" and self.categories:
+            raise InvalidParameterError(
+                "categories: the kernel estimator needs numeric features on a grid; use "
+                "estimator='rff' (or 'auto') for one-hot categorical columns."
+            )
+        if kind == "auto":
+            d = int(np.shape(X[0])[1]) if np.ndim(X[0]) == 2 else 0
+            return "kernel" if (not self.categories and 1 <= d <= AUTO_KERNEL_MAX_D) else "rff"
+        return str(kind)
+
+    def _category_indices(self, X0: Any) -> dict[int, list[Any]] | None:
+        """``categories`` keyed by column index (names resolved with the first site's X)."""
+        if not self.categories:
+            return None
+        if not isinstance(self.categories, dict):
+            raise InvalidParameterError(
+                "categories: expected a mapping {column: [public categories]}."
+            )
+        cols = getattr(X0, "columns", None)
+        names = [str(c) for c in cols] if cols is not None else None
+        out: dict[int, list[Any]] = {}
+        for key, vals in self.categories.items():
+            if isinstance(key, str):
+                if names is None or key not in names:
+                    raise InvalidParameterError(
+                        f"categories: column {key!r} is not a column of X (names: {names})."
+                    )
+                out[names.index(key)] = list(vals)
+            else:
+                out[int(key)] = list(vals)
+        return out
 
     def _model(self) -> FederatedModel:
         model = getattr(self, "model_", None)

@@ -116,6 +116,11 @@ class FileSite(Site):
         split_entropy: int | None = None,
     ) -> None:
         spec = config.site(site_id)
+        if config.is_rff:
+            raise InvalidParameterError(
+                f"site {site_id!r}: the out-of-core FileSite supports the kernel estimator "
+                "only; load the rows and use Site for estimator='rff'."
+            )
         self.site_id = site_id
         self.config = config
         self.plan = config.plan(site_id)

@@ -13,6 +13,11 @@ kind                      sender      receiver    round  content
 ``released_model``        centre      all         2      η̃, π̃, τ̂ per fold: the final classifier
 ========================  ==========  ==========  =====  =======================================
 
+With ``estimator="rff"`` (optional setup fields ``estimator``, ``features_dim`` ≤ 4096,
+``rff_seed``, ``categories``) round 1's ``sums`` hold the four noisy D-vectors of random
+Fourier feature sums, and ``model``/``released_model`` carry ``coef`` (aggregated sums) and
+``ridge`` instead of ``eta`` (:data:`ARRAY_VARIANTS`).
+
 Document (schema ``dpfair.fdp``, version :data:`SCHEMA_VERSION`), canonical JSON::
 
     {"body": {"schema": "dpfair.fdp", "version": 2, "kind": "round1", "protocol_id": "…",
@@ -149,7 +154,7 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "fail_prob",
             }
         ),
-        frozenset(),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories"}),
         frozenset(),
     ),
     "round1": (
@@ -180,9 +185,17 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "weights",
             }
         ),
-        frozenset(),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories"}),
         frozenset({"eta", "pi", "tau", "dd_curve", "dd_sd"}),
     ),
+}
+#: Per kind: other exact array sets a message may carry instead of ``SCHEMAS``' one — the
+#: random-Fourier-feature estimator broadcasts its aggregated sums ("coef", D×2×2 per fold)
+#: and ratio regularisers ("ridge") instead of η̃ on a grid. The shapes (D ≤ the public
+#: ``MAX_FEATURES_DIM``) follow from the signed setup and are checked before decoding.
+ARRAY_VARIANTS: dict[str, tuple[frozenset[str], ...]] = {
+    "model": (frozenset({"coef", "ridge", "pi"}),),
+    "released_model": (frozenset({"coef", "ridge", "pi", "tau", "dd_curve", "dd_sd"}),),
 }
 
 
@@ -303,6 +316,8 @@ def _check_schema_names(who: str, kind: str, fields: Mapping[str, Any], arrays: 
             f"exactly {sorted(required | optional)}); refused.",
         )
     got = set(arrays)
+    if got in ARRAY_VARIANTS.get(kind, ()):
+        return
     if got != array_names:
         extra = sorted(got - array_names)
         if extra:

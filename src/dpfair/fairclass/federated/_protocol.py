@@ -12,6 +12,9 @@ Round 1 on T (one Gaussian mechanism, as CDP-Fair's S1, ``fairclass/_budget.py``
     ñ_{s,1} = n_1(T) + N(0, σ_c²)                 Δ = 1            μ_c = 1/σ_c
     F̃_{a,y} = F_{a,y} + σ_f·W_{a,y} (4 functions)  Δ_H = √2         μ_f = √2/σ_f
     μ₁² = μ_c² + μ_f², with μ_c² = w_c·μ₁² (``count_share``).
+With ``estimator="rff"`` the four functions are the sums of D random Fourier features
+(``fairclass/_rff.py``): Δ = 2 in φ units (lattice-exact), σ_f = 2/μ_f, same μ₁ and ledger.
+
 Round 2 on C (given the broadcast model, which is a post-processing of round-1 releases):
     two noisy binary trees of depth M with noisy roots, one per group, σ_t per node:
     Δ₂ = sqrt(2(M + 1)) for the pair (a record changing group leaves one tree and enters
@@ -45,7 +48,9 @@ import numpy as np
 
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, LedgerRecord
+from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import bandwidth_rule
+from dpfair.fairclass._rff import MAX_FEATURES_DIM, RFF_SENSITIVITY, rff_frequencies
 from dpfair.fairclass._validation import check_alpha, check_budget, check_feature_bounds
 from dpfair.fairclass.federated._keys import parse_public_key
 from dpfair.fairclass.federated._messages import (
@@ -72,6 +77,14 @@ __all__ = [
 ]
 
 TAIL_ESTIMATORS = ("dyadic", "consistent")
+#: Group-score estimators of the protocol: the kernel grid (paper) or random Fourier
+#: features of the same Gaussian kernel (``fairclass/_rff.py``; scales in d).
+PROTOCOL_ESTIMATORS = ("kernel", "rff")
+#: Default number D of random Fourier features (the privacy noise of φ(x)·S̃ does not
+#: grow with D; the approximation error of the kernel falls like D^-1/2).
+DEFAULT_FEATURES_DIM = 2048
+#: Scale of the RFF default bandwidth (see make_protocol).
+RFF_BANDWIDTH_FACTOR = 0.85
 
 #: Public resource limits (module docstring).
 MAX_SITES = 1000
@@ -168,8 +181,13 @@ def site_plan(
     cross_fit: bool,
     s1_share: float,
     count_share: float,
+    function_sensitivity: float = KERNEL_SUM_RKHS_SENSITIVITY,
 ) -> SitePlan:
-    """Derive σ_c, σ_f, σ_t from (ε_s, δ_s) (module docstring)."""
+    """Derive σ_c, σ_f, σ_t from (ε_s, δ_s) (module docstring).
+
+    ``function_sensitivity``: L2 sensitivity of the four function sums — √2 in the RKHS for
+    the kernel grid, 2 (φ units) for random Fourier features (``fairclass/_rff.py``).
+    """
     mu_star = 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
     if cross_fit:
         mu1 = mu_star * math.sqrt(s1_share)
@@ -183,7 +201,7 @@ def site_plan(
         mu_round1=mu1,
         mu_round2=mu2,
         sigma_count=1.0 / mu_c,
-        sigma_function=KERNEL_SUM_RKHS_SENSITIVITY / mu_f,
+        sigma_function=function_sensitivity / mu_f,
         sigma_tree=math.sqrt(2.0 * (depth + 1)) / mu2,
     )
 
@@ -303,6 +321,34 @@ class ProtocolConfig:
     threshold_rule: str = "confidence"
     fail_prob: float = 0.05
     keys: tuple[tuple[str, str], ...] = ()
+    estimator: str = "kernel"
+    features_dim: int = 0
+    rff_seed: int = 0
+    categories: tuple[tuple[int, tuple[Any, ...]], ...] = ()
+
+    @property
+    def is_rff(self) -> bool:
+        """True for the random-Fourier-feature estimator."""
+        return self.estimator == "rff"
+
+    def function_sensitivity(self) -> float:
+        """L2 sensitivity of the round-1 function sums (√2 kernel, 2 RFF)."""
+        return RFF_SENSITIVITY if self.is_rff else KERNEL_SUM_RKHS_SENSITIVITY
+
+    def feature_map(self, clip: bool = False) -> FeatureMap:
+        """The public feature map (numeric bounds, one-hot public categories)."""
+        return FeatureMap(
+            tuple(None if b is None else (float(b[0]), float(b[1]))
+                  for b in self.feature_bounds),
+            {int(j): tuple(c) for j, c in self.categories},
+            clip,
+        )
+
+    def rff_freqs(self) -> np.ndarray:
+        """The public frequencies of the RFF estimator (from the signed seed)."""
+        return rff_frequencies(
+            self.feature_map().width, self.features_dim, self.bandwidth, self.rff_seed
+        )
 
     # ------------------------------------------------------------------ derived
     @property
@@ -332,6 +378,7 @@ class ProtocolConfig:
             cross_fit=self.cross_fit,
             s1_share=self.s1_share,
             count_share=self.count_share,
+            function_sensitivity=self.function_sensitivity(),
         )
 
     def grid(self) -> KroneckerGaussianGrid:
@@ -353,6 +400,24 @@ class ProtocolConfig:
         """The array shapes this setup implies for a message of ``kind``."""
         nf, g = self.n_folds, tuple(self.grid_shape)
         n_nodes = (1 << (self.depth + 1)) - 1
+        if self.is_rff:
+            dim = self.features_dim
+            final = {
+                "coef": (nf, dim, 2, 2),
+                "ridge": (nf, 2),
+                "pi": (nf, 2),
+                "tau": (nf,),
+                "dd_curve": (nf, (1 << self.depth) + 1),
+                "dd_sd": (nf, (1 << self.depth) + 1),
+            }
+            rff_table: dict[str, dict[str, tuple[int, ...]]] = {
+                "setup": {},
+                "round1": {"count": (nf,), "sums": (nf, dim, 2, 2)},
+                "model": {"coef": (nf, dim, 2, 2), "ridge": (nf, 2), "pi": (nf, 2)},
+                "round2": {"trees": (nf, 2, n_nodes)},
+                "released_model": final,
+            }
+            return rff_table[kind]
         table: dict[str, dict[str, tuple[int, ...]]] = {
             "setup": {},
             "round1": {"count": (nf,), "sums": (nf, *g, 2, 2)},
@@ -390,7 +455,7 @@ class ProtocolConfig:
             "centre",
             fields={
                 "sites": [s.to_dict() for s in self.sites],
-                "feature_bounds": [list(b) for b in self.feature_bounds],
+                "feature_bounds": [None if b is None else list(b) for b in self.feature_bounds],
                 "bandwidth": self.bandwidth,
                 "grid_shape": list(self.grid_shape),
                 "depth": self.depth,
@@ -407,8 +472,21 @@ class ProtocolConfig:
                 "threshold_rule": self.threshold_rule,
                 "fail_prob": self.fail_prob,
                 "keys": dict(self.keys),
+                **self.estimator_fields(),
             },
         )
+
+    def estimator_fields(self) -> dict[str, Any]:
+        """The optional setup/released-model fields of the RFF estimator (none for the
+        kernel grid, whose messages are unchanged)."""
+        if not self.is_rff:
+            return {}
+        return {
+            "estimator": self.estimator,
+            "features_dim": self.features_dim,
+            "rff_seed": self.rff_seed,
+            "categories": [[int(j), list(c)] for j, c in self.categories],
+        }
 
     @classmethod
     def from_envelope(cls, env: Envelope) -> ProtocolConfig:
@@ -441,9 +519,28 @@ class ProtocolConfig:
                 )
             sites.append(SiteSpec(s["site_id"], s["n"], float(s["epsilon"]), float(s["delta"])))
         grid_shape = env.get("grid_shape", list)
+        est = env.get("estimator", str) if "estimator" in env.fields else "kernel"
+        rff_kw: dict[str, Any] = {}
+        if est == "rff":
+            raw_cats = env.get("categories", list)
+            ok = all(
+                isinstance(c, list) and len(c) == 2 and isinstance(c[0], int)
+                and not isinstance(c[0], bool) and isinstance(c[1], list)
+                for c in raw_cats
+            )
+            if not ok:
+                raise ProtocolError(env.sender, "fields.categories", "malformed.")
+            rff_kw = {
+                "features_dim": env.get("features_dim", int),
+                "rff_seed": env.get("rff_seed", int),
+                "categories": {int(c[0]): list(c[1]) for c in raw_cats},
+            }
         if not (
-            1 <= len(grid_shape) <= 18
-            and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
+            (est == "rff" and not grid_shape)
+            or (
+                1 <= len(grid_shape) <= 18
+                and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
+            )
         ):
             raise ProtocolError(env.sender, "fields.grid_shape", "malformed.")
         raw_keys = env.get("keys", dict)
@@ -465,10 +562,12 @@ class ProtocolConfig:
                 threshold_rule=env.get("threshold_rule", str),
                 fail_prob=env.number("fail_prob"),
                 bandwidth=env.number("bandwidth", positive=True),
-                grid_shape=tuple(grid_shape),
+                grid_shape=tuple(grid_shape) if est != "rff" else None,
                 depth=depth,
                 protocol_id=env.protocol_id,
                 keys=raw_keys,
+                estimator=est,
+                **rff_kw,
             )
         except InvalidParameterError as exc:
             if isinstance(exc, ProtocolError):
@@ -506,6 +605,10 @@ def make_protocol(
     max_grid_nodes: int = MAX_GRID_NODES,
     protocol_id: str | None = None,
     keys: Any = None,
+    estimator: str = "kernel",
+    features_dim: int | None = None,
+    rff_seed: int | None = None,
+    categories: Any = None,
 ) -> ProtocolConfig:
     """Build and validate the public protocol parameters (the centre's ``setup``).
 
@@ -556,6 +659,18 @@ def make_protocol(
     keys : mapping of party to public key, optional
         ``{"centre": "ed25519:…", site_id: "ed25519:…", …}`` — exactly the centre and every
         site. Required for a setup that is sent as a message.
+    estimator : {"kernel", "rff"}, default "kernel"
+        The group-score estimator: the kernel grid, or D random Fourier features of the
+        same Gaussian kernel (``fairclass/_rff.py``), which scale in d and accept one-hot
+        categorical columns. With "rff", ``feature_bounds`` has one entry per column:
+        (lo, hi) for a numeric column, None for a column listed in ``categories``.
+    features_dim : int, optional
+        D (even, at most :data:`~dpfair.fairclass._rff.MAX_FEATURES_DIM`; public limit);
+        default :data:`DEFAULT_FEATURES_DIM`.
+    rff_seed : int, optional
+        Public seed of the frequencies (signed in the setup); default fresh.
+    categories : mapping of column index to list, optional
+        Public category lists of the categorical columns (JSON strings or numbers).
 
     Raises
     ------
@@ -613,10 +728,27 @@ def make_protocol(
         raise InvalidParameterError(f"cross_fit={cross_fit!r}: expected True or False.")
     s1 = _share("s1_share", s1_share)
     cs = _share("count_share", count_share)
-    fb = np.asarray(feature_bounds, dtype=np.float64) if feature_bounds is not None else None
-    d = 0 if fb is None or fb.ndim != 2 else fb.shape[0]
-    lows, highs = check_feature_bounds(feature_bounds, max(d, 1))
-    d = lows.size
+    if estimator not in PROTOCOL_ESTIMATORS:
+        raise InvalidParameterError(
+            f"estimator={estimator!r}: expected one of {PROTOCOL_ESTIMATORS}."
+        )
+    rff = estimator == "rff"
+    if rff:
+        fmap, dim, seed = _check_rff(feature_bounds, categories, features_dim, rff_seed)
+        d = len(fmap.bounds)
+        bounds_t: tuple[Any, ...] = fmap.bounds
+    else:
+        if categories:
+            raise InvalidParameterError(
+                "categories: the kernel estimator needs numeric features on a grid; use "
+                "estimator='rff' for one-hot categorical columns."
+            )
+        fb = np.asarray(feature_bounds, dtype=np.float64) if feature_bounds is not None else None
+        d = 0 if fb is None or fb.ndim != 2 else fb.shape[0]
+        lows, highs = check_feature_bounds(feature_bounds, max(d, 1))
+        d = lows.size
+        bounds_t = tuple(zip(lows.tolist(), highs.tolist(), strict=True))
+        dim, seed, fmap = 0, 0, None
     sizes, epss = [s.n for s in specs], [s.epsilon for s in specs]
     if depth is None:
         m: Any = (
@@ -643,9 +775,9 @@ def make_protocol(
     cfg_partial = ProtocolConfig(
         tmp_id,
         tuple(specs),
-        tuple(zip(lows.tolist(), highs.tolist(), strict=True)),
+        bounds_t,
         1.0,
-        (2,) * d,
+        () if rff else (2,) * d,
         m,
         a,
         margin,
@@ -659,18 +791,25 @@ def make_protocol(
         cs,
         str(threshold_rule),
         beta,
+        estimator=str(estimator),
     )
     if bandwidth is None:
         n_train = [s.n // 2 for s in specs]
         nu = cfg_partial.weights()
-        mu_f = [
-            KERNEL_SUM_RKHS_SENSITIVITY / cfg_partial.plan(s.site_id).sigma_function for s in specs
-        ]
+        sens = cfg_partial.function_sensitivity()
+        mu_f = [sens / cfg_partial.plan(s.site_id).sigma_function for s in specs]
         inv = math.sqrt(
             sum((w / (n * mf)) ** 2 for w, n, mf in zip(nu, n_train, mu_f, strict=True))
         )
         n_tot = sum(n_train)
         h = bandwidth_rule(n_tot, d, (1.0 / inv) / n_tot)
+        if rff:
+            # Unit-box distances over d columns grow like sqrt(d) (a one-hot column
+            # contributes 0 or 2 to the squared distance): the per-column rule times
+            # RFF_BANDWIDTH_FACTOR·sqrt(d). The factor was set on full Adult (the data of
+            # docs/fairclass_full_adult.md, so not an out-of-sample choice): the ratio
+            # estimate collapses towards the base rate for h ≳ 1.2 there.
+            h = h * RFF_BANDWIDTH_FACTOR * math.sqrt(d)
     else:
         h = float(bandwidth)
         if not (math.isfinite(h) and MIN_BANDWIDTH <= h <= 10):
@@ -684,7 +823,9 @@ def make_protocol(
             f"max_grid_nodes={max_grid_nodes!r}: expected an integer in "
             f"[2**d, {MAX_GRID_NODES}]."
         )
-    if grid_shape is None:
+    if rff:
+        shape: tuple[int, ...] = ()
+    elif grid_shape is None:
         shape = tuple(
             min(int(g), MAX_AXIS_NODES)
             for g in _grid_shape(d, h, grid_resolution, max_grid_nodes)
@@ -727,7 +868,65 @@ def make_protocol(
         str(threshold_rule),
         beta,
         pinned,
+        str(estimator),
+        dim,
+        seed,
+        tuple(sorted((int(j), tuple(c)) for j, c in fmap.categories.items())) if fmap else (),
     )
+
+
+def _check_rff(
+    feature_bounds: Any, categories: Any, features_dim: Any, rff_seed: Any
+) -> tuple[FeatureMap, int, int]:
+    """Validate the RFF estimator's public parameters (limits checked before allocation)."""
+    dim = DEFAULT_FEATURES_DIM if features_dim is None else features_dim
+    if (
+        isinstance(dim, bool)
+        or not isinstance(dim, (int, np.integer))
+        or not 2 <= int(dim) <= MAX_FEATURES_DIM
+        or int(dim) % 2
+    ):
+        raise InvalidParameterError(
+            f"features_dim={features_dim!r}: expected an even integer in "
+            f"[2, {MAX_FEATURES_DIM}] (public limit: round-1 messages carry 4·D numbers "
+            "per fold)."
+        )
+    if rff_seed is None:
+        seed = secrets.randbits(63)
+    elif (
+        isinstance(rff_seed, bool)
+        or not isinstance(rff_seed, (int, np.integer))
+        or not 0 <= int(rff_seed) < 2**63
+    ):
+        raise InvalidParameterError(f"rff_seed={rff_seed!r}: expected an integer in [0, 2**63).")
+    else:
+        seed = int(rff_seed)
+    if feature_bounds is None or not isinstance(feature_bounds, (list, tuple)):
+        n_cols = 0
+    else:
+        n_cols = len(feature_bounds)
+    if not 1 <= n_cols <= 4096:
+        raise InvalidParameterError(
+            "feature_bounds: expected one entry per column — (lo, hi) for a numeric column, "
+            "None for a categorical one listed in categories."
+        )
+    if categories is not None and isinstance(categories, dict):
+        for key, vals in categories.items():
+            for c in vals:
+                if isinstance(c, bool) or not isinstance(c, (str, int, float)):
+                    raise InvalidParameterError(
+                        f"categories[{key!r}]: category {c!r} must be a string or a number "
+                        "(it is sent in the signed setup)."
+                    )
+    fmap = FeatureMap.build(feature_bounds, categories, n_cols)
+    from dpfair.fairclass._rff import MAX_MAP_WIDTH
+
+    if fmap.width > MAX_MAP_WIDTH:
+        raise InvalidParameterError(
+            f"categories: the one-hot map has {fmap.width} columns; the public limit is "
+            f"{MAX_MAP_WIDTH}."
+        )
+    return fmap, int(dim), seed
 
 
 def _grid_shape(d: int, h: float, resolution: float, max_nodes: int) -> tuple[int, ...]:

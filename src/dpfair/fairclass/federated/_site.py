@@ -38,6 +38,12 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._model import ReleasedFold, _lattice_noise, kernel_cell_weights
+from dpfair.fairclass._rff import (
+    ReleasedRFFFold,
+    release_rff_sums,
+    rff_cell_sums,
+    rff_lattice,
+)
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
@@ -181,32 +187,11 @@ class Site:
         self.site_id = site_id
         self.config = config
         self.plan = config.plan(site_id)
-        try:
-            X_arr = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ProtocolError(site_id, "X", "expected a numeric 2-D array.") from None
-        d = len(config.feature_bounds)
-        if X_arr.ndim != 2 or X_arr.shape[1] != d:
-            raise ProtocolError(
-                site_id, "X", f"has shape {X_arr.shape}; the protocol has {d} features."
-            )
-        if not np.all(np.isfinite(X_arr)):
-            raise ProtocolError(site_id, "X", "contains NaN or inf.")
-        n = X_arr.shape[0]
-        if n != spec.n:
-            raise ProtocolError(
-                site_id,
-                "n",
-                f"the site holds {n} rows but the setup declares N_s = {spec.n}: the public "
-                "size must match (replace-one DP assumes N_s public).",
-            )
-        try:
-            self._y = check_binary("y", y, n_samples=n)
-            self._A = check_sensitive(sensitive_features, n)
-            bounds = np.asarray(config.feature_bounds)
-            self._U = scale_to_unit_box(X_arr, bounds[:, 0], bounds[:, 1], clip=clip)
-        except InvalidDataError as exc:
-            raise ProtocolError(site_id, "data", str(exc)) from None
+        if config.is_rff:
+            self._init_rff(X, y, sensitive_features, spec.n, clip)
+        else:
+            self._init_kernel(X, y, sensitive_features, spec.n, clip)
+        n = self._U.shape[0]
         self._seed = seed_of(random_state)
         self.split_entropy = split_entropy_of(
             self._seed, site_id, config.protocol_id, split_entropy
@@ -227,6 +212,51 @@ class Site:
         self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
         self._round = 0
 
+    def _init_kernel(
+        self, X: ArrayLike, y: ArrayLike, sensitive_features: ArrayLike, n_public: int,
+        clip: bool,
+    ) -> None:
+        """Numeric rows scaled into the public box (the kernel grid's input)."""
+        site_id, config = self.site_id, self.config
+        try:
+            X_arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ProtocolError(site_id, "X", "expected a numeric 2-D array.") from None
+        d = len(config.feature_bounds)
+        if X_arr.ndim != 2 or X_arr.shape[1] != d:
+            raise ProtocolError(
+                site_id, "X", f"has shape {X_arr.shape}; the protocol has {d} features."
+            )
+        if not np.all(np.isfinite(X_arr)):
+            raise ProtocolError(site_id, "X", "contains NaN or inf.")
+        n = X_arr.shape[0]
+        _check_n(site_id, n, n_public)
+        try:
+            self._y = check_binary("y", y, n_samples=n)
+            self._A = check_sensitive(sensitive_features, n)
+            bounds = np.asarray(config.feature_bounds)
+            self._U = scale_to_unit_box(X_arr, bounds[:, 0], bounds[:, 1], clip=clip)
+        except InvalidDataError as exc:
+            raise ProtocolError(site_id, "data", str(exc)) from None
+
+    def _init_rff(
+        self, X: ArrayLike, y: ArrayLike, sensitive_features: ArrayLike, n_public: int,
+        clip: bool,
+    ) -> None:
+        """Rows through the public feature map (numeric bounds, one-hot categories)."""
+        site_id, config = self.site_id, self.config
+        cols = getattr(X, "columns", None)
+        names = [str(c) for c in cols] if cols is not None else None
+        try:
+            self._U = config.feature_map(clip).transform(X, names)
+            n = self._U.shape[0]
+            _check_n(site_id, n, n_public)
+            self._y = check_binary("y", y, n_samples=n)
+            self._A = check_sensitive(sensitive_features, n)
+        except InvalidDataError as exc:
+            raise ProtocolError(site_id, "data", str(exc)) from None
+        self._freqs = config.rff_freqs()
+
     def _noise(self, stream: int) -> np.random.Generator:
         """A generator for one release, created when the release is made: fresh OS
         entropy, or the user seed mixed with site, run and stream. Never stored."""
@@ -246,6 +276,8 @@ class Site:
         """
         if self._round != 0:
             raise ProtocolError(self.site_id, "round", "round 1 was already run.")
+        if self.config.is_rff:
+            return self._round1_rff()
         cfg, plan = self.config, self.plan
         grid = cfg.grid()
         folds = folds_of(cfg.cross_fit)
@@ -274,14 +306,55 @@ class Site:
             arrays={"count": np.array(counts), "sums": np.stack(sums)},
         )
 
+    def _round1_rff(self) -> Envelope:
+        """Round 1 with random Fourier features (``fairclass/_rff.py``): per fold the
+        noisy group-1 count (Δ = 1) and the four lattice sums of φ (Δ = 2 in φ units, exact
+        in int64) — one μ₁-GDP release, μ₁² = 1/σ_c² + 4/σ_f², charged before any noise."""
+        cfg, plan = self.config, self.plan
+        folds = folds_of(cfg.cross_fit)
+        self._charge_round1()
+        rng = self._noise(STREAM_ROUND1)
+        counts, sums, n_train = [], [], []
+        for tr, _cal in folds:
+            n1, cell_sums, n_rows = self._rff_training_stats(tr)
+            counts.append(float(n1) + _lattice_noise(
+                plan.sigma_count * float(rng.standard_normal()), n_rows, plan.sigma_count))
+            sums.append(release_rff_sums(cell_sums, n_rows, plan.sigma_function, rng))
+            n_train.append(n_rows)
+        self._round = 1
+        return Envelope(
+            "round1",
+            cfg.protocol_id,
+            self.site_id,
+            fields={
+                "n_train": n_train,
+                "sigma_count": plan.sigma_count,
+                "sigma_function": plan.sigma_function,
+            },
+            arrays={"count": np.array(counts), "sums": np.stack(sums)},
+        )
+
+    def _rff_training_stats(self, half: int) -> tuple[int, NDArray[np.int64], int]:
+        """(group-1 count, exact int64 lattice sums of φ per (a, y) cell, rows) of a half."""
+        rows = self._halves[half]
+        U, A, y = self._U[rows], self._A[rows], self._y[rows]
+        Q = rff_lattice(U, self._freqs)
+        return int(np.sum(A == 1)), rff_cell_sums(Q, A, y), int(rows.size)
+
     def _charge_round1(self) -> None:
         plan = self.plan
+        what = "D random-Fourier-feature sums" if self.config.is_rff else "kernel sums"
+        noise = (
+            f"N(0, {plan.sigma_function:.6g}^2) per coordinate (lattice 2^-20)"
+            if self.config.is_rff
+            else f"{plan.sigma_function:.6g}*GP(0, k_h)"
+        )
         for k, (tr, _cal) in enumerate(folds_of(self.config.cross_fit), start=1):
             self.ledger.charge(
-                f"fold {k} / round 1 / count + 4 kernel sums (one Gaussian mechanism)",
+                f"fold {k} / round 1 / count + 4 {what} (one Gaussian mechanism)",
                 _HALVES[tr],
                 plan.mu_round1,
-                f"N(0, {plan.sigma_count:.6g}^2) and {plan.sigma_function:.6g}*GP(0, k_h)",
+                f"N(0, {plan.sigma_count:.6g}^2) and {noise}",
             )
 
     def resume_after_round1(self) -> None:
@@ -306,9 +379,9 @@ class Site:
         if self._round != 1:
             raise ProtocolError(self.site_id, "round", "run round 1 before round 2, once.")
         cfg, plan = self.config, self.plan
-        grid = cfg.grid()
         folds = folds_of(cfg.cross_fit)
-        eta, pi = check_model(model, cfg)
+        score_folds = model_folds(model, cfg)
+        grid = None if cfg.is_rff else cfg.grid()
         depth = cfg.depth
         mech = NoisyBinaryTree(depth=depth, sigma=plan.sigma_tree, root="noisy")
         for k, (_tr, cal) in enumerate(folds, start=1):
@@ -319,8 +392,7 @@ class Site:
                 f"N(0, {plan.sigma_tree:.6g}^2) per node",
             )
         leaves = self._calibration_leaves(
-            [(cal, ReleasedFold(eta=eta[k], pi=pi[k], tau=0.0)) for k, (_tr, cal) in
-             enumerate(folds)],
+            [(cal, score_folds[k]) for k, (_tr, cal) in enumerate(folds)],
             grid,
         )
         trees, n_cal = [], []
@@ -362,7 +434,9 @@ class Site:
         return int(np.sum(A == 1)), kernel_cell_weights(grid, U, A, y), int(rows.size)
 
     def _calibration_leaves(
-        self, folds: list[tuple[int, ReleasedFold]], grid: KroneckerGaussianGrid
+        self,
+        folds: list[tuple[int, Any]],
+        grid: Any,
     ) -> list[tuple[tuple[NDArray[np.int64], NDArray[np.int64]], int]]:
         """Per (calibration half, model): leaf counts of Z over group 0 and −Z over group 1
         on the 2^M dyadic bins of [−1, 1], and the half's rows."""
@@ -387,6 +461,16 @@ class Site:
         return h.hexdigest()
 
 
+def _check_n(site_id: str, n: int, n_public: int) -> None:
+    if n != n_public:
+        raise ProtocolError(
+            site_id,
+            "n",
+            f"the site holds {n} rows but the setup declares N_s = {n_public}: the public "
+            "size must match (replace-one DP assumes N_s public).",
+        )
+
+
 def check_site_labels(site_id: str, y_min: int, y_max: int, n: int) -> None:
     """Refuse a site whose labels are all equal, as CDP-Fair refuses a constant y.
 
@@ -402,8 +486,8 @@ def check_site_labels(site_id: str, y_min: int, y_max: int, n: int) -> None:
 
 
 def score_leaf_counts(
-    fold: ReleasedFold,
-    grid: KroneckerGaussianGrid,
+    fold: ReleasedFold | ReleasedRFFFold,
+    grid: Any,
     U: NDArray[np.float64],
     A: NDArray[np.int8],
     depth: int,
@@ -412,11 +496,47 @@ def score_leaf_counts(
 
     Row-wise, so counts of a partition of the rows add up to the counts of all of them.
     """
-    z = np.clip(fold.scores(grid, U, A), -1.0, 1.0)
+    z = np.clip(fold.scores(grid, U, A), -1.0, 1.0)  # ReleasedFold or ReleasedRFFFold
     return (
         leaf_counts(z[A == 0], (-1.0, 1.0), depth),
         leaf_counts(-z[A == 1], (-1.0, 1.0), depth),
     )
+
+
+def model_folds(model: Envelope, cfg: ProtocolConfig) -> list[Any]:
+    """The broadcast model's per-fold group scores (τ = 0), validated against the setup."""
+    if cfg.is_rff:
+        coef, ridge, pi = check_rff_model(model, cfg)
+        W = cfg.rff_freqs()
+        return [
+            ReleasedRFFFold(coef=coef[k], ridge=ridge[k], pi=pi[k], tau=0.0, freqs=W)
+            for k in range(cfg.n_folds)
+        ]
+    eta, pi = check_model(model, cfg)
+    return [ReleasedFold(eta=eta[k], pi=pi[k], tau=0.0) for k in range(cfg.n_folds)]
+
+
+def check_rff_model(
+    model: Envelope, cfg: ProtocolConfig
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Validate an RFF ``model`` (aggregated sums, ridges, π̃); return them per fold."""
+    if model.kind != "model":
+        raise ProtocolError(model.sender, "kind", f"expected 'model', got {model.kind!r}.")
+    if model.protocol_id != cfg.protocol_id:
+        raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
+    nf = cfg.n_folds
+    if set(model.arrays) != {"coef", "ridge", "pi"}:
+        raise ProtocolError(
+            model.sender, "arrays", "the setup uses estimator='rff': expected coef, ridge, pi."
+        )
+    coef = model.array("coef", (nf, cfg.features_dim, 2, 2))
+    ridge = model.array("ridge", (nf, 2))
+    pi = model.array("pi", (nf, 2))
+    if np.any(ridge < 0):
+        raise ProtocolError(model.sender, "arrays.ridge", "negative values.")
+    if np.any((pi <= 0) | (pi >= 1)):
+        raise ProtocolError(model.sender, "arrays.pi", "values outside (0, 1).")
+    return coef, ridge, pi
 
 
 def check_model(
@@ -428,6 +548,11 @@ def check_model(
     if model.protocol_id != cfg.protocol_id:
         raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
     nf = cfg.n_folds
+    if cfg.is_rff or set(model.arrays) != {"eta", "pi"}:
+        raise ProtocolError(
+            model.sender, "arrays", f"estimator {cfg.estimator!r} of the setup: expected "
+            "eta and pi (kernel grid)."
+        )
     eta = model.array("eta", (nf, *cfg.grid_shape, 2))
     pi = model.array("pi", (nf, 2))
     if np.any((eta < 0) | (eta > 1)):

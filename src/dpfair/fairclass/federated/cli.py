@@ -400,6 +400,18 @@ def register(app: typer.Typer) -> None:
             bool | None,
             typer.Option("--cross-fit/--no-cross-fit", help="Default: only with --rule paper."),
         ] = None,
+        estimator: Annotated[
+            str,
+            typer.Option(
+                "--estimator",
+                help="Group score: kernel (grid, d <= 3 advisable) or rff (random Fourier "
+                "features; numeric features, scales in d).",
+            ),
+        ] = "kernel",
+        features_dim: Annotated[
+            int | None,
+            typer.Option("--features-dim", help="D of --estimator rff (even, <= 4096)."),
+        ] = None,
     ) -> None:
         """Write the signed ``setup`` (sites, their pinned keys, grid, M, α, ρ, C_ω)."""
         with user_errors():
@@ -424,6 +436,8 @@ def register(app: typer.Typer) -> None:
                 bandwidth=bandwidth,
                 cross_fit=cross_fit,
                 keys=keys,
+                estimator=estimator,
+                features_dim=features_dim if estimator == "rff" else None,
             )
             write_message(out, cfg.to_envelope(), signer)
             _print(
@@ -433,6 +447,8 @@ def register(app: typer.Typer) -> None:
                     "depth": cfg.depth,
                     "bandwidth": cfg.bandwidth,
                     "grid_shape": list(cfg.grid_shape),
+                    **({"estimator": "rff", "features_dim": cfg.features_dim}
+                       if cfg.is_rff else {}),
                     "key_fingerprints": {p: key_fingerprint(k) for p, k in cfg.keys},
                 }
             )
