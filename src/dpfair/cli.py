@@ -48,19 +48,10 @@ class _Commands(LazyGroup):
             "dpfair.facility.cli",
             "Place a facility privately on [LO, HI] from the locations in one column.",
         ),
-        "facility-experiment": (
-            "dpfair.facility.cli",
-            "Run one facility-location experiment (exact, no Monte Carlo) and write its "
-            "figures.",
-        ),
         "fair-classify": (
             "dpfair.fairclass.cli",
             "Fit CDP-Fair on TRAIN ((ε, δ)-DP) and report test error, |DD| and the privacy "
             "spent.",
-        ),
-        "fair-reproduce": (
-            "dpfair.fairclass.cli",
-            "Reproduce Figure 3 (simulation) or the Adult / Law School panels of Figures 6-7.",
         ),
         "fdp": (
             "dpfair.fairclass.federated.cli",
@@ -111,8 +102,8 @@ def _root(
     Every command that touches data prints only differentially private output and states
     the privacy it spent, under replace-one neighbours, in its mechanism's own measure:
     **median-ci** ρ-zCDP (with the implied (ε, δ)-DP); **facility** pure ε-DP;
-    **fair-classify** and **fdp** (ε, δ)-DP. **report**, **reproduce**, **fair-reproduce**,
-    **facility-experiment** and **datasets** run on public or simulated data.
+    **fair-classify** and **fdp** (ε, δ)-DP. **report**, **reproduce** (every study of the
+    three papers) and **datasets** run on public or simulated data.
     """
 
 

@@ -34,6 +34,7 @@ from dpfair.facility import (
     GridExpMed,
     LaplaceMedian,
     ctm_bounds,
+    ctm_family_max,
     ctm_worst_case,
     impossibility_pair,
     ks_distance,
@@ -41,7 +42,6 @@ from dpfair.facility import (
     table1,
     unwidened_expmed,
 )
-from dpfair.facility.experiments import ctm_family_max
 from tests.experiments._helpers import assert_tables_equal
 
 FACILITY = {"facility-scaling", "facility-widening", "facility-impossibility",

@@ -17,6 +17,7 @@ import pytest
 
 from dpfair import InvalidParameterError
 from dpfair.experiments import Experiment, get_experiment, list_experiments, run_experiment
+from dpfair.experiments._fairclass_paper import ALPHA_GRID_SIM
 from dpfair.experiments.fairclass import (
     METHODS,
     SIM_EPSILONS,
@@ -37,7 +38,6 @@ from dpfair.fairclass import (
     misclassification_error,
 )
 from dpfair.fairclass.datasets import load_bundled_adult, simulate, train_test_split
-from dpfair.fairclass.study import ALPHA_GRID_SIM
 from tests.experiments._helpers import assert_tables_equal
 
 FAIRCLASS = {"fairclass-simulation", "fairclass-adult", "fairclass-law", "fairclass-smoke"}

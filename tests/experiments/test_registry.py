@@ -36,7 +36,7 @@ def test_listing_holds_the_median_studies_sorted() -> None:
     names = [e.name for e in list_experiments()]
     assert MEDIAN_EXPERIMENTS <= set(names)
     assert names == sorted(names)
-    assert "_median" in EXTENSION_MODULES
+    assert "median_width" in EXTENSION_MODULES
 
 
 def test_paper_width_grid_is_methods_by_rho_at_the_paper_setting() -> None:

@@ -1,4 +1,4 @@
-"""CLI commands ``facility`` and ``facility-experiment`` (registered on a Typer app)."""
+"""CLI command ``facility`` (registered on a Typer app)."""
 
 from __future__ import annotations
 
@@ -105,22 +105,7 @@ def test_missing_file(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no such file" in res.stderr
 
 
-def test_experiment_command_writes_json_and_png(tmp_path: Path) -> None:
-    res = runner.invoke(APP, ["facility-experiment", "impossibility", "--quick", "--out",
-                              str(tmp_path), "--json"])
-    assert res.exit_code == 0, res.stderr
-    out = json.loads(res.stdout)
-    assert out["summary"]["all_hold"] is True
-    assert (tmp_path / "impossibility.json").exists()
-    assert (tmp_path / "impossibility.png").stat().st_size > 10_000
-
-
-def test_unknown_experiment(tmp_path: Path) -> None:
-    res = runner.invoke(APP, ["facility-experiment", "speed", "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "name='speed'" in res.stderr
-
-
 def test_help() -> None:
-    for cmd in ("facility", "facility-experiment"):
+    for cmd in ("facility",):
         res = runner.invoke(APP, [cmd, "--help"])
         assert res.exit_code == 0 and "--" in res.stdout

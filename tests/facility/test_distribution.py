@@ -202,7 +202,6 @@ def test_results_and_laws_pickle():
         triangular_law,
         truncated_normal_law,
     )
-    from dpfair.facility.experiments import ExperimentResult
 
     x = np.linspace(0.1, 0.9, 21)
     mech = DPExpMed(1.0, DOMAIN)
@@ -212,7 +211,7 @@ def test_results_and_laws_pickle():
             GridExpMed(1.0, DOMAIN, grid_size=11).distribution(x), impossibility_pair(5, DOMAIN),
             spm_lambda(x, DOMAIN, peaks=[0.5]), table1(10, 1.0, 1.0, 0.1, 0.1),
             ctm_bounds(11, 1.0, 1.0, 0.1), d.summary(), triangular_law(DOMAIN),
-            truncated_normal_law(DOMAIN), ExperimentResult("x", {}, [], {})]
+            truncated_normal_law(DOMAIN)]
     for obj in objs:
         clone = pickle.loads(pickle.dumps(obj))
         assert type(clone) is type(obj)

@@ -1,4 +1,4 @@
-"""``fair-classify`` and ``fair-reproduce`` through a Typer app (as dpfair.cli registers them)."""
+"""``fair-classify`` through a Typer app (as dpfair.cli registers them)."""
 
 from __future__ import annotations
 
@@ -131,28 +131,3 @@ def test_fair_classify_user_errors(app, csvs, change, message):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2
     assert message in res.output
-
-
-def test_fair_reproduce_quick(app, tmp_path, monkeypatch):
-    import dpfair.fairclass.study as study
-
-    original = study.figure3_study
-
-    def small(**kw):
-        kw.update(n_list=(3000,), eps_list=(1.0,), alphas=(0.1, 0.3), oracle_n=50_000)
-        return original(**kw)
-
-    monkeypatch.setattr(study, "figure3_study", small)
-    res = CliRunner().invoke(
-        app, ["fair-reproduce", "figure3", "--quick", "--reps", "2", "--out", str(tmp_path)]
-    )
-    assert res.exit_code == 0, res.output
-    for name in ("figure3_runs.csv", "figure3_summary.csv", "figure3.json", "figure3.png"):
-        assert (tmp_path / name).exists()
-    summary = json.loads((tmp_path / "figure3.json").read_text())["summary"]
-    assert {r["alpha"] for r in summary} == {0.1, 0.3}
-
-
-def test_fair_reproduce_law_school_needs_data(app, tmp_path):
-    res = CliRunner().invoke(app, ["fair-reproduce", "law_school", "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "not bundled" in res.output

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpfair.experiments._fairclass_paper import AUTHORS_CODE_BAR, figure3_study, paper_offset
 from dpfair.fairclass.datasets import SIMULATION_PAPER_ORACLE
-from dpfair.fairclass.study import AUTHORS_CODE_BAR, figure3_study, paper_offset
 from tests._stats import FAIL_PROB
 
 ALPHAS = (0.05, 0.1, 0.2, 0.3)

@@ -3,15 +3,16 @@
 Log-normal σ = 1, n = 1000, α = 0.05, R = [−5, 15], θ = 0.005 (ExpMech) / 0.05 (trees).
 The paper's own code reports median relative widths 1.43–1.45 at ρ = 0.5; a *valid*
 ExpMech with bounded-range accounting should reach about that, and the tree methods should
-beat it. Measured with 100 × 5 runs (``python -m dpfair.median.study``): ExpMech 1.47,
-CDFPostProcess 1.19, NoisyBinSearch 1.40, BinSearch+CDF 1.31. The limits below leave room
-for the smaller CI-sized run (40 data sets × 1 run, fixed seed) but catch a regression
-such as halving ε or losing the exact thresholds.
+beat it. Measured with 100 × 5 runs
+(``dpfair.experiments._median_paper.run_study``): ExpMech 1.47, CDFPostProcess 1.19,
+NoisyBinSearch 1.40, BinSearch+CDF 1.31. The limits below leave room for the smaller
+CI-sized run (40 data sets × 1 run, fixed seed) but catch a regression such as halving ε
+or losing the exact thresholds.
 """
 
 import pytest
 
-from dpfair.median.study import lognormal_population, run_study
+from dpfair.experiments._median_paper import lognormal_population, run_study
 
 LIMITS = {"expmech": 1.58, "cdf": 1.32, "binsearch": 1.55, "binsearch_cdf": 1.45}
 

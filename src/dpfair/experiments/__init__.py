@@ -20,11 +20,15 @@ From the shell: ``dpfair reproduce --list``, ``dpfair reproduce median-width --j
 
 Adding experiments (extension point)
 ------------------------------------
-Each domain package registers its studies in a private module of this package that the
-registry imports on first use: ``_median.py`` (paper 004), ``_facility.py`` (paper 000)
-and ``_fairclass.py`` (paper 003) when it is added; a module listed in
-:data:`EXTENSION_MODULES` that does not exist is skipped. In such a module, define
-``run_one`` at module level (worker processes import it by name) and register it::
+Every study is one module of this package named after it (``median_width.py`` registers
+``median-width``, ``facility_scaling.py`` registers ``facility-scaling``, …), listed in
+:data:`EXTENSION_MODULES`; the registry imports them on first use, and a listed module that
+does not exist is skipped. The trial functions and grid helpers that one paper's studies
+share live in private modules: ``_median.py`` (paper 004), ``_facility.py`` (paper 000),
+``_fairclass.py`` and ``_fdp.py`` (paper 003). The domain packages (:mod:`dpfair.median`,
+:mod:`dpfair.facility`, :mod:`dpfair.fairclass`) hold only the library and never import
+this package. In a study module, define ``run_one`` at module level (or import it from the
+paper's helper module; worker processes import it by name) and register it::
 
     import dpfair.facility
     from dpfair.experiments import register_experiment

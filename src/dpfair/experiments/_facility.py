@@ -1,4 +1,4 @@
-r"""Registered studies of paper 000: private facility location with fairness (DPExpMed).
+r"""Trials and grids of the studies of paper 000: private facility location (DPExpMed).
 
 Every number is *exact*: the metrics come from the mechanisms' output laws
 (:meth:`dpfair.facility.DPExpMed.distribution` and the baselines' ``distribution``), never
@@ -6,8 +6,8 @@ from Monte Carlo draws of the mechanism. The only randomness is in the data sets
 from single-peaked laws, so deterministic data (the CTM worst cases, evenly spaced agents,
 all agents at one point, the lower-bound pairs) ignore the seed and give the same row in
 every repetition, and one repetition of a sampled family is one sampled data set. Only the
-public API of :mod:`dpfair.facility` is used (including its public
-:mod:`dpfair.facility.experiments` helpers ``worst_case_level`` and ``ctm_family_max``).
+public API of :mod:`dpfair.facility` is used (including its exact worst-case helpers
+:func:`~dpfair.facility.worst_case_level` and :func:`~dpfair.facility.ctm_family_max`).
 
 Data sets and seeds
 -------------------
@@ -21,6 +21,9 @@ widening c and across mechanisms are compared on common data (common random numb
 
 Registered experiments (β = 0.05, domain V = [0, 1], so m = 1)
 -------------------------------------------------------------
+Each is registered by its own module of :mod:`dpfair.experiments`, named after it
+(``my-study`` in ``my_study.py``).
+
 ``facility-scaling``
     Grid family × n × ε with n ∈ {101, 1001, 10001, 100001, 1000001} and
     ε ∈ {0.1, 0.2, 0.5, 1, 2}: the (1 − β)-quantiles and expectations of FAIR and SWDIFF,
@@ -49,7 +52,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair.experiments._registry import register_experiment
 from dpfair.facility import (
     DPExpMed,
     GridExpMed,
@@ -58,6 +60,7 @@ from dpfair.facility import (
     OutputDistribution,
     SinglePeakedLaw,
     ctm_bounds,
+    ctm_family_max,
     ctm_worst_case,
     fair_lower_bound_pair,
     impossibility_pair,
@@ -68,8 +71,8 @@ from dpfair.facility import (
     triangular_law,
     truncated_normal_law,
     unwidened_expmed,
+    worst_case_level,
 )
-from dpfair.facility.experiments import ctm_family_max, worst_case_level
 
 __all__ = [
     "BETA",
@@ -547,103 +550,3 @@ BASELINE_DATASETS: tuple[str, ...] = (
 )
 
 _SCALING_METRICS = ("fair_quantile", "swdiff_quantile", "fair_ok", "fair_bound_ratio")
-
-register_experiment(
-    name="facility-scaling",
-    description=(
-        "Exact 0.95-quantiles and expectations of FAIR and SWDIFF of DPExpMed (alpha* = "
-        "1/(n eps)) on [0, 1] vs n in {101, ..., 10^6+1} x eps in {0.1, ..., 2}, on CTM worst "
-        "cases, evenly spaced agents, a point mass and samples from single-peaked laws (one "
-        "rep = one sample; deterministic families repeat), with the explicit bounds "
-        "(Thm 7.9 + ineq. (7), SPM_lambda, SWDIFF corrected and paper's) and Table 1's rates."
-    ),
-    grid=[
-        {"family": f, "n": n, "epsilon": e, "beta": BETA}
-        for f in _FAMILIES
-        for n in SCALING_NS
-        for e in SCALING_EPSILONS
-    ],
-    reps=5,
-    metrics=_SCALING_METRICS,
-    reference=f"{_REF}, Table 1, Thm 7.9, ineq. (7); issue 3, experiment 1",
-)(scaling_trial)
-
-register_experiment(
-    name="facility-smoke",
-    description=(
-        "A small facility study (seconds): facility-scaling at n in {101, 1001}, eps in "
-        "{0.5, 1}, every family, 3 reps."
-    ),
-    grid=[
-        {"family": f, "n": n, "epsilon": e, "beta": BETA}
-        for f in _FAMILIES
-        for n in (101, 1001)
-        for e in (0.5, 1.0)
-    ],
-    reps=3,
-    metrics=_SCALING_METRICS,
-    reference=f"{_REF}, Table 1",
-)(scaling_trial)
-
-register_experiment(
-    name="facility-widening",
-    description=(
-        "DPExpMed with widening alpha = c/(n eps), c = 0.01 ... 100 (21 values), n = 10001, "
-        "eps in {0.5, 1}: exact FAIR/SWDIFF quantiles and means per family (CTM worst case "
-        "at each alpha's own level, family maximum, even spacing, point mass, samples); "
-        "where the optimum sits relative to alpha* (c = 1)."
-    ),
-    grid=[
-        {"family": f, "n": 10001, "epsilon": e, "c": c, "beta": BETA}
-        for f in _FAMILIES
-        for e in (0.5, 1.0)
-        for c in WIDENING_CS
-    ],
-    reps=5,
-    metrics=("fair_quantile", "swdiff_quantile", "expected_fair", "expected_swdiff"),
-    reference=f"{_REF}, Cor. 7.10 (alpha* = 1/(n eps)); issue 3, experiment 2",
-)(widening_trial)
-
-register_experiment(
-    name="facility-impossibility",
-    description=(
-        "Exact max over a lower-bound pair of P(FAIR >= radius) vs 1/(1 + e^(d eps)): Thm "
-        "5.1's bimodal pair (radius m/2, n in {11, 100, 1001}) for DPExpMed (alpha* and 0), "
-        "the Laplace median and two grid EMs (1000 candidates); Thm 7.21's D_0/D_gamma and "
-        "Thm 7.24's D_1/D_2 (n = 101) for DPExpMed; eps from 0.1 to 5. Deterministic: "
-        "1 rep is enough."
-    ),
-    grid=[
-        {"pair": "thm5.1", "n": n, "epsilon": e, "mechanism": mech}
-        for n in (11, 100, 1001)
-        for e in IMPOSSIBILITY_EPSILONS
-        for mech in MECHANISMS
-    ]
-    + [
-        {"pair": pair, "n": 101, "epsilon": e, "mechanism": "dpexpmed"}
-        for pair in ("thm7.21", "thm7.24")
-        for e in IMPOSSIBILITY_EPSILONS
-    ],
-    reps=1,
-    metrics=("max_prob", "bound", "holds"),
-    reference=f"{_REF}, Thm 5.1, Thm 7.20, Thms 7.21 and 7.24; issue 3, experiment 3",
-)(impossibility_trial)
-
-register_experiment(
-    name="facility-baselines",
-    description=(
-        "Exact E[FAIR], E[SWDIFF] and 0.95-quantiles of DPExpMed(alpha*) vs the unwidened "
-        "mechanism, the Laplace median (sensitivity m) and grid EMs (rank/percentile score, "
-        "1000 candidates) on the same data (n = 10001; samples, even spacing, CTM worst "
-        "case, point mass, bimodal), eps in {0.1, 0.5, 1, 2}; ratios to DPExpMed."
-    ),
-    grid=[
-        {"dataset": d, "n": 10001, "epsilon": e, "mechanism": mech, "beta": BETA}
-        for d in BASELINE_DATASETS
-        for e in (0.1, 0.5, 1.0, 2.0)
-        for mech in MECHANISMS
-    ],
-    reps=5,
-    metrics=("expected_fair", "expected_fair_vs_dpexpmed", "expected_swdiff_vs_dpexpmed"),
-    reference=f"{_REF}, §7 baselines; issue 3, experiment 4",
-)(baselines_trial)

@@ -1,4 +1,4 @@
-"""Registered studies of paper 003 (single server): CDP-Fair and its three baselines.
+"""Trials and grids of the studies of paper 003 (single server): CDP-Fair and 3 baselines.
 
 Every repetition draws one train/test pair (simulation) or one random 70/30 split of a real
 data set, fits one method on it and evaluates the expected test error and |DD| of the
@@ -38,6 +38,9 @@ the file is absent the study raises :class:`DataUnavailableError` with the fix, 
 
 Registered experiments
 ----------------------
+Each is registered by its own module of :mod:`dpfair.experiments`, named after it
+(``my-study`` in ``my_study.py``).
+
 ``fairclass-simulation``
     Figure 3's design: N ∈ {5000, 7000, 9000}, ε ∈ {0.75, 1, 2, 3, 4}, α ∈ {0.05, …, 0.6},
     4000 test points, the four methods; 200 repetitions (the paper's count).
@@ -60,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from dpfair._errors import InvalidParameterError
-from dpfair.experiments._registry import register_experiment
+from dpfair.experiments._fairclass_paper import ALPHA_GRID_REAL, ALPHA_GRID_SIM
 from dpfair.fairclass import (
     CDPFairClassifier,
     FairPlugInClassifier,
@@ -78,7 +81,6 @@ from dpfair.fairclass.datasets import (
     simulate,
     train_test_split,
 )
-from dpfair.fairclass.study import ALPHA_GRID_REAL, ALPHA_GRID_SIM
 
 __all__ = [
     "ADULT_ENV",
@@ -103,7 +105,7 @@ __all__ = [
     "simulation_trial",
 ]
 
-#: Methods, in display order (names as in :mod:`dpfair.fairclass.study`).
+#: Methods, in display order (names as in :mod:`dpfair.experiments._fairclass_paper`).
 METHODS: tuple[str, ...] = ("cdp_fair", "privacy_only", "fairness_only", "unconstrained")
 #: Methods with a privacy budget (the others have ``epsilon = inf`` in the grid).
 PRIVATE_METHODS: frozenset[str] = frozenset({"cdp_fair", "privacy_only"})
@@ -345,56 +347,3 @@ def real_grid(
 
 def _metrics(alphas: Sequence[float]) -> tuple[str, ...]:
     return tuple(alpha_column(k, a) for a in alphas for k in ("error", "abs_dd"))
-
-
-register_experiment(
-    name="fairclass-simulation",
-    description=(
-        "Figure 3: expected test error and |DD| of CDP-Fair and the three baselines on the "
-        "paper's simulation, N in {5000, 7000, 9000}, eps in {0.75, 1, 2, 3, 4} "
-        "(delta = (N/2)^-2), alpha in {0.05, ..., 0.6} (S1 fitted once per repetition), "
-        "4000 test points; one repetition = one train/test draw, shared by all cells."
-    ),
-    grid=simulation_grid(),
-    reps=200,
-    metrics=_metrics((0.05, 0.1, 0.2, 0.3)),
-    reference=f"{_REF}, §5.1, Figure 3; issue 4",
-)(simulation_trial)
-
-register_experiment(
-    name="fairclass-adult",
-    description=(
-        "Figure 6/7 panel, Adult (bundled copy, or $DPFAIR_ADULT_PATH): the four methods at "
-        "eps in {1, 2, 4}, alpha in {0.025, ..., 0.35}, random 70/30 splits shared by all "
-        "cells; features age, workclass, education-num; A = sex."
-    ),
-    grid=real_grid("adult"),
-    reps=200,
-    metrics=_metrics((0.05, 0.1, 0.2)),
-    reference=f"{_REF}, §5.2, Figures 6-7 (Adult)",
-)(real_trial)
-
-register_experiment(
-    name="fairclass-law",
-    description=(
-        "Figure 6/7 panel, Law School ($DPFAIR_LAW_SCHOOL_PATH, default "
-        "../shared/data/law_school_xue_yu.csv; not bundled): the four methods at eps in "
-        "{1, 2, 4}, alpha in {0.025, ..., 0.35}, random 70/30 splits; A = race."
-    ),
-    grid=real_grid("law_school"),
-    reps=200,
-    metrics=_metrics((0.05, 0.1, 0.2)),
-    reference=f"{_REF}, §5.2, Figures 6-7 (Law School)",
-)(real_trial)
-
-register_experiment(
-    name="fairclass-smoke",
-    description=(
-        "A few seconds' version of fairclass-simulation: N=2000, eps=1, alpha in {0.1, 0.3}, "
-        "1000 test points, the four methods, 3 repetitions."
-    ),
-    grid=simulation_grid(ns=(2000,), epsilons=(1.0,), alphas=(0.1, 0.3), n_test=1000),
-    reps=3,
-    metrics=_metrics((0.1, 0.3)),
-    reference=f"{_REF}, §5.1",
-)(simulation_trial)

@@ -1,20 +1,32 @@
-"""Registered studies of paper 003, federated part: FDP-Fair across S sites.
+"""Trials and grids of the studies of paper 003, federated part: FDP-Fair across S sites.
 
 One repetition draws S site samples of the paper's simulation (seeded by the repetition's
 own seed), a test set, fits :class:`dpfair.fairclass.FDPFairClassifier` through the whole
 two-round protocol (the same message code path as the multi-process CLI run) and evaluates
 test error and |DD| plus the *population* risk and |DD| of the released classifier (on a
 fixed 200,000-draw sample of the design, through
-:func:`dpfair.fairclass.federated.study.run_one`). Only public API is used.
+:func:`dpfair.experiments._fdp_paper.run_one`). Only public API is used.
 
 Registered experiments
 ----------------------
+Each is registered by its own module of :mod:`dpfair.experiments`, named after it
+(``my-study`` in ``my_study.py``).
+
 ``fdp-figure4``
     Figure 4: N_s = 2000, S ∈ {4, 5, 6}, ε ∈ {0.75, 1, 2, 3, 4, 10}, α ∈ {0.05, 0.1, 0.2,
     0.3}, δ_s = (N_s/2)^-2, the package's default rule and the paper's rule; 200 reps.
 ``fdp-figure5``
     Figure 5: N_total = 7200 split evenly over S ∈ {1, …, 5} sites, ε = 1, α ∈ {0.1, 0.2};
     200 reps.
+``fdp-sensitivity``
+    §A.2: S = 3, N_s = 2000, ε = 1, α = 0.3, both rules; ρ ∈ {0, 0.01, 0.02, 0.03, 0.05,
+    0.08} at C_ω = 0.1, and C_ω ∈ {0.01, 0.05, 0.1, 0.2, 0.5} at ρ = 0.03; 200 reps.
+``fdp-adult``, ``fdp-law``
+    Real-data panels with S = 1: a random 70/30 split per repetition (shared by all cells),
+    ε = 1, ρ = 0.02, α ∈ {0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35}, both rules; test
+    error and |DD| only (no population). Adult is the bundled copy (or
+    ``$DPFAIR_ADULT_PATH``); Law School is read from ``$DPFAIR_LAW_SCHOOL_PATH`` (not
+    bundled).
 ``fdp-smoke``
     Seconds: S = 2, N_s = 1000, ε = 2, α = 0.2, both rules, 2 reps.
 """
@@ -26,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from dpfair.experiments._registry import register_experiment
-from dpfair.fairclass.datasets import simulate
-from dpfair.fairclass.federated.study import run_one
+from dpfair.experiments._fairclass import DATASET_CODES, data_seed, load_dataset
+from dpfair.experiments._fdp_paper import run_one
+from dpfair.fairclass.datasets import simulate, train_test_split
 
-__all__ = ["fdp_grid", "fdp_trial"]
+__all__ = ["fdp_grid", "fdp_real_trial", "fdp_trial", "real_grid", "sensitivity_grid"]
 
 _REF = "Xue & Yu (paper 003), Algorithms 1-4 and 6"
 
@@ -53,51 +65,80 @@ def fdp_grid(
     return cells
 
 
+def sensitivity_grid(
+    rhos: tuple[float, ...] = (0.0, 0.01, 0.02, 0.03, 0.05, 0.08),
+    c_omegas: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2, 0.5),
+    variants: tuple[str, ...] = ("default", "paper"),
+    *,
+    n_s: int = 2000,
+    sites: int = 3,
+    epsilon: float = 1.0,
+    alpha: float = 0.3,
+) -> list[dict[str, Any]]:
+    """Cells of §A.2: ρ swept at C_ω = 0.1, then C_ω swept at ρ = 0.03, per variant."""
+    base = {"S": sites, "n_s": n_s, "epsilon": float(epsilon), "alpha": float(alpha),
+            "n_test": 2000}
+    cells = []
+    for variant in variants:
+        cells += [{**base, "variant": variant, "what": "rho", "rho": float(r), "c_omega": 0.1}
+                  for r in rhos]
+        cells += [{**base, "variant": variant, "what": "c_omega", "rho": 0.03,
+                   "c_omega": float(c)} for c in c_omegas]
+    return cells
+
+
+def real_grid(
+    dataset: str,
+    alphas: tuple[float, ...] = (0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
+    variants: tuple[str, ...] = ("default", "paper"),
+    *,
+    epsilon: float = 1.0,
+    rho: float = 0.02,
+    test_fraction: float = 0.3,
+) -> list[dict[str, Any]]:
+    """Cells (α, variant) of a real-data panel with one site."""
+    return [{"dataset": dataset, "epsilon": float(epsilon), "alpha": float(a),
+             "variant": v, "rho": float(rho), "test_fraction": float(test_fraction)}
+            for a in alphas for v in variants]
+
+
 def fdp_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, float]:
-    """One FDP-Fair fit on fresh simulated sites; see the module docstring."""
+    """One FDP-Fair fit on fresh simulated sites; see the module docstring.
+
+    ``rho`` and ``c_omega`` (the band and the ω constant) default to the protocol's 0.03
+    and 0.1 when the cell does not set them (the sensitivity study does).
+    """
     data_seed, test_seed, fit_seed = seed.spawn(3)
     site_seeds = data_seed.spawn(int(params["S"]))
     sites = [simulate(int(params["n_s"]), rng=np.random.default_rng(s)) for s in site_seeds]
     test = simulate(int(params["n_test"]), rng=np.random.default_rng(test_seed))
     out = run_one(sites, test, epsilon=float(params["epsilon"]), alpha=float(params["alpha"]),
-                  variant=str(params["variant"]), seed=int(fit_seed.generate_state(1)[0]))
+                  variant=str(params["variant"]), seed=int(fit_seed.generate_state(1)[0]),
+                  rho=float(params.get("rho", 0.03)),
+                  c_omega=float(params.get("c_omega", 0.1)))
     out["above_alpha"] = float(out["pop_abs_dd"] > params["alpha"])
+    return {k: float(v) for k, v in out.items()}
+
+
+def fdp_real_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, float]:
+    """One FDP-Fair fit with S = 1 on a random split of a real data set.
+
+    The split is ``train_test_split(data, test_fraction, rng=data_seed(seed, code))`` — the
+    same stream the single-server real-data studies use, so every cell of one repetition
+    sees the same split; the fit's ``random_state`` comes from ``seed``.
+    """
+    dataset = str(params["dataset"])
+    data = load_dataset(dataset)
+    split = np.random.default_rng(data_seed(seed, DATASET_CODES[dataset]))
+    train, test = train_test_split(data, float(params["test_fraction"]), split)
+    out = run_one([train], test, epsilon=float(params["epsilon"]),
+                  alpha=float(params["alpha"]), variant=str(params["variant"]),
+                  seed=int(seed.generate_state(1)[0]), rho=float(params["rho"]),
+                  population=False)
+    out["above_alpha"] = float(out["abs_dd"] > params["alpha"])
     return {k: float(v) for k, v in out.items()}
 
 
 _METRICS = ("error", "abs_dd", "pop_risk", "pop_abs_dd", "above_alpha")
 
-register_experiment(
-    name="fdp-figure4",
-    description=(
-        "Figure 4: FDP-Fair with N_s = 2000 per site, S in {4, 5, 6}, eps in {0.75, 1, 2, 3, "
-        "4, 10} (delta_s = (N_s/2)^-2), alpha in {0.05, 0.1, 0.2, 0.3}; default (confidence) "
-        "and paper threshold rules; test and population error / |DD|."
-    ),
-    grid=fdp_grid((4, 5, 6), (0.75, 1.0, 2.0, 3.0, 4.0, 10.0), (0.05, 0.1, 0.2, 0.3),
-                  n_s=2000),
-    reps=200,
-    metrics=_METRICS,
-    reference=f"{_REF}; §5.1, Figure 4; issue 5",
-)(fdp_trial)
-
-register_experiment(
-    name="fdp-figure5",
-    description=(
-        "Figure 5: effect of the number of sites, N_total = 7200 split over S in {1, ..., 5}, "
-        "eps = 1, alpha in {0.1, 0.2}; default and paper rules."
-    ),
-    grid=fdp_grid((1, 2, 3, 4, 5), (1.0,), (0.1, 0.2), n_total=7200, n_test=2500),
-    reps=200,
-    metrics=_METRICS,
-    reference=f"{_REF}; §5.1, Figure 5; issue 5",
-)(fdp_trial)
-
-register_experiment(
-    name="fdp-smoke",
-    description="Seconds: S = 2, N_s = 1000, eps = 2, alpha = 0.2, both rules, 2 reps.",
-    grid=fdp_grid((2,), (2.0,), (0.2,), n_s=1000, n_test=1000),
-    reps=2,
-    metrics=_METRICS,
-    reference=_REF,
-)(fdp_trial)
+_REAL_METRICS = ("error", "abs_dd", "above_alpha")

@@ -1,4 +1,4 @@
-"""Registered studies of paper 004: private confidence intervals for the median.
+"""Trials and grids of the studies of paper 004: private confidence intervals for the median.
 
 Every repetition draws one fresh data set and computes one private interval on it with
 :func:`dpfair.median.confidence_interval`, next to the non-private reference
@@ -13,6 +13,9 @@ repetition counts match the paper's trial counts: 500 per cell for widths and sw
 
 Registered experiments
 ----------------------
+Each is registered by its own module of :mod:`dpfair.experiments`, named after it
+(``my-study`` in ``my_study.py``).
+
 ``median-width``
     Relative width and coverage at the paper's setting for every method and
     ρ ∈ {0.1, 0.5, 1} (issue 2's headline table).
@@ -35,7 +38,6 @@ import numpy as np
 import dpfair.median
 from dpfair.data import get_design, lognormal_sample
 from dpfair.data.synthetic import PAPER_BOUNDS
-from dpfair.experiments._registry import register_experiment
 
 __all__ = ["PAPER_THETA", "design_trial", "lognormal_trial"]
 
@@ -120,109 +122,8 @@ def _paper_cell(method: str, **overrides: Any) -> dict[str, Any]:
 
 _METHODS = dpfair.median.METHODS
 
-register_experiment(
-    name="median-width",
-    description=(
-        "Relative width (private / non-private CI width) and coverage at the paper's "
-        "setting: log-normal sigma=1, n=1000, alpha=0.05, R=[-5, 15], theta=0.005 "
-        "(ExpMech) / 0.05 (tree methods), every method, rho in {0.1, 0.5, 1}."
-    ),
-    grid=[_paper_cell(m, rho=rho) for rho in (0.1, 0.5, 1.0) for m in _METHODS],
-    reps=500,
-    metrics=_METRICS,
-    reference=f"{_REF}; issue 2 (relative width table)",
-)(lognormal_trial)
-
 #: (n, ρ) settings of the coverage study (n = 50 needs ρ = 1 for BinSearch+CDF to have a
 #: valid target rank at α/4).
 COVERAGE_SETTINGS: tuple[tuple[int, float], ...] = ((50, 1.0), (1000, 0.1), (1000, 0.5),
                                                     (1000, 1.0))
 _COVERAGE_DESIGNS = ("lognormal", "lognormal_sigma5", "normal", "uniform", "skewed_heavy")
-
-register_experiment(
-    name="median-coverage",
-    description=(
-        "Empirical coverage (target 0.95) of every method on the synthetic designs "
-        "(log-normal sigma 1 and 5, normal, uniform, Pareto) at (n, rho) in "
-        "{(50, 1), (1000, 0.1), (1000, 0.5), (1000, 1)}; R=[-5, 15], paper thetas."
-    ),
-    grid=[
-        {
-            "method": m,
-            "design": d,
-            "n": n,
-            "rho": rho,
-            "alpha": 0.05,
-            "r_low": PAPER_BOUNDS[0],
-            "r_high": PAPER_BOUNDS[1],
-            "theta": PAPER_THETA[m],
-        }
-        for (n, rho) in COVERAGE_SETTINGS
-        for d in _COVERAGE_DESIGNS
-        for m in _METHODS
-    ],
-    reps=5000,
-    metrics=("covered", "rel_width"),
-    reference=f"{_REF} (coverage, 5000 trials per cell); issue 2 (coverage tests)",
-)(design_trial)
-
-register_experiment(
-    name="median-sweep-n",
-    description="Relative width vs the sample size n (paper's setting otherwise, rho=0.5).",
-    grid=[_paper_cell(m, n=n) for n in (100, 300, 1000, 3000, 10000, 30000) for m in _METHODS],
-    reps=500,
-    metrics=_METRICS,
-    reference=f"{_REF}, Fig. 6 (sweep of n)",
-)(lognormal_trial)
-
-register_experiment(
-    name="median-sweep-rho",
-    description="Relative width vs the privacy budget rho (paper's setting otherwise, n=1000).",
-    grid=[
-        _paper_cell(m, rho=rho) for rho in (0.01, 0.03, 0.1, 0.3, 1.0, 3.0) for m in _METHODS
-    ],
-    reps=500,
-    metrics=_METRICS,
-    reference=f"{_REF}, Fig. 6 (sweep of rho)",
-)(lognormal_trial)
-
-register_experiment(
-    name="median-sweep-sigma",
-    description=(
-        "Relative width vs the spread sigma of the log-normal design (paper's setting "
-        "otherwise; the paper's two designs are sigma=1 and sigma=5)."
-    ),
-    grid=[_paper_cell(m, sigma=s) for s in (0.25, 0.5, 1.0, 2.0, 5.0) for m in _METHODS],
-    reps=500,
-    metrics=_METRICS,
-    reference=f"{_REF}, Fig. 6 (sweep of sigma)",
-)(lognormal_trial)
-
-register_experiment(
-    name="median-sweep-range",
-    description=(
-        "Relative width vs the size |R| of the public range R=[-|R|/4, 3|R|/4] (the paper's "
-        "[-5, 15] is |R|=20), |R| in {5, 20, 100, 1000, 10000}, thetas fixed at the paper's. "
-        "CDFPostProcess at |R|=10000 takes about 1 s per interval."
-    ),
-    grid=[
-        _paper_cell(m, r_low=-w / 4.0, r_high=3.0 * w / 4.0)
-        for w in (5.0, 20.0, 100.0, 1000.0, 10000.0)
-        for m in _METHODS
-    ],
-    reps=500,
-    metrics=_METRICS,
-    reference=f"{_REF}, Fig. 6(d) (sweep of |R|)",
-)(lognormal_trial)
-
-register_experiment(
-    name="median-smoke",
-    description=(
-        "A small study (8 cells x 20 reps, seconds) to check an installation or a cluster: "
-        "every method at n=200, rho in {0.5, 1}, the paper's design otherwise."
-    ),
-    grid=[_paper_cell(m, n=200, rho=rho) for rho in (0.5, 1.0) for m in _METHODS],
-    reps=20,
-    metrics=_METRICS,
-    reference=_REF,
-)(lognormal_trial)

@@ -33,9 +33,20 @@ Scalar: TypeAlias = bool | int | float | str
 #: ``run_one(params, seed) -> {output name: scalar}``: one repetition of one grid cell.
 RunOne: TypeAlias = Callable[[dict[str, Any], np.random.SeedSequence], Mapping[str, Any]]
 
-#: Modules of :mod:`dpfair.experiments` that register experiments when imported. A module
+#: Modules of :mod:`dpfair.experiments` that register experiments when imported: one
+#: module per study, named after it (``median_width`` registers ``median-width``). A module
 #: that does not exist (yet) is skipped; an error inside an existing one is raised.
-EXTENSION_MODULES: tuple[str, ...] = ("_median", "_facility", "_fairclass", "_fdp")
+EXTENSION_MODULES: tuple[str, ...] = (
+    # paper 004: private median confidence intervals (helpers in _median.py)
+    "median_width", "median_coverage", "median_sweep_n", "median_sweep_rho",
+    "median_sweep_sigma", "median_sweep_range", "median_smoke",
+    # paper 000: private facility location (helpers in _facility.py)
+    "facility_scaling", "facility_widening", "facility_impossibility", "facility_baselines",
+    "facility_smoke",
+    # paper 003: CDP-Fair (helpers in _fairclass.py) and FDP-Fair (helpers in _fdp.py)
+    "fairclass_simulation", "fairclass_adult", "fairclass_law", "fairclass_smoke",
+    "fdp_figure4", "fdp_figure5", "fdp_sensitivity", "fdp_adult", "fdp_law", "fdp_smoke",
+)
 
 #: Column names the runner and the store use; neither parameters nor outputs may use them.
 RESERVED_COLUMNS: frozenset[str] = frozenset({"cell", "rep", "filename"})

@@ -12,6 +12,7 @@ Facility Location" (FORC 2026); ALGORITHMS.md §B.
 * Families (§6): :func:`is_ctm`, single-peaked laws, worst cases, lower-bound pairs,
   :func:`ks_distance`, :func:`spm_lambda`.
 * Bounds (Table 1, Thm 7.9, inequality (7)): :func:`table1`, :func:`ctm_bounds`, …
+* Exact worst cases over CTM (Lemma 7.8): :func:`worst_case_level`, :func:`ctm_family_max`.
 * Baselines: :func:`unwidened_expmed`, :class:`LaplaceMedian`, :class:`GridExpMed`.
 
 >>> import numpy as np
@@ -82,6 +83,7 @@ from dpfair.facility._metrics import (
     utilities,
     widened_loss,
 )
+from dpfair.facility._worst import ctm_family_max, worst_case_level
 
 __all__ = [
     "CTMBounds",
@@ -105,6 +107,7 @@ __all__ = [
     "crossed_agents",
     "ctm_bounds",
     "ctm_fair_bound",
+    "ctm_family_max",
     "ctm_kstar",
     "ctm_min_k",
     "ctm_swdiff_bound",
@@ -137,4 +140,5 @@ __all__ = [
     "unwidened_expmed",
     "utilities",
     "widened_loss",
+    "worst_case_level",
 ]

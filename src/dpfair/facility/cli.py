@@ -1,15 +1,13 @@
-"""Typer commands for private facility location: ``facility`` and ``facility-experiment``.
+"""Typer command for private facility location: ``facility``.
 
-:func:`register` adds both commands to the main ``dpfair`` app. The commands only parse
-flags, call the public API (:class:`dpfair.facility.DPExpMed`,
-:func:`dpfair.facility.experiments.run_experiment`) and print. User errors
+:func:`register` adds it to the main ``dpfair`` app. The command only parses flags, calls
+the public API (:class:`dpfair.facility.DPExpMed`) and prints; the facility studies run
+through ``dpfair reproduce facility-…`` (:mod:`dpfair.experiments`). User errors
 (:class:`dpfair.DPFairError`, file errors) become one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -144,73 +142,6 @@ def facility(
     emit(payload, as_json=as_json, title="Private facility location (DPExpMed)", rows=rows)
 
 
-def facility_experiment(
-    name: Annotated[
-        str,
-        typer.Argument(
-            metavar="NAME", help="scaling, widening, impossibility or baselines.",
-            show_default=False,
-        ),
-    ],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Output directory (created if missing).")
-    ] = Path("out/facility"),
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Small grids: a few seconds per experiment.")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the sampled data.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-) -> None:
-    """Run one facility-location experiment (exact, no Monte Carlo) and write its figures.
-
-    Writes NAME.json and NAME.png into OUT and prints the summary (slopes, bound checks).
-    """
-    from dpfair.facility.experiments import run_experiment
-
-    with user_errors():
-        progress = _progress_printer() if sys.stderr.isatty() else None
-        result = run_experiment(name, out, quick=quick, seed=seed, progress=progress)
-    if sys.stderr.isatty():
-        typer.echo("", err=True)
-    json_path = str(Path(out) / f"{result.name}.json")
-    payload = {"name": result.name, "summary": result.summary, "figures": result.figures,
-               "json": json_path, "seconds": result.seconds}
-    rows: list[tuple[str, str]] = [("experiment", result.name),
-                                   ("seconds", f"{result.seconds:.1f}")]
-    rows += [(k, _short(v)) for k, v in _flatten(result.summary).items()]
-    rows += [("figure", f) for f in result.figures]
-    rows.append(("results", json_path))
-    emit(payload, as_json=as_json, title=f"facility experiment: {result.name}", rows=rows)
-
-
-def _progress_printer() -> Any:
-    def progress(done: int, total: int, label: str) -> None:
-        typer.echo(f"\r[{done}/{total}] {label[:60]:<60}", nl=False, err=True)
-
-    return progress
-
-
-def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(_flatten(v, key + "."))
-        elif isinstance(v, list) and v and isinstance(v[0], Mapping):
-            out[key] = f"{len(v)} entries (see JSON)"
-        else:
-            out[key] = v
-    return out
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, float):
-        return fmt(value)
-    text = str(value)
-    return text if len(text) <= 90 else text[:87] + "..."
-
-
 def register(app: typer.Typer) -> None:
-    """Add ``facility`` and ``facility-experiment`` to the ``dpfair`` Typer app."""
+    """Add ``facility`` to the ``dpfair`` Typer app."""
     app.command("facility")(facility)
-    app.command("facility-experiment")(facility_experiment)

@@ -7,7 +7,8 @@
   :class:`PlugInClassifier` (neither).
 * :mod:`dpfair.fairclass.metrics` — error and disparity; :mod:`dpfair.fairclass.datasets` —
   the paper's simulation with its oracle, Adult and Law School loaders, a bundled Adult copy;
-  :mod:`dpfair.fairclass.study` — the reproductions of Figures 3, 6 and 7.
+  the reproductions of Figures 3, 6 and 7 are registered studies (``dpfair reproduce
+  fairclass-…``, :mod:`dpfair.experiments`).
 * :func:`fit_cdp_fair_from_file` — CDP-Fair on a CSV/Parquet file larger than memory
   (DuckDB aggregates on the public grid, streamed calibration scores).
 """

@@ -1,11 +1,12 @@
-"""``dpfair fair-classify`` and ``dpfair fair-reproduce``: register them on the main app.
+"""``dpfair fair-classify``: register it on the main app (the studies run through
+``dpfair reproduce fairclass-…``).
 
 Usage (from ``dpfair/cli.py``)::
 
     from dpfair.fairclass.cli import register
     register(app)
 
-No statistics live here: the commands parse flags, call :mod:`dpfair.fairclass` and print.
+No statistics live here: the command parses flags, call :mod:`dpfair.fairclass` and print.
 User errors (:class:`dpfair.DPFairError`, missing files) become one line on stderr and exit
 code 2.
 """
@@ -26,7 +27,7 @@ from typer.core import TyperCommand
 
 from dpfair._atomic import atomic_open, write_text_atomic
 from dpfair._cli_ledger import LedgerOption, open_ledger
-from dpfair._cli_support import run_with_progress, user_errors
+from dpfair._cli_support import user_errors
 from dpfair._errors import InvalidParameterError
 from dpfair._warnings import UncertifiedFairnessWarning
 
@@ -412,60 +413,6 @@ def _save_model(clf: Any, path: Path) -> Path:
     return path
 
 
-def fair_reproduce(
-    name: Annotated[
-        str,
-        typer.Argument(metavar="NAME", help="figure3, adult or law_school."),
-    ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path(
-        "out/fairclass"
-    ),
-    reps: Annotated[
-        int | None,
-        typer.Option(
-            "--reps", min=1, help="Repetitions (default 200; 10 with --quick).", show_default=False
-        ),
-    ] = None,
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Smaller grids and 10 repetitions (a few minutes).")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of every repetition.")] = 0,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="CSV/Parquet for law_school (required) or to override the bundled Adult copy.",
-            show_default=False,
-        ),
-    ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel repetitions.")] = 1,
-) -> None:
-    """Reproduce Figure 3 (simulation) or the Adult / Law School panels of Figures 6-7.
-
-    Writes <name>_runs.csv (every repetition), <name>_summary.csv and <name>.json (means,
-    95% t intervals, 2.5/97.5% quantiles, shares of repetitions above α and above α + the
-    paper's offset) and <name>.png into OUT, and prints the files.
-    """
-    from dpfair.fairclass.study import reproduce
-
-    with user_errors():
-        files = run_with_progress(
-            lambda progress: reproduce(
-                name,
-                out,
-                reps=reps,
-                quick=quick,
-                seed=seed,
-                data_path=data,
-                n_jobs=jobs,
-                progress=progress,
-            )
-        )
-    for kind, path in files.items():
-        typer.echo(f"{kind}: {path}")
-
-
 def register(app: typer.Typer) -> None:
-    """Add ``fair-classify`` and ``fair-reproduce`` to the ``dpfair`` Typer app."""
+    """Add ``fair-classify`` to the ``dpfair`` Typer app."""
     app.command("fair-classify", cls=_MultiValueCommand)(fair_classify)
-    app.command("fair-reproduce")(fair_reproduce)

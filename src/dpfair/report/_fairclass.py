@@ -26,6 +26,8 @@ from scipy import stats
 
 from dpfair.experiments import get_experiment, rep_seed
 from dpfair.experiments.fairclass import (
+    ALPHA_GRID_REAL,
+    ALPHA_GRID_SIM,
     METHODS,
     PRIVATE_METHODS,
     REAL_EPSILONS,
@@ -36,7 +38,6 @@ from dpfair.experiments.fairclass import (
     real_grid,
     simulation_grid,
 )
-from dpfair.fairclass.study import ALPHA_GRID_REAL, ALPHA_GRID_SIM
 from dpfair.report._html import FigureBlock, Section, figure_to_data_uri, new_figure, table
 
 __all__ = ["FairclassReportConfig", "fairclass_section"]
@@ -464,10 +465,10 @@ def _federated_part(
 ) -> None:
     """FDP-Fair (paper 003, the federated protocol): error and |DD| against the number of
     sites S for a fixed total sample (the paper's Figure 5 design), through the public
-    :func:`dpfair.fairclass.federated.study.effect_of_sites_table`."""
+    :func:`dpfair.experiments.fairclass.effect_of_sites_table`."""
     if not cfg.federated_sites:
         return
-    from dpfair.fairclass.federated.study import effect_of_sites_table
+    from dpfair.experiments.fairclass import effect_of_sites_table
 
     rows = effect_of_sites_table(
         n_total=cfg.federated_n_total,

@@ -1,8 +1,14 @@
-"""Monte Carlo studies of the paper's metrics: relative width and empirical coverage.
+"""Per-method Monte Carlo runs of paper 004's metrics: relative width and coverage.
 
-Both follow paper 004's design: draw ``n_datasets`` samples from a population, run each
+The registered studies (``dpfair reproduce median-width``, ``median-coverage``,
+``median-sweep-n``; :mod:`dpfair.experiments._median`) tabulate these metrics over their
+grids. Here :func:`run_study` runs one method at one setting and keeps every run's outcome
+(the width tests of :mod:`dpfair.median` use it); :func:`paper_width_table` (100 data sets
+× 5 runs at the paper's setting) and :func:`coverage_table` (5000 fresh data sets per
+cell) produce the tables in ``docs/results/`` (``benchmarks/median_paper_tables.py``).
+They follow paper 004's design: draw ``n_datasets`` samples from a population, run the
 private method ``runs_per_dataset`` times on each sample, and compare with the
-non-private interval (relative width) or the population median (coverage). Seeds are
+non-private interval (relative width) and the population median (coverage). Seeds are
 derived with ``numpy.random.SeedSequence.spawn``, one child per data set, so results do
 not depend on the order in which data sets are processed.
 """
@@ -17,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._validation import check_positive_int
-from dpfair.median._api import confidence_interval, nonprivate_interval
+from dpfair.median import confidence_interval, nonprivate_interval
 
 __all__ = [
     "COVERAGE_DESIGNS",
@@ -140,7 +146,7 @@ def paper_width_table(
     Log-normal σ = 1, n = 1000, α = 0.05, R = [−5, 15], θ = 0.005 for ExpMech and 0.05 for
     the tree-based methods, 100 data sets × 5 runs.
     """
-    from dpfair.median._api import METHODS
+    from dpfair.median import METHODS
 
     sampler, median = lognormal_population(1.0)
     rows = []
@@ -200,7 +206,7 @@ def coverage_table(
     """
     from concurrent.futures import ProcessPoolExecutor
 
-    from dpfair.median._api import METHODS
+    from dpfair.median import METHODS
 
     cells = [(m, d, n, rho) for (n, rho) in settings for d in COVERAGE_DESIGNS for m in METHODS]
     seeds = [int(c.generate_state(1)[0]) for c in np.random.SeedSequence(seed).spawn(len(cells))]
@@ -209,45 +215,3 @@ def coverage_table(
         with ProcessPoolExecutor(workers) as pool:
             return list(pool.map(_coverage_cell, jobs))
     return [_coverage_cell(job) for job in jobs]
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m dpfair.median.study``: print the paper-setting relative-width table."""
-    import argparse
-    import json
-
-    parser = argparse.ArgumentParser(description=paper_width_table.__doc__)
-    parser.add_argument("--datasets", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=2024)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--coverage", action="store_true",
-                        help="run the coverage sweep instead of the width table")
-    parser.add_argument("--reps", type=int, default=5000)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args(argv)
-    if args.coverage:
-        cov = coverage_table(reps=args.reps, seed=args.seed, workers=args.workers)
-        if args.json:
-            print(json.dumps(cov, indent=2))
-            return
-        print(f"{'n':>5} {'rho':>4} {'design':<17} {'method':<14} {'coverage':>9} "
-              f"{'lower(1e-6)':>11}")
-        for row in cov:
-            print(f"{row['n']:>5} {row['rho']:>4} {row['design']:<17} {row['method']:<14} "
-                  f"{row['coverage']:9.4f} {row['lower_bound_1e-6']:11.4f}")
-        return
-    rows = paper_width_table(n_datasets=args.datasets, runs_per_dataset=args.runs,
-                             seed=args.seed)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return
-    print(f"{'rho':>5} {'method':<14} {'q25':>6} {'median':>7} {'q75':>6} {'coverage':>9}")
-    for row in rows:
-        q = row["relative_width_quartiles"]
-        print(f"{row['rho']:>5} {row['method']:<14} {q[0]:6.3f} {q[1]:7.3f} {q[2]:6.3f} "
-              f"{row['coverage']:9.3f}")
-
-
-if __name__ == "__main__":
-    main()
