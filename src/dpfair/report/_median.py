@@ -16,6 +16,8 @@ from scipy import stats
 
 import dpfair.median
 from dpfair.data import BUNDLED, get_design, load_bundled
+from dpfair.experiments import get_experiment, rep_seed
+from dpfair.privacy import zcdp_to_approx_epsilon
 from dpfair.report._html import FigureBlock, Section, figure_to_data_uri, new_figure, table
 
 __all__ = ["MedianReportConfig", "median_section"]
@@ -127,8 +129,29 @@ def _privacy_text(results: Sequence[Any]) -> str:
     return "; ".join(parts)
 
 
-def _rel(results: Sequence[Any], reference_width: float) -> list[float]:
-    return [(r.high - r.low) / reference_width for r in results]
+def _trial_params(
+    config: MedianReportConfig, method: str, rho: float, bounds: tuple[float, float]
+) -> dict[str, Any]:
+    """A cell of the registered median studies for this report's setting."""
+    return {
+        "method": method,
+        "n": config.n,
+        "rho": float(rho),
+        "sigma": 1.0,
+        "alpha": config.alpha,
+        "r_low": float(bounds[0]),
+        "r_high": float(bounds[1]),
+        "theta": float(config.granularity[method]),
+    }
+
+
+def _rho_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    rhos = sorted({float(r["rho_spent"]) for r in rows})
+    eps = ", ".join(
+        f"{rho:g}-zCDP ⇒ ({zcdp_to_approx_epsilon(rho, _DELTA):.3g}, {_DELTA:g})-DP"
+        for rho in rhos
+    )
+    return eps or "none"
 
 
 def _clopper_pearson(k: int, n: int) -> tuple[float, float]:
@@ -258,34 +281,23 @@ def median_section(
     }
 
     # ---- 2. relative width against rho ---------------------------------------------
+    # Repetitions of the registered study "median-sweep-rho" (its trial function, the
+    # runner's seeds): each interval on its own data set of the paper's design.
     sec.heading("Relative width against the privacy budget")
+    run_width = get_experiment("median-sweep-rho").run_one
     rel: dict[str, dict[float, list[float]]] = {
         m: {rho: [] for rho in config.rhos} for m in methods
     }
-    width_results: list[Any] = []
-    for ds in streams[1].spawn(config.width_datasets):
-        d_ss, m_ss = ds.spawn(2)
-        x = design.sample(config.n, rng=np.random.default_rng(d_ss))
-        ref = dpfair.median.nonprivate_interval(x, alpha=config.alpha)
-        ref_width = ref.high - ref.low
-        g = np.random.default_rng(m_ss)
-        for rho in config.rhos:
-            for m in methods:
-                rs = [
-                    dpfair.median.confidence_interval(
-                        x,
-                        rho=rho,
-                        bounds=config.bounds,
-                        alpha=config.alpha,
-                        method=m,
-                        granularity=config.granularity[m],
-                        rng=g,
-                    )
-                    for _ in range(config.width_runs)
-                ]
-                rel[m][rho].extend(_rel(rs, ref_width))
-                width_results.extend(rs)
-            tick("median: relative width vs ρ", len(methods) * config.width_runs)
+    width_rows: list[Mapping[str, Any]] = []
+    n_w = config.width_datasets * config.width_runs
+    width_seed = int(streams[1].generate_state(1)[0])
+    for cell, (rho, m) in enumerate((r, mm) for r in config.rhos for mm in methods):
+        params = _trial_params(config, m, rho, config.bounds)
+        for rep in range(n_w):
+            out = run_width(params, rep_seed(width_seed, cell, rep))
+            rel[m][rho].append(float(out["rel_width"]))
+            width_rows.append(out)
+        tick("median: relative width vs ρ", n_w)
     fig = new_figure(7.5, 3.8)
     ax = fig.add_subplot()
     rhos = np.array(config.rhos)
@@ -306,14 +318,14 @@ def median_section(
             "fig-median-width",
             "Figure 2: relative width (the paper's metric) against ρ",
             figure_to_data_uri(fig),
-            f"Setting: {setting}. Median (line) and interquartile range (band) over "
-            f"{config.width_datasets} data sets × {config.width_runs} run(s) = {n_w} "
-            "intervals per method and ρ; relative width = private width / width of the "
-            f"non-private interval on the same data set. Seed {seed} (SeedSequence "
-            "stream 1). Privacy: each interval spends the ρ on the horizontal axis "
-            f"(reported: {_privacy_text(width_results)}). Every method and ρ runs on the "
-            "same synthetic data sets (common random numbers); these are simulations, not "
-            "releases, so their budgets are not composed.",
+            f"Setting: {setting}. Median (line) and interquartile range (band) over {n_w} "
+            "intervals per method and ρ, each on its own data set: repetitions of the "
+            "registered study median-sweep-rho (`dpfair reproduce median-sweep-rho`), "
+            "seeded by the runner's rep_seed from the report's seed; relative width = "
+            "private width / width of the non-private interval on the same data set. "
+            f"Seed {seed} (SeedSequence stream 1). Privacy: each interval spends the ρ on "
+            f"the horizontal axis (reported: {_rho_text(width_rows)}); these are "
+            "simulations, not releases, so their budgets are not composed.",
         )
     )
     sec.raw(
@@ -324,8 +336,8 @@ def median_section(
     )
     sec.results["relative_width"] = {
         "setting": setting,
-        "datasets": config.width_datasets,
-        "runs": config.width_runs,
+        "intervals": n_w,
+        "study": "median-sweep-rho",
         "median": {m: {str(r): float(np.median(rel[m][r])) for r in config.rhos} for m in methods},
         "quartiles": {
             m: {str(r): np.percentile(rel[m][r], [25, 75]).tolist() for r in config.rhos}
@@ -335,31 +347,26 @@ def median_section(
 
     # ---- 3. coverage ---------------------------------------------------------------
     sec.heading("Empirical coverage")
+    # Repetitions of the registered study "median-coverage" (design_trial): one interval
+    # per data set; the non-private interval is scored on the first method's data sets.
+    run_cov = get_experiment("median-coverage").run_one
     cov: dict[str, dict[str, tuple[int, int]]] = {}
-    cov_results: list[Any] = []
-    design_streams = streams[2].spawn(len(config.coverage_designs))
-    for name, d_stream in zip(config.coverage_designs, design_streams, strict=True):
+    cov_rows_raw: list[Mapping[str, Any]] = []
+    cov_seed = int(streams[2].generate_state(1)[0])
+    cell = 0
+    for name in config.coverage_designs:
         dsg = get_design(name)
         hits = dict.fromkeys(("nonprivate", *methods), 0)
-        for ds in d_stream.spawn(config.coverage_datasets):
-            d_ss, m_ss = ds.spawn(2)
-            x = dsg.sample(config.n, rng=np.random.default_rng(d_ss))
-            g = np.random.default_rng(m_ss)
-            ref = dpfair.median.nonprivate_interval(x, alpha=config.alpha)
-            hits["nonprivate"] += int(ref.low <= dsg.median <= ref.high)
-            for m in methods:
-                r = dpfair.median.confidence_interval(
-                    x,
-                    rho=config.rho,
-                    bounds=dsg.bounds,
-                    alpha=config.alpha,
-                    method=m,
-                    granularity=config.granularity[m],
-                    rng=g,
-                )
-                hits[m] += int(r.low <= dsg.median <= r.high)
-                cov_results.append(r)
-            tick(f"median: coverage ({name})", len(methods))
+        for m in methods:
+            params = {**_trial_params(config, m, config.rho, dsg.bounds), "design": name}
+            for rep in range(config.coverage_datasets):
+                out = run_cov(params, rep_seed(cov_seed, cell, rep))
+                hits[m] += int(bool(out["covered"]))
+                if m == methods[0]:
+                    hits["nonprivate"] += int(bool(out["nonprivate_covered"]))
+                cov_rows_raw.append(out)
+            cell += 1
+            tick(f"median: coverage ({name})", config.coverage_datasets)
         cov[name] = {k: (v, config.coverage_datasets) for k, v in hits.items()}
     keys = ("nonprivate", *methods)
     fig = new_figure(7.5, 3.6)
@@ -402,9 +409,11 @@ def median_section(
             figure_to_data_uri(fig),
             f"Setting: n = {config.n}, α = {config.alpha:g}, ρ = {config.rho:g} per interval, "
             f"R = [{config.bounds[0]:g}, {config.bounds[1]:g}], {theta_text}; "
-            f"{config.coverage_datasets} independent data sets per design, one interval per "
-            f"method each. Seed {seed} (SeedSequence stream 2). Privacy spent per interval, "
-            f"as reported: {_privacy_text(cov_results)}. With this many repetitions the check "
+            f"{config.coverage_datasets} independent data sets per design and method, one "
+            "interval each: repetitions of the registered study median-coverage "
+            f"(`dpfair reproduce median-coverage`). Seed {seed} (SeedSequence stream 2). "
+            f"Privacy spent per interval, as reported: {_rho_text(cov_rows_raw)}. With this "
+            "many repetitions the check "
             "only detects gross under-coverage; the test suite runs the sized binomial tests.",
         )
     )
