@@ -73,6 +73,7 @@ __all__ = [
     "FULL_ADULT_ALPHAS",
     "FULL_ADULT_EPSILONS",
     "FULL_ADULT_METHODS",
+    "FULL_ADULT_PRIVATE_METHODS",
     "full_adult_grid",
     "full_adult_trial",
     "nonprivate_lr_predict",
@@ -84,7 +85,7 @@ __all__ = [
 FULL_ADULT_METHODS: tuple[str, ...] = ("linear_all", "kernel_3", "nonprivate_lr")
 FULL_ADULT_EPSILONS: tuple[float, ...] = (1.0, 4.0)
 FULL_ADULT_ALPHAS: tuple[float, ...] = (0.05, 0.1)
-_PRIVATE = frozenset({"linear_all", "kernel_3"})
+FULL_ADULT_PRIVATE_METHODS: frozenset[str] = frozenset({"linear_all", "kernel_3"})
 _DATA_CODE = 3  # data stream of the full Adult (1, 2: the 3-feature Adult, Law School)
 
 #: Workclass label codes 0–8 of the 3-feature Adult (alphabetical, "?" first).
@@ -195,9 +196,9 @@ def full_adult_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> di
             f"method={method!r}: expected one of {', '.join(FULL_ADULT_METHODS)}."
         )
     eps = float(params["epsilon"])
-    if method in _PRIVATE and not (math.isfinite(eps) and eps > 0):
+    if method in FULL_ADULT_PRIVATE_METHODS and not (math.isfinite(eps) and eps > 0):
         raise InvalidParameterError(f"epsilon={eps!r}: {method} needs a finite ε > 0.")
-    if method not in _PRIVATE and eps != math.inf:
+    if method not in FULL_ADULT_PRIVATE_METHODS and eps != math.inf:
         raise InvalidParameterError(f"epsilon={eps!r}: {method} is not private; use inf.")
     alphas = parse_alphas(params["alphas"])
     d, U, X3 = _data()
@@ -247,7 +248,7 @@ def full_adult_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> di
     out["fit_seconds"] = fit_s
     out["epsilon_spent"] = math.nan if spent is None else float(spent.epsilon)
     out["delta_spent"] = math.nan if spent is None else float(spent.delta)
-    out["delta"] = delta if method in _PRIVATE else math.nan
+    out["delta"] = delta if method in FULL_ADULT_PRIVATE_METHODS else math.nan
     return out
 
 
@@ -263,7 +264,7 @@ def full_adult_grid(
         {"method": m, "epsilon": float(e), "alphas": alphas_text(alphas),
          "test_fraction": float(test_fraction), "n_rows": int(n_rows)}
         for m in methods
-        for e in (epsilons if m in _PRIVATE else (math.inf,))
+        for e in (epsilons if m in FULL_ADULT_PRIVATE_METHODS else (math.inf,))
     ]
 
 
