@@ -18,8 +18,11 @@ Methods:
 * ``kernel-3 (today)`` — today's CDP-Fair on (age, workclass code, education-num), the
   paper's 3 features, default before issue 12 (``threshold_rule="target"``, cross-fit).
 * ``kernel-3 certified`` — the same 3 features with the certified rule.
-* ``non-private LR + exact thresholds`` — logistic regression (ridge 1) on all attributes,
-  the exact fair threshold argmin{|τ| : |DD̂(τ)| ≤ α} on the training split. Not private.
+* ``non-private LR + exact thresholds`` — logistic regression (scikit-learn, C = 1) on all
+  attributes, the exact fair threshold argmin{|τ| : |DD̂(τ)| ≤ α} on the training split. Not private.
+  Shared with the registered study ``fairclass-full-adult``
+  (``dpfair.experiments.fairclass_full_adult.nonprivate_lr_predict``); one fit serves both
+  α, and its time (fit + test predictions) is reported in both time columns.
 * ``diffprivlib LR + Fairlearn`` — diffprivlib ``LogisticRegression`` (ε, on half the
   rows, the same public one-hot design) + Fairlearn ``ThresholdOptimizer`` (demographic
   parity) on the other half. Run in its own venv (``benchmarks/.envs/fairclass-compare``,
@@ -43,10 +46,6 @@ ROOT = HERE.parent
 ENV_NAME = "fairclass-compare"
 EPS = (1.0, 4.0)
 ALPHAS = (0.05, 0.1)
-_WORKCLASS_CODES = (
-    "?", "Federal-gov", "Local-gov", "Never-worked", "Private", "Self-emp-inc",
-    "Self-emp-not-inc", "State-gov", "Without-pay",
-)
 
 
 def _metrics(y: Any, a: Any, p: Any) -> tuple[float, float]:
@@ -93,27 +92,19 @@ def worker_compare(args: argparse.Namespace) -> None:
     print("BENCH_JSON " + json.dumps(out))
 
 
-def _three_features(d: Any) -> Any:
-    import numpy as np
-
-    code = {c: k for k, c in enumerate(_WORKCLASS_CODES)}
-    wc = np.array([code[v] for v in d.X[:, 1]], dtype=np.float64)
-    return np.column_stack([d.X[:, 0].astype(float), wc, d.X[:, 4].astype(float)])
-
-
 def run_dpfair(n_splits: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     import numpy as np
 
     from dpfair import UncertifiedFairnessWarning
+    from dpfair.experiments.fairclass_full_adult import nonprivate_lr_predict, three_features
     from dpfair.fairclass import CDPFairClassifier
-    from dpfair.fairclass._linear import FeatureMap, design, objective_perturbation_logistic
-    from dpfair.fairclass._threshold import dd_steps, exact_fair_threshold
+    from dpfair.fairclass._linear import FeatureMap
     from dpfair.fairclass.adult_full import load_full_adult
     from dpfair.fairclass.datasets import ADULT_BOUNDS
 
     warnings.simplefilter("ignore", UncertifiedFairnessWarning)
     d = load_full_adult()
-    X3 = _three_features(d)
+    X3 = three_features(d.X)
     fmap = FeatureMap.build(d.bounds, d.categories, d.X.shape[1])
     U = fmap.transform(d.X)
     rows: list[dict[str, Any]] = []
@@ -149,33 +140,16 @@ def run_dpfair(n_splits: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                     rows.append({"method": name, "split": split, "epsilon": eps,
                                  "alpha": alpha, "error": err, "dd": dd, "fit_s": fit_s,
                                  "fit_predict_s": total, "certified": clf.certified_})
-        # (c) non-private logistic regression + exact group thresholds (training split).
-        R = fmap.norm_bound
-        for alpha in ALPHAS:
-            t0 = time.perf_counter()
-            theta = objective_perturbation_logistic(
-                design(U[tr], d.A[tr], R), d.y[tr], None, np.random.default_rng(0)
-            )
-            pi1 = float(d.A[tr].mean())
-            pi = np.array([1 - pi1, pi1])
-
-            def score(idx: Any, theta: Any = theta, pi: Any = pi, R: float = R) -> Any:
-                eta = 1 / (1 + np.exp(-(design(U[idx], d.A[idx], R) @ theta)))
-                a = d.A[idx]
-                return 2.0 * (2.0 * a - 1) * pi[a] * (eta - 0.5)
-
-            z = score(tr)
-            tau = exact_fair_threshold(
-                dd_steps(z[d.A[tr] == 1], z[d.A[tr] == 0]), alpha
-            ).tau
-            fit_s = time.perf_counter() - t0
-            zt = score(te)
-            pred = np.where(At == 1, zt >= tau, zt <= tau).astype(int)
-            total = time.perf_counter() - t0
+        # (c) non-private logistic regression + exact group thresholds (training split),
+        # shared with the registered study fairclass-full-adult; one fit for both α.
+        t0 = time.perf_counter()
+        preds = nonprivate_lr_predict(U[tr], d.A[tr], d.y[tr], U[te], At, ALPHAS)
+        total = time.perf_counter() - t0
+        for alpha, pred in zip(ALPHAS, preds, strict=True):
             err, dd = _metrics(yt, At, pred)
             rows.append({"method": "non-private LR + exact thresholds", "split": split,
                          "epsilon": None, "alpha": alpha, "error": err, "dd": dd,
-                         "fit_s": fit_s, "fit_predict_s": total, "certified": None})
+                         "fit_s": total, "fit_predict_s": total, "certified": None})
         print(f"  split {split + 1}/{n_splits} done", file=sys.stderr, flush=True)
     return rows, shared
 

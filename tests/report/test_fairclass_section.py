@@ -25,7 +25,7 @@ def test_section_has_its_figures_and_captions(section: Any) -> None:
     figures = re.findall(r'<figure id="(fig-fairclass-[a-z]+)">', html)
     assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real",
                        "fig-fairclass-federated"]
-    assert html.count("<table>") == 2  # shares above α; FDP-Fair by S
+    assert html.count("<table>") == 3  # shares above α; full Adult; FDP-Fair by S
     for caption in re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S):
         assert "Setting:" in caption and "Seed 0" in caption and "Privacy:" in caption
         assert "y = x" in caption or "ε" in caption
@@ -65,3 +65,43 @@ def test_federated_part_reports_each_number_of_sites(section: Any) -> None:
         assert r["reps"] == cfg.federated_reps
         assert 0.0 <= r["pop_abs_dd"] <= 1.0 and 0.0 < r["error"] < 0.5
         assert math.isfinite(r["pop_risk"])
+
+
+def test_full_adult_subsection_is_the_registered_study(section: Any) -> None:
+    """The many-features table: heading, setting, privacy, the comparator sentence, and
+    numbers equal to run_one of ``fairclass-full-adult`` over the same cells and seeds."""
+    html = "\n".join(section.blocks)
+    assert "Many features: full Adult" in html
+    cfg = FairclassReportConfig.tiny()
+    cells = cfg.full_adult_cells()
+    start = html.index("Many features: full Adult")
+    text = html[start:html.index("</table>", start)]
+    assert "Setting:" in text and "Seed 0" in text and "Privacy:" in text
+    assert "MISMATCH" not in text
+    assert re.search(r"\(1, [\d.e+-]+\)-DP", text) and re.search(r"\(4, [\d.e+-]+\)-DP", text)
+    assert "diffprivlib" in text and "not a private" in text
+    assert "docs/fairclass_full_adult.md" in text
+    # one table row per (method, ε, α)
+    res = section.results["full_adult"]
+    assert len(res["summary"]) == 2 * len(cells)
+    assert text.count("<tr>") == 1 + 2 * len(cells)
+    run_one = get_experiment("fairclass-full-adult").run_one
+    i = next(k for k, c in enumerate(cells) if c["method"] == "linear_all")
+    outs = [run_one(cells[i], rep_seed(0, i, r)) for r in range(cfg.full_adult_reps)]
+    got = next(s for s in res["summary"]
+               if s["method"] == "linear_all" and s["epsilon"] == cells[i]["epsilon"]
+               and s["alpha"] == 0.05)
+    assert got["error_mean"] == pytest.approx(
+        float(np.mean([o[alpha_column("error", 0.05)] for o in outs])), rel=1e-12)
+    assert got["certified_share"] == pytest.approx(
+        float(np.mean([o[alpha_column("certified", 0.05)] for o in outs])), rel=1e-12)
+    assert got["reps"] == cfg.full_adult_reps
+    lr = [s for s in res["summary"] if s["method"] == "nonprivate_lr"]
+    assert lr and all(math.isnan(s["certified_share"]) for s in lr)
+
+
+def test_full_adult_configs() -> None:
+    assert FairclassReportConfig.quick().full_adult_reps == 2
+    full = FairclassReportConfig.full()
+    assert full.full_adult_reps == 10 and full.full_adult_rows == 0
+    assert full.full_adult_cells() == list(get_experiment("fairclass-full-adult").grid)

@@ -45,6 +45,7 @@ EXTENSION_MODULES: tuple[str, ...] = (
     "facility_smoke",
     # paper 003: CDP-Fair (helpers in _fairclass.py) and FDP-Fair (helpers in _fdp.py)
     "fairclass_simulation", "fairclass_adult", "fairclass_law", "fairclass_smoke",
+    "fairclass_full_adult",
     "fdp_figure4", "fdp_figure5", "fdp_sensitivity", "fdp_adult", "fdp_law", "fdp_smoke",
 )
 
