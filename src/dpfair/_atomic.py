@@ -28,13 +28,12 @@ __all__ = ["atomic_open", "write_bytes_atomic", "write_text_atomic"]
 
 
 def _umask() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
+    with contextlib.suppress(OSError, ValueError), open(
+        "/proc/self/status", encoding="ascii"
+    ) as fh:
+        for line in fh:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     current = os.umask(0o022)  # no portable read-only query elsewhere
     os.umask(current)
     return current
@@ -56,9 +55,8 @@ def _fsync_dir(directory: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -8,6 +8,7 @@ inputs of mechanisms.
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
@@ -51,14 +52,15 @@ def _to_float(name: Hashable, values: Any) -> NDArray[np.float64]:
     return np.array(arr, dtype=np.float64, copy=True)
 
 
-class DataSource:
+class DataSource(abc.ABC):
     """What every source provides (see the subclasses)."""
 
     kind: str = ""
     path: Path | None = None
 
+    @abc.abstractmethod
     def names(self) -> list[Hashable]:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """The column names."""
 
     def check_columns(self, columns: Sequence[Hashable]) -> None:
         """Raise :class:`InvalidParameterError` naming a column that is not in the data."""
@@ -83,16 +85,17 @@ class DataSource:
         self.check_columns([column])
         return column
 
+    @abc.abstractmethod
     def column(self, name: Hashable) -> NDArray[np.float64]:
         """One column as a float64 array (loads it)."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
     def columns(self, names: Sequence[Hashable]) -> dict[Hashable, NDArray[np.float64]]:
         """Several columns as float64 arrays (loads them)."""
         return {n: self.column(n) for n in names}
 
+    @abc.abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """A short description for the ledger and errors."""
 
 
 class MemorySource(DataSource):
