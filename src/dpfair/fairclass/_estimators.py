@@ -24,6 +24,7 @@ PlugInClassifier             no      no     unconstrained group-wise plug-in
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -127,6 +128,49 @@ def _warn_if_uncertified(est: Any) -> None:
             UncertifiedFairnessWarning,
             stacklevel=3,
         )
+
+
+def _fitted_state(
+    folds: Sequence[Any],
+    certs: Sequence[FairnessCertificate],
+    rng: np.random.Generator,
+    *,
+    certify: bool,
+    plan: BudgetPlan | None,
+    ledger: PrivacyLedger | None,
+    path_ledger: PrivacyLedger | None,
+    estimator: str,
+    grid: Any = None,
+    bandwidth: float | None = None,
+    lows: NDArray[np.float64] | None = None,
+    highs: NDArray[np.float64] | None = None,
+    feature_map: Any = None,
+) -> dict[str, Any]:
+    """The fitted attributes of one model of a path (kernel or linear group score).
+
+    Draws the public tie-break salt from ``rng`` (the last draw of the fit).
+    """
+    certified = all(c.certified for c in certs) if certify else None
+    return {
+        "grid_": grid,
+        "folds_": tuple(folds),
+        "bandwidth_": bandwidth,
+        "feature_lows_": lows,
+        "feature_highs_": highs,
+        "tau_": np.array([f.tau for f in folds]),
+        "pi_": np.vstack([f.pi for f in folds]),
+        "classes_": np.array([0, 1]),
+        "tie_seed_": int(rng.integers(0, 2**63 - 1)),
+        "budget_plan_": plan,
+        "privacy_ledger_": ledger,
+        "privacy_spent_": ledger.total if ledger is not None else None,
+        "path_privacy_spent_": path_ledger.total if path_ledger is not None else None,
+        "path_privacy_ledger_": path_ledger,
+        "certified_": certified,
+        "certificates_": tuple(certs) if certified is not None else None,
+        "estimator_": estimator,
+        "feature_map_": feature_map,
+    }
 
 
 class _PlugInBase(ClassifierMixin, BaseEstimator):
@@ -337,32 +381,12 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                     if cert is not None:
                         certs.append(cert)
                 folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
-            certified = None
-            if beta is not None and entry is not None:
-                certified = all(c.certified for c in certs)
             states.append(
-                {
-                    "grid_": grid,
-                    "folds_": tuple(folds),
-                    "bandwidth_": h,
-                    "feature_lows_": lows,
-                    "feature_highs_": highs,
-                    "tau_": np.array([f.tau for f in folds]),
-                    "pi_": np.vstack([f.pi for f in folds]),
-                    "classes_": np.array([0, 1]),
-                    "tie_seed_": int(rng.integers(0, 2**63 - 1)),
-                    "budget_plan_": plan,
-                    "privacy_ledger_": ledger,
-                    "privacy_spent_": ledger.total if ledger is not None else None,
-                    "path_privacy_spent_": (
-                        path_ledger.total if path_ledger is not None else None
-                    ),
-                    "path_privacy_ledger_": path_ledger,
-                    "certified_": certified,
-                    "certificates_": tuple(certs) if certified is not None else None,
-                    "estimator_": "kernel",
-                    "feature_map_": None,
-                }
+                _fitted_state(
+                    folds, certs, rng, certify=beta is not None and entry is not None,
+                    plan=plan, ledger=ledger, path_ledger=path_ledger, estimator="kernel",
+                    grid=grid, bandwidth=h, lows=lows, highs=highs,
+                )
             )
         return states
 
@@ -488,32 +512,12 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                     if cert is not None:
                         certs.append(cert)
                 folds.append(ReleasedLinearFold(theta=theta, pi=pi, tau=tau, norm_bound=R))
-            certified = None
-            if beta is not None and entry is not None:
-                certified = all(c.certified for c in certs)
             states.append(
-                {
-                    "grid_": None,
-                    "folds_": tuple(folds),
-                    "bandwidth_": None,
-                    "feature_lows_": None,
-                    "feature_highs_": None,
-                    "tau_": np.array([f.tau for f in folds]),
-                    "pi_": np.vstack([f.pi for f in folds]),
-                    "classes_": np.array([0, 1]),
-                    "tie_seed_": int(rng.integers(0, 2**63 - 1)),
-                    "budget_plan_": plan,
-                    "privacy_ledger_": ledger,
-                    "privacy_spent_": ledger.total if ledger is not None else None,
-                    "path_privacy_spent_": (
-                        path_ledger.total if path_ledger is not None else None
-                    ),
-                    "path_privacy_ledger_": path_ledger,
-                    "certified_": certified,
-                    "certificates_": tuple(certs) if certified is not None else None,
-                    "estimator_": "linear",
-                    "feature_map_": fmap,
-                }
+                _fitted_state(
+                    folds, certs, rng, certify=beta is not None and entry is not None,
+                    plan=plan, ledger=ledger, path_ledger=path_ledger, estimator="linear",
+                    feature_map=fmap,
+                )
             )
         return states
 
