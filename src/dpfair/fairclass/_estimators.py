@@ -130,6 +130,22 @@ def _warn_if_uncertified(est: Any) -> None:
         )
 
 
+def _random_halves(
+    A: NDArray[np.int8], rng: np.random.Generator
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The data-independent random split into two halves (one permutation from ``rng``);
+    each half must hold at least 2 rows of each group."""
+    n = A.shape[0]
+    perm = rng.permutation(n)
+    halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
+    if min(int(np.sum(A[h] == a)) for h in halves for a in (0, 1)) < 2:
+        raise InvalidDataError(
+            "sensitive_features: after the random split into two halves a group has "
+            "fewer than 2 rows in one half; collect more data for the smaller group."
+        )
+    return halves
+
+
 def _fitted_state(
     folds: Sequence[Any],
     certs: Sequence[FairnessCertificate],
@@ -304,14 +320,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         )
         check_group_sizes(A, yy)
         rng = as_generator(self.random_state, name="random_state")
-
-        perm = rng.permutation(n)
-        halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
-        if min(int(np.sum(A[h] == a)) for h in halves for a in (0, 1)) < 2:
-            raise InvalidDataError(
-                "sensitive_features: after the random split into two halves a group has "
-                "fewer than 2 rows in one half; collect more data for the smaller group."
-            )
+        halves = _random_halves(A, rng)
         n_train = halves[0].size  # public: floor(n/2)
 
         plan: BudgetPlan | None = None
@@ -434,13 +443,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         U = fmap.transform(X_obj, None if names is None else list(names))
         check_group_sizes(A, yy)
         rng = as_generator(self.random_state, name="random_state")
-        perm = rng.permutation(n)
-        halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
-        if min(int(np.sum(A[h] == a)) for h in halves for a in (0, 1)) < 2:
-            raise InvalidDataError(
-                "sensitive_features: after the random split into two halves a group has "
-                "fewer than 2 rows in one half; collect more data for the smaller group."
-            )
+        halves = _random_halves(A, rng)
         pairs = [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
         plan: BudgetPlan | None = None
         lin = None

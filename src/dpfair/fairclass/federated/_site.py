@@ -293,15 +293,21 @@ class Site:
                 plan.sigma_count * float(rng.standard_normal()), n_rows, plan.sigma_count))
             sums.append(mech.release_binned(cell_sums, grid, rng, total_mass=float(n_rows)))
             n_train.append(n_rows)
+        return self._round1_envelope(counts, sums, n_train)
+
+    def _round1_envelope(
+        self, counts: list[float], sums: list[NDArray[np.float64]], n_train: list[int]
+    ) -> Envelope:
+        """The round-1 message (either group score) once every fold is released."""
         self._round = 1
         return Envelope(
             "round1",
-            cfg.protocol_id,
+            self.config.protocol_id,
             self.site_id,
             fields={
                 "n_train": n_train,
-                "sigma_count": plan.sigma_count,
-                "sigma_function": plan.sigma_function,
+                "sigma_count": self.plan.sigma_count,
+                "sigma_function": self.plan.sigma_function,
             },
             arrays={"count": np.array(counts), "sums": np.stack(sums)},
         )
@@ -321,18 +327,7 @@ class Site:
                 plan.sigma_count * float(rng.standard_normal()), n_rows, plan.sigma_count))
             sums.append(release_rff_sums(cell_sums, n_rows, plan.sigma_function, rng))
             n_train.append(n_rows)
-        self._round = 1
-        return Envelope(
-            "round1",
-            cfg.protocol_id,
-            self.site_id,
-            fields={
-                "n_train": n_train,
-                "sigma_count": plan.sigma_count,
-                "sigma_function": plan.sigma_function,
-            },
-            arrays={"count": np.array(counts), "sums": np.stack(sums)},
-        )
+        return self._round1_envelope(counts, sums, n_train)
 
     def _rff_training_stats(self, half: int) -> tuple[int, NDArray[np.int64], int]:
         """(group-1 count, exact int64 lattice sums of φ per (a, y) cell, rows) of a half."""
