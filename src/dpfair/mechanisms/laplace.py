@@ -5,16 +5,20 @@ Adding Laplace(0, b) noise with b = Δ₁/ε to a query of L1 sensitivity Δ₁ 
 post-processing; the clipped law has atoms at the interval's ends and a Laplace density
 in between, all of which :class:`ClippedLaplaceLaw` gives exactly.
 
-Floating-point model (``docs/floating_point.md``): this is the *continuous* mechanism
-computed in binary64; adding its draw to a data-dependent value leaks low-order bits
-(Mironov 2012). No dpfair release uses it: integer or grid statistics use
-:mod:`dpfair.mechanisms.discrete_laplace` (exact) or noise snapped to a public lattice.
+Floating-point model (``docs/floating_point.md``): the continuous mechanism computed in
+binary64 (``value + numpy's Laplace draw``) leaks the low-order bits of ``value`` (Mironov
+2012), so :meth:`LaplaceMechanism.release` does not compute it: it snaps the value to a
+public lattice and adds an exact discrete Laplace draw in integer arithmetic (pure ε-DP as
+executed, noise larger by a factor ≤ 1 + 2^-28 for ε ≥ 1/2). :class:`ClippedLaplaceLaw`
+is the law of the continuous mechanism (its ``sample`` draws from that law for
+simulation, not for releases).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -230,6 +234,28 @@ class LaplaceMechanism:
         lo, hi = (-math.inf, math.inf) if clip is None else (float(clip[0]), float(clip[1]))
         return ClippedLaplaceLaw(float(value), self.scale, lo, hi)
 
+    def lattice(self) -> tuple[float, int]:
+        """The public lattice λ·ℤ and the integer noise scale t of :meth:`release`.
+
+        λ = 2^{⌊log2 Δ₁⌋ − k} with k = min(30, 31 + ⌊log2 ε⌋) (public), and
+        t = ⌈(Δ₁/λ + 1)/ε⌉ in exact rationals: snapping moves each of f(D), f(D') by ≤ λ/2,
+        so the snapped statistics of neighbours differ by ≤ Δ₁/λ + 1 lattice steps and the
+        discrete Laplace of scale t has every pmf ratio ≤ exp((Δ₁/λ + 1)/t) ≤ e^ε. The noise
+        scale t·λ exceeds b = Δ₁/ε by ≤ 2λ/ε ≤ 2^{2−k}·b (≤ 2^-28·b for ε ≥ 2^-1), and
+        t ≤ 2^32, so the sampler's int64 range (|Z| ≤ 2^52, i.e. ≥ 2^20 scales) is never the
+        binding constraint (probability ≤ e^{−2^20}).
+        """
+        e_log = math.frexp(self.epsilon)[1] - 1  # ⌊log2 ε⌋
+        k = min(30, 31 + e_log)
+        if k < 4:
+            raise InvalidParameterError(
+                f"epsilon={self.epsilon!r}: below 2^-27 the lattice release would add more "
+                "than 1/8 extra noise; use a larger epsilon."
+            )
+        lam = math.ldexp(1.0, math.frexp(self.sensitivity)[1] - 1 - k)
+        t = math.ceil((Fraction(self.sensitivity) / Fraction(lam) + 1) / Fraction(self.epsilon))
+        return lam, int(t)
+
     def release(
         self,
         value: float,
@@ -238,5 +264,39 @@ class LaplaceMechanism:
         clip: tuple[float, float] | None = None,
         size: int | None = None,
     ) -> NDArray[np.float64] | float:
-        """Noisy ``value`` (each of ``size`` draws is a separate ε-DP release)."""
-        return self.law(value, clip).sample(size=size, rng=as_generator(rng))
+        """Noisy ``value``, ε-DP as executed (each of ``size`` draws is a separate release).
+
+        Mironov's (2012) fix, done exactly: ``value`` is snapped to the public lattice λ·ℤ
+        (:meth:`lattice`; K = round(value/λ) in exact rationals), an exact
+        discrete Laplace draw Z of integer scale t is added to the integer K in Python
+        integer arithmetic (:func:`~dpfair.mechanisms.discrete_laplace.sample_discrete_laplace`),
+        and (K + Z)·λ is converted to binary64 — a rounding of an integer that is already
+        private, i.e. post-processing. The released number therefore depends on ``value``
+        only through K, never through its low-order bits, and the pure ε guarantee holds for
+        the computation as executed (``docs/floating_point.md``). Clipping to a public
+        ``clip`` interval is post-processing. :meth:`law` is the continuous mechanism's
+        law; the release is its discretisation on λ·ℤ (λ ≤ 2^-30·2Δ₁ for ε ≥ 1).
+        """
+        from dpfair.mechanisms.discrete_laplace import sample_discrete_laplace
+
+        v = float(value)
+        if not math.isfinite(v):
+            raise InvalidParameterError(f"value={value!r}: must be finite.")
+        gen = as_generator(rng)
+        lam, t = self.lattice()
+        k = round(Fraction(v) / Fraction(lam))  # exact rational, ties to even
+        count = 1 if size is None else int(size)
+        if count < 0:
+            raise InvalidParameterError(f"size={size!r}: must be >= 0.")
+        z = sample_discrete_laplace(t, count, gen)
+        if abs(k) < 2**52:
+            # |Z| ≤ 2^52 (the sampler's cap), so K + Z is exact in int64; its conversion to
+            # binary64 and the product by the power of two λ are functions of K + Z alone.
+            out = (np.int64(k) + z).astype(np.float64) * lam
+        else:
+            out = np.array([float((k + int(zi)) * Fraction(lam)) for zi in z], dtype=np.float64)
+        if clip is not None:
+            out = np.clip(out, float(clip[0]), float(clip[1]))
+        if size is None:
+            return float(out[0])
+        return out
