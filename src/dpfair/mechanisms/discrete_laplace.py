@@ -15,6 +15,9 @@ rational value of its binary64), so the integer release is ε-DP exactly — ass
 that the generator's integers are uniform. Clipping and the map to locations are
 post-processing.
 
+:func:`lattice_laplace` is the same mechanism for any integer statistic on a public lattice
+2^-k·ℤ (CDP-Fair's Laplace count and certificate check): (S + Z)·2^-k, t = ⌈Δ_L/ε⌉.
+
 Timing: the sampler is a rejection loop whose number of rounds depends on the noise only
 (uniform draws), never on K or the data.
 """
