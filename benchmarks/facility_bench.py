@@ -16,7 +16,13 @@ alike (median of ``--repeats`` rounds):
 * ``DPExpMed(ε).distribution(x)`` — the exact output law, including its sort;
 * ``DPExpMed(ε).distribution(xs, presorted=True)`` — the same law built from sorted data
   (the O(n) part);
-* exact E[FAIR], E[SWDIFF] and their 0.95-quantiles on the built law (first call each).
+* exact E[FAIR], E[SWDIFF] and their 0.95-quantiles on the built law (first call each);
+* the Laplace baseline's noise: ``LaplaceMedian(ε)`` releases ``--laplace-draws`` locations
+  from its exact law (exact discrete Laplace on the 2^32-step grid, ``law.sample``) side by
+  side with what users would pick, numpy's continuous binary64 Laplace clipped to the
+  domain (the release it replaced; diffprivlib's ``Laplace`` draws the same continuous
+  law one call at a time), with the ratio — median of ``--laplace-repeats`` interleaved
+  rounds, the median computed once outside the timing.
 
 OpenDP's ``make_private_quantile`` (grid of candidates, ε-DP at replace-one distance) runs
 in its own environment ``benchmarks/.envs/opendp`` when that exists (created by
@@ -50,7 +56,7 @@ except ImportError:  # started with a bare interpreter: hand over to the dev ven
 
 sys.path.insert(0, str(ROOT / "src"))  # always this checkout's dpfair
 
-from dpfair.facility import DPExpMed, triangular_law  # noqa: E402
+from dpfair.facility import DPExpMed, LaplaceMedian, triangular_law  # noqa: E402
 
 DATA_DIR = HERE / "_data"
 OPENDP_PYTHON = HERE / ".envs" / "opendp" / "bin" / "python"
@@ -71,6 +77,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-opendp", action="store_true", help="skip the OpenDP comparison")
     p.add_argument("--opendp-repeats", type=int, default=3)
     p.add_argument("--timeout", type=float, default=900.0, help="OpenDP worker timeout (s)")
+    p.add_argument("--laplace-draws", type=lambda s: int(float(s)), default=10**5,
+                   help="locations per Laplace-baseline release timing")
+    p.add_argument("--laplace-repeats", type=int, default=21)
     p.add_argument("--json", type=Path, default=None, help="also write all numbers here")
     return p.parse_args(argv)
 
@@ -138,6 +147,31 @@ def measure(x: np.ndarray, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def measure_laplace(x: np.ndarray, args: argparse.Namespace) -> dict[str, Any]:
+    """Exact discrete-Laplace release vs numpy's continuous Laplace (same median, same size)."""
+    lap = LaplaceMedian(args.epsilon, DOMAIN)
+    law = lap.distribution(x).law  # exact law of the release (its centre: the median's index)
+    lo, hi = DOMAIN
+    centre = float(law.location(law.center))
+    scale = (hi - lo) / args.epsilon
+    size = args.laplace_draws
+    gen = np.random.default_rng(7)
+    rows: dict[str, Callable[[], Any]] = {
+        "exact": lambda: law.sample(size=size, rng=gen),
+        "numpy": lambda: np.clip(centre + gen.laplace(0.0, scale, size=size), lo, hi),
+    }
+    for fn in rows.values():  # warm-up
+        fn()
+    times: dict[str, list[float]] = {k: [] for k in rows}
+    for r in range(max(1, args.laplace_repeats)):
+        for name in (list(rows) if r % 2 == 0 else list(reversed(rows))):
+            times[name].append(_timed(rows[name]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"draws": size, "median_s": med, "all_s": times,
+            "ratio": med["exact"] / med["numpy"], "noise_scale_t": lap.noise_scale,
+            "grid_steps": lap.steps}
+
+
 def run_opendp(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     if args.no_opendp:
         return {"status": "skipped", "message": "--no-opendp"}
@@ -182,6 +216,14 @@ def report(n: int, res: dict[str, Any], odp: dict[str, Any], args: argparse.Name
     print("\nexact metrics on the built law (first call, seconds):")
     for name, s in res["metric_first_call_s"].items():
         print(f"  {name:<22} {s:8.3f}")
+    lap = res["laplace"]
+    print(f"\nLaplace baseline noise, {lap['draws']:,} locations per call "
+          f"({args.laplace_repeats} interleaved rounds, median, ms):")
+    exact_name = f"LaplaceMedian law.sample (exact discrete Laplace, t = {lap['noise_scale_t']})"
+    print(f"  {exact_name:<66} {1e3 * lap['median_s']['exact']:8.3f}")
+    print(f"  {'numpy clip(T + Generator.laplace) (continuous binary64, replaced)':<66}"
+          f" {1e3 * lap['median_s']['numpy']:8.3f}")
+    print(f"  exact / numpy = {lap['ratio']:.2f}")
     samp = med[f"DPExpMed(eps={args.epsilon:g}).sample(x)"]
     print(f"\nsampling / numpy.sort = {samp / sort_s:.2f}  (goal: within 2x) -> "
           f"{'met' if samp <= 2 * sort_s else 'NOT met'}")
@@ -194,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     x = np.load(path)
     print(f"data: {path.relative_to(ROOT)} ({x.size:,} values)", file=sys.stderr)
     res = measure(x, args)
+    res["laplace"] = measure_laplace(x, args)
     odp = run_opendp(path, args)
     report(x.size, res, odp, args)
     if args.json is not None:

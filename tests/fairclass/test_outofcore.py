@@ -24,13 +24,13 @@ from typer.testing import CliRunner
 from dpfair import InvalidDataError, InvalidParameterError
 from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
+from dpfair.fairclass._laplace_count import noisy_count
 from dpfair.fairclass._model import ReleasedFold, bandwidth_rule, release_s1
 from dpfair.fairclass._split import MERSENNE_61, PositionSplit
 from dpfair.fairclass._threshold import (
     dd_steps,
     dd_steps_from_counts,
     private_fair_threshold,
-    snap_count_noise,
 )
 from dpfair.fairclass.cli import register
 from dpfair.fairclass.datasets import simulate
@@ -131,8 +131,7 @@ def test_release_equals_in_memory_on_the_same_split_and_generator(sim, files, fm
         ScoreHistogram.round_scores(z, 2**16)]
     assert np.max(np.abs(zr - z)) <= 2.0**-16
     a2 = sim.A[s2]
-    m1 = float(np.sum(a2 == 1)) + snap_count_noise(
-        float(rng.laplace(0.0, 1.0 / plan.epsilon_count)), s2.size)
+    m1 = noisy_count(int(np.sum(a2 == 1)), s2.size, plan.epsilon_count, rng)
     m1 = min(max(m1, 1.0), s2.size - 1.0)
     res = private_fair_threshold(zr[a2 == 1], zr[a2 == 0], m1, s2.size - m1, ALPHA,
                                  plan.epsilon_threshold, float(min(fold.pi)), rng)

@@ -419,7 +419,9 @@ class FacilityDistribution(OutputDistribution):
         return np.minimum(np.abs(pieces - k), cap).astype(np.int64)
 
     def loss_pmf(self) -> NDArray[np.float64]:
-        """P(p_α(D, L) = v) for v = 0, 1, …, cap: the law of the mechanism's own loss."""
+        """P(p_α(D, L) = v) for v = 0, 1, …, cap: the law of the mechanism's own loss at the
+        released location L (the cell-averaged law :attr:`law`, as :meth:`DPExpMed.sample`
+        releases it; computed by ``DPExpMed.distribution``)."""
         if self.loss_probabilities is not None:
             return np.array(self.loss_probabilities, dtype=np.float64)
         cap = loss_cap(self.profile.n, self.profile.k)

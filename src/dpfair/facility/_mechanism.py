@@ -179,12 +179,18 @@ class _OutputGrid:
         return np.minimum(a + rng.random(c.size) * (b - a), b)
 
 
-def _cell_average(law: PiecewiseConstantLaw, grid: _OutputGrid) -> PiecewiseConstantLaw:
-    """The law of the snapped output: ``law`` averaged over each public cell, O(n log n).
+def _cell_average(
+    law: PiecewiseConstantLaw, grid: _OutputGrid, piece_loss: NDArray[np.int64], cap: int
+) -> tuple[PiecewiseConstantLaw, NDArray[np.float64]]:
+    """The law of the snapped output (``law`` averaged over each public cell) and the law
+    of the mechanism's loss p_α(D, L) at the *released* point L, O(n log n).
 
     The new pieces are public cells: one cell per cell that holds an edge of ``law`` and
     runs of whole cells in between (where the density is unchanged). Every sub-piece
-    (intersection of an old piece and a new one) adds its exact mass in log-space.
+    (intersection of an old piece and a new one) adds its exact mass in log-space. p_α(D, ·)
+    is constant on the old pieces (``piece_loss``), and the released L has the averaged
+    density, so P(p_α(D, L) = v) sums, over the sub-pieces of old pieces with loss v, the
+    averaged density times the sub-piece's length.
     """
     e = law.edges
     c = grid.index(e)
@@ -197,12 +203,16 @@ def _cell_average(law: PiecewiseConstantLaw, grid: _OutputGrid) -> PiecewiseCons
     old = np.clip(np.searchsorted(e, mids, side="right") - 1, 0, law.n_pieces - 1)
     new = np.clip(np.searchsorted(new_edges, mids, side="right") - 1, 0, new_edges.size - 2)
     with np.errstate(divide="ignore"):
-        log_sub = np.log(np.diff(sub)) + law.log_levels[old]
+        log_len = np.log(np.diff(sub))
+    log_sub = log_len + law.log_levels[old]
     log_new = np.full(new_edges.size - 1, -np.inf)
     np.logaddexp.at(log_new, new, log_sub)
     with np.errstate(divide="ignore"):
         levels = log_new - np.log(np.diff(new_edges))
-    return PiecewiseConstantLaw(new_edges, np.where(np.isfinite(levels), levels, -1e300))
+    averaged = PiecewiseConstantLaw(new_edges, np.where(np.isfinite(levels), levels, -1e300))
+    released_mass = np.exp(averaged.log_levels[new] + log_len - averaged.log_norm)
+    loss_pmf = np.bincount(piece_loss[old], weights=released_mass, minlength=cap + 1)
+    return averaged, loss_pmf.astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -356,11 +366,9 @@ class DPExpMed:
         law = _law_from_sorted(xs, k, alpha * (hi - lo), self.epsilon, lo, hi)
         cap = loss_cap(n, k)
         piece_loss = np.minimum(np.abs(np.arange(law.n_pieces) - k), cap).astype(np.int64)
-        averaged = _cell_average(law, _OutputGrid.for_domain(lo, hi))
-        # The loss law is that of the exponential mechanism's draw ℓ (before snapping; the
-        # released L is in the same public cell, 2^-44 of the domain's scale away at most).
-        loss_pmf = np.bincount(piece_loss, weights=law.piece_probabilities,
-                               minlength=cap + 1).astype(np.float64)
+        # The released L (a uniform point of the public cell of the draw) has the
+        # cell-averaged law; loss_pmf is the law of p_α(D, L) at that released point.
+        averaged, loss_pmf = _cell_average(law, _OutputGrid.for_domain(lo, hi), piece_loss, cap)
         return FacilityDistribution(
             law=averaged,
             profile=Profile.from_sorted(xs, self.median),

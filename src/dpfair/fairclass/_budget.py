@@ -278,7 +278,10 @@ class BudgetPlan:
                     f"{tag} / S2 / calibration group-1 count (Laplace, sensitivity 1)",
                     cal_rows,
                     Budget.pure(self.epsilon_count),
-                    noise=f"Laplace(0, {1.0 / self.epsilon_count:.6g})",
+                    noise=(
+                        "exact discrete Laplace on a 2^-k lattice, scale "
+                        f"~ {1.0 / self.epsilon_count:.6g}"
+                    ),
                 )
             )
             ledger.charge(
@@ -295,7 +298,10 @@ class BudgetPlan:
                         f"{tag} / S2 / certificate: DD at tau (Laplace, sensitivity 1/m1 + 1/m0)",
                         cal_rows,
                         Budget.pure(self.epsilon_check),
-                        noise=f"Laplace(0, (1/m1 + 1/m0) / {self.epsilon_check:.6g})",
+                        noise=(
+                            "exact discrete Laplace on a 2^-k lattice, scale "
+                            f"~ (1/m1 + 1/m0) / {self.epsilon_check:.6g}"
+                        ),
                     )
                 )
 

@@ -8,7 +8,8 @@ calibration half and a public margin (``docs/proofs/fairclass_cdp_fair.md`` §10
 
 1. the EM aims at the shrunk target α_t = max(α − t − γ, 0) (:func:`certified_target`);
 2. the check releases D̃ = DD̂(τ̂) + Laplace(Δ/ε_k), Δ = 1/m̃₁ + 1/m̃₀ (sensitivity Δ given the
-   released denominators, so ε_k-DP);
+   released denominators, so ε_k-DP) — as executed, an exact discrete Laplace on a public
+   lattice (:func:`check_lattice`);
 3. the fold is *certified* iff |D̃| ≤ α − t, with t = :func:`certification_margin`, a
    function of released and public numbers only (m̃, ε_c, ε_k, β).
 
@@ -32,14 +33,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from scipy import integrate, optimize, special
 
 from dpfair._errors import InvalidParameterError
+from dpfair.fairclass._laplace_count import count_lattice
 from dpfair.fairclass._threshold import DDSteps
-from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
+from dpfair.mechanisms.discrete_laplace import discrete_laplace_scale, lattice_laplace
+from dpfair.mechanisms.gaussian import lattice_bits
 
 __all__ = [
     "FairnessCertificate",
@@ -55,20 +59,32 @@ _SIZE_SLACK = 0.01
 
 
 
-def check_lattice(m1: float, m0: float, epsilon_check: float) -> tuple[int, float]:
-    """Public lattice 2^-k·ℤ of the check and its Laplace scale b = (Δ + 2^{1−k})/ε_k.
+def check_lattice(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]:
+    """Public lattice 2^-k·ℤ of the check and its integer discrete-Laplace scale t.
 
     Floating-point model (``docs/floating_point.md``): the check releases
-    snap(DD̂) + snap(W), W ~ Laplace(b), both on 2^-k·ℤ and added exactly, which equals
-    snap(snap(DD̂) + W) — a post-processing of the continuous Laplace mechanism on
-    snap(DD̂). The computed DD̂ (from integer counts and the released m̃) moves by at most
-    Δ plus a few ulps between neighbours, and snapping adds ≤ 2^-k, so Δ + 2^{1−k} bounds
-    the sensitivity of what the noise meets. k comes from public numbers only
-    (|DD̂| ≤ 1, |W| ≤ 64b except with probability e^-64).
+    (S + Z)·2^-k with S = rint(DD̂·2^k) the snapped computed DD̂ (an integer) and Z exact
+    discrete Laplace, P(Z = z) ∝ exp(−|z|/t)
+    (:func:`~dpfair.mechanisms.discrete_laplace.lattice_laplace`).
+    Sensitivity of S in lattice units, for the released m̃₁, m̃₀ and n = m̃₁ + m̃₀:
+    the real DD̂ = c₁/m̃₁ − c₀/m̃₀ moves by ≤ Δ = 1/m̃₁ + 1/m̃₀ (exact rationals); the
+    computed fl(fl(c₁/m̃₁) − fl(c₀/m̃₀)) is within 2.1·2^-53·(c₁/m̃₁ + c₀/m̃₀) ≤ 2^-51·nΔ of
+    it (c ≤ n); rint adds ≤ ½ unit each. So |S − S′| ≤ Δ_L = ⌊Δ(1 + n·2^-50)·2^k⌋ + 1 and
+    t = ⌈Δ_L/ε_k⌉ gives a pmf ratio ≤ e^{ε_k} exactly, as executed. t·2^-k ≈
+    (Δ + 2^-k)/ε_k: the same noise as the real-arithmetic Laplace(Δ/ε_k) up to 2^-k.
+    k comes from public numbers only: k = lattice_bits(2 + 64(Δ + 1)/ε_k), which also
+    keeps t ≤ 2^46.
     """
-    delta = 1.0 / m1 + 1.0 / m0
-    k = lattice_bits(2.0 + 64.0 * (delta + 1.0) / epsilon_check)
-    return k, (delta + 2.0 ** (1 - k)) / epsilon_check
+    k, units = check_units(m1, m0, epsilon_check)
+    return k, discrete_laplace_scale(units, epsilon_check)
+
+
+def check_units(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]:
+    """(k, Δ_L) of :func:`check_lattice`: lattice bits and sensitivity in lattice units."""
+    delta = Fraction(1) / Fraction(m1) + Fraction(1) / Fraction(m0)
+    n = Fraction(m1) + Fraction(m0)
+    k = lattice_bits(2.0 + 64.0 * (float(delta) + 1.0) / epsilon_check)
+    return k, math.floor(delta * (1 + n / 2**50) * 2**k) + 1
 
 
 #: γ = GAMMA_SCALE · Δ · (1/ε_k + 1/ε_e): how far below α − t the EM aims, so that the
@@ -83,7 +99,8 @@ class FairnessCertificate:
     Attributes
     ----------
     released_dd : float
-        D̃ = DD̂(τ̂) + Laplace(Δ/ε_k): the private check.
+        D̃ = DD̂(τ̂) + noise of scale ≈ Δ/ε_k: the private check (exact discrete Laplace on
+        the lattice of :func:`check_lattice`).
     margin : float
         t: certified iff |D̃| ≤ α − t.
     alpha : float
@@ -159,8 +176,13 @@ def certification_margin(
     Returns
     -------
     float
-        t such that P(N(0, s²) + Laplace(Δ/ε_k) − Δ·L⁺ ≤ −t) + P(Δ·L⁺ ≥ t) = 0.99·β_side,
-        L ~ Laplace(1/ε_c), s² = (1/(m̃₁ − ℓ) + 1/(m̃₀ − ℓ))/4, ℓ = ln(1/(0.01·β_side))/ε_c.
+        t such that P(N(0, s²) + Laplace(b_w) − Δ·L⁺ ≤ −t) + P(Δ·L⁺ ≥ t) = 0.99·β_side,
+        L ~ Laplace(b_c), s² = (1/(m̃₁ − ℓ) + 1/(m̃₀ − ℓ))/4, ℓ = ln(1/(0.01·β_side))·b_c
+        + 2^-k_c, plus the lattice slack 1.5·2^-k + 2^-51·nΔ + Δ·2^-k_c. Here b_c =
+        t_c·2^-k_c ≈ 1/ε_c and b_w = t_w·2^-k ≈ Δ/ε_k are the scales of the executed
+        discrete Laplace noises (:func:`~dpfair.fairclass._laplace_count.count_lattice`,
+        :func:`check_lattice`), each coupled within one lattice unit to the continuous
+        law of that scale; n = m̃₁ + m̃₀.
     """
     p = float(fail_prob_side)
     if not 0.0 < p < 0.5:
@@ -171,12 +193,20 @@ def certification_margin(
         raise InvalidParameterError(
             "certification_margin: epsilon_count and epsilon_check must be > 0."
         )
-    ell = math.log(1.0 / (_SIZE_SLACK * p)) / epsilon_count
+    # Both noises are exact discrete Laplace on lattices (docs/floating_point.md); each is
+    # within one lattice unit of a continuous Laplace of its own scale (quantile coupling),
+    # and the tail computation below runs on those continuous laws, the couplings' slack
+    # added to t at the end.
+    n_cal = round(m1 + m0)
+    k_c, t_c = count_lattice(n_cal, epsilon_count)
+    b_c = math.ldexp(t_c, -k_c)  # scale of the count noise L, ≥ 1/ε_c
+    k, t_w = check_lattice(m1, m0, epsilon_check)
+    b_w = math.ldexp(t_w, -k)  # scale of the check noise w, ≥ Δ/ε_k
+    ell = math.log(1.0 / (_SIZE_SLACK * p)) * b_c + math.ldexp(1.0, -k_c)
     lo1, lo0 = max(m1 - ell, 1.0), max(m0 - ell, 1.0)
     s = 0.5 * math.sqrt(1.0 / lo1 + 1.0 / lo0)
     delta = 1.0 / m1 + 1.0 / m0
-    k, b_w = check_lattice(m1, m0, epsilon_check)  # snapped check (docs/floating_point.md)
-    b_v = delta / epsilon_count
+    b_v = delta * b_c
     level = (1.0 - _SIZE_SLACK) * p
     hi = 12.0 * s + (b_w + b_v) * (math.log(1.0 / level) + 8.0)
 
@@ -185,8 +215,11 @@ def certification_margin(
         # (docs/proofs/fairclass_cdp_fair.md §10), so that event is charged in full.
         return _tail(t, s, b_w, b_v) + 0.5 * math.exp(-t / b_v) - level
 
-    # + 2^-k: the released D̃ is DD̂ + W up to the two snappings (≤ 2^-k-1 each).
-    return float(optimize.brentq(excess, 1e-12, hi, xtol=1e-10)) + 2.0**-k
+    # Coupling slack: D̃ = (rint(fl(DD̂)·2^k) + Z_w)·2^-k is within 2^-51·nΔ (rounding of
+    # DD̂) + 2^-k-1 (rint) + 2^-k (Z_w vs w) of DD̂ + w, and the count noise enters as c·L
+    # with c ≤ Δ and |L_discrete − L| ≤ 2^-k_c.
+    slack = 1.5 * 2.0**-k + 2.0**-51 * n_cal * delta + delta * 2.0**-k_c
+    return float(optimize.brentq(excess, 1e-12, hi, xtol=1e-10)) + slack
 
 
 def certified_target(
@@ -224,17 +257,19 @@ def check_threshold(
 ) -> FairnessCertificate:
     """Release D̃ = DD̂(τ̂) + Laplace(Δ/ε_k) (ε_k-DP) and decide the certificate |D̃| ≤ α − t.
 
-    As executed: snap(DD̂) + snap(W) on the public lattice of :func:`check_lattice`, with
-    W ~ Laplace((Δ + 2^{1−k})/ε_k); the margin t includes the snapping's 2^-k.
+    As executed: (rint(DD̂·2^k) + Z)·2^-k on the public lattice of :func:`check_lattice`,
+    Z exact discrete Laplace of integer scale t = ⌈Δ_L/ε_k⌉ (ε_k-DP exactly); the margin t
+    includes the 1.5·2^-k by which this differs from DD̂ + Laplace(t·2^-k).
 
     ``steps`` is the calibration curve with the released denominators (sensitivity
     Δ = 1/m̃₁ + 1/m̃₀ at every τ, so at τ̂ too: τ̂ is itself a DP release, and the check is a
     Laplace mechanism composed after it). ``fail_prob`` is the fold's β (both sides).
     """
-    k, scale = check_lattice(m1, m0, epsilon_check)
-    # Snapped before they meet (check_lattice): no low-order bit of DD̂ reaches the output.
-    value = snap_to_lattice(steps.at(tau), k)
-    released = float(value + snap_to_lattice(rng.laplace(0.0, scale), k))
+    k, units = check_units(m1, m0, epsilon_check)
+    # The integer statistic S = rint(DD̂·2^k) (exact scaling and rounding) meets exact
+    # discrete Laplace noise (check_lattice): no low-order bit of DD̂ reaches the output.
+    stat = int(np.rint(steps.at(tau) * 2.0**k))
+    released = lattice_laplace(stat, units, epsilon_check, k, rng)
     ok = abs(released) <= alpha - margin
     return FairnessCertificate(
         released_dd=float(released),

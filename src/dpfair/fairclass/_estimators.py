@@ -50,6 +50,7 @@ from dpfair.fairclass._certify import (
     certified_target,
     check_threshold,
 )
+from dpfair.fairclass._laplace_count import noisy_count
 from dpfair.fairclass._linear import (
     FeatureMap,
     ReleasedLinearFold,
@@ -68,7 +69,6 @@ from dpfair.fairclass._threshold import (
     dd_steps,
     exact_fair_threshold,
     private_fair_threshold,
-    snap_count_noise,
     snap_scores,
 )
 from dpfair.fairclass._validation import (
@@ -563,10 +563,9 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         if plan is None:
             return exact_fair_threshold(dd_steps(z1, z0), alpha - margin).tau, None
         n_cal = z.size
-        # Laplace(1/ε_c) on the group-1 count (sensitivity 1; n_cal is public), the noise
-        # snapped to a public lattice so that count + noise is exact.
-        m1 = float(z1.size) + snap_count_noise(
-            float(rng.laplace(0.0, 1.0 / plan.epsilon_count)), n_cal)
+        # Laplace on the group-1 count (sensitivity 1; n_cal is public): exact discrete
+        # Laplace of scale ≈ 1/ε_c on a public lattice (noisy_count).
+        m1 = noisy_count(z1.size, n_cal, plan.epsilon_count, rng)
         m1 = min(max(m1, 1.0), n_cal - 1.0)
         m0 = n_cal - m1
         r = float(min(pi))

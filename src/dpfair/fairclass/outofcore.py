@@ -97,11 +97,11 @@ from dpfair.fairclass._certify import (
     check_threshold,
 )
 from dpfair.fairclass._estimators import _HALF_LABELS, CDPFairClassifier, _warn_if_uncertified
+from dpfair.fairclass._laplace_count import noisy_count
 from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1_from_weights
 from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._threshold import (
     dd_steps_from_counts,
-    snap_count_noise,
     threshold_law_from_steps,
 )
 from dpfair.fairclass._validation import MIN_GROUP_ROWS, check_feature_bounds
@@ -379,8 +379,7 @@ def _private_threshold(
     """
     c1, c0 = hist.counts[1], hist.counts[0]
     n_cal = int(c1.sum() + c0.sum())
-    m1 = float(c1.sum()) + snap_count_noise(float(rng.laplace(0.0, 1.0 / epsilon_count)),
-                                            n_cal)
+    m1 = noisy_count(int(c1.sum()), n_cal, epsilon_count, rng)
     m1 = min(max(m1, 1.0), n_cal - 1.0)
     m0 = n_cal - m1
     steps = dd_steps_from_counts(hist.values, c1, c0, m1, m0)
