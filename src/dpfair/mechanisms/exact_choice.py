@@ -1,0 +1,388 @@
+r"""Exact choice of a piece with probability ∝ M_j·exp(−c·d_j): a Las Vegas sampler.
+
+The exponential mechanisms of dpfair choose one of K pieces (cells of a public grid, runs
+of lattice cells, public candidates) with probability proportional to
+
+.. math:: w_j = M_j \, e^{-c\, d_j},
+
+M_j ≥ 0 an exactly known multiplicity (an integer number of cells, or the exact length of
+a piece between two binary64 edges), d_j ≥ 0 an integer score offset and c > 0 a public
+rate given as an exact rational (:func:`exact_rate`). Inverting a floating-point
+cumulative sum against a 53-bit uniform realises this law only up to a total-variation
+slack η ≈ K·2^-52, so the executed mechanism would be (ε, (1 + e^ε)η)-DP rather than
+ε-DP. :func:`choose_pieces` removes the slack: its output has *exactly* the law
+w_j / Σ w (real arithmetic, no approximation), so every pure-ε and zCDP statement proved
+for the real-arithmetic exponential mechanism holds for the executed code.
+
+Algorithm (one draw)
+--------------------
+U is a uniform real in [0, 1), revealed 64 bits at a time (the first word B from the
+generator: U ∈ [B/2^64, (B + 1)/2^64)). The piece is the j with C_j ≤ U·T < C_{j+1},
+C_j = Σ_{i<j} w_i the exact cumulative masses and T = C_K (or a given upper bound T ≥ C_K,
+the "reject" outcome K then having probability 1 − C_K/T). This is inversion of the
+exact distribution function, so the output law is exact *provided every comparison is
+decided correctly*; the two paths below only ever return a j for which the comparisons
+are certain.
+
+* **Fast path** (binary64, vectorised): ŵ_j = fl(M̂_j·exp(−fl(ĉ·d_j))) and the sequential
+  sums S_i = fl(S_{i−1} + ŵ_{i−1}) (``numpy.cumsum`` of non-negative terms), with the
+  rigorous bound |S_i − C_i| ≤ E_i = (γ_i + ρ)·S_i/(1 − γ_i) + A, γ_i = i·u/(1 − i·u),
+  u = 2^-53. ρ bounds the relative error of each term: the rate's rounding ĉ = c(1 ± u),
+  the product ĉ·d_j (± u), which moves exp's argument t_j ≤ 700 by ≤ 2.01·u·t_j; the
+  platform's ``exp`` (assumed accurate to 2^-45 relatively for normal results,
+  ``docs/floating_point.md``, platform assumptions); the product with M̂_j (± u); and the
+  caller's bound on |M̂_j − M_j|/M_j. Terms with fl(ĉ·d_j) > 700 are set to 0 and their
+  true mass (≤ M_j·e^-699) goes into the absolute allowance A, together with K·2^-1074
+  for subnormal products. If the interval [B·2^-53·T_lo, (B+1)·2^-53·T_hi] (B the top 53
+  bits; outward-rounded) lies, with these margins, strictly inside one piece, that piece
+  is returned. Otherwise (probability ≈ 2·(#pieces near the draw)·max_i E_i/T, about
+  K·10^-13 in practice, see the tests) the draw goes to
+* **the slow path** (exact, pure Python ``decimal``): enclosures of every w_j at P
+  significant digits, with t_j = c·d_j enclosed by directed divisions, exp correctly
+  rounded (``decimal``'s exp; a margin of 10 ulps is added anyway) and products and
+  prefix sums rounded towards −∞ for the lower and +∞ for the upper enclosure. U gets
+  64 more bits whenever its interval is wider than 10^-P, and P doubles (40, 80, 160, …
+  digits) until the comparison is certain, which happens after finitely many rounds
+  with probability 1 (U·T hits a boundary C_j exactly with probability 0).
+
+Timing. The fast path is O(K) set-up plus O(log K) per draw, a fixed sequence of
+floating-point operations for given public sizes. The slow path runs with a probability
+that depends on the masses (hence on the data) only through how close the draw lands to
+a cumulative boundary; its cost is O(K) decimal operations per round and the expected
+number of rounds is ≈ 1. An observer of wall time can learn that the slow path ran (an
+event of probability ~K·10^-13); we make no constant-time claim (``docs/floating_point.md``).
+
+Data dependence. The output is a deterministic function of (M̂_j, exact M_j, d_j, c) and the
+generator's words: two data sets with the same multiplicities and integer offsets give
+bit-identical outputs under a common seed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import decimal
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpfair._errors import InvalidParameterError
+from dpfair._rng import RandomLike, as_generator
+
+__all__ = ["PieceMasses", "choose_pieces", "exact_rate"]
+
+_U = 2.0**-53
+#: Assumed relative accuracy of ``numpy.exp`` for results in the normal range (platform
+#: assumption, ``docs/floating_point.md``; glibc and numpy's SIMD exp are < 4 ulps).
+EXP_REL_ERROR = 2.0**-45
+#: Arguments above this are not exponentiated on the fast path (their mass is bounded).
+_T_MAX = 700.0
+#: Test hook: an extra relative error added to every fast-path bound (0 in production).
+#: Raising it makes the slow path run often, so its law can be tested.
+_FAST_PATH_SLACK = 0.0
+#: First precision (significant decimal digits) of the slow path; doubled each round.
+_SLOW_DIGITS = 40
+
+
+@dataclass(frozen=True)
+class PieceMasses:
+    """Multiplicities M_j ≥ 0 of the pieces: a binary64 approximation and the exact values.
+
+    Attributes
+    ----------
+    approx : ndarray of float64
+        M̂_j with |M̂_j − M_j| ≤ ``rel_err``·M_j (and M̂_j = 0 iff M_j = 0).
+    rel_err : float
+        The relative error bound of ``approx``.
+    exact : callable
+        ``exact(j)`` returns M_j as a :class:`fractions.Fraction` (slow path only).
+    """
+
+    approx: NDArray[np.float64]
+    rel_err: float
+    exact: Callable[[int], Fraction]
+
+    @classmethod
+    def exact_floats(cls, values: ArrayLike) -> PieceMasses:
+        """Masses that *are* the given binary64 numbers (e.g. integers < 2^53, ones)."""
+        v = np.ascontiguousarray(values, dtype=np.float64)
+        if v.ndim != 1 or not np.all(v >= 0) or not np.all(np.isfinite(v)):
+            raise InvalidParameterError("masses must be a 1-D array of finite values >= 0.")
+        return cls(v, 0.0, lambda j: Fraction(float(v[j])))
+
+    @classmethod
+    def lengths(cls, edges: ArrayLike, density: ArrayLike | None = None) -> PieceMasses:
+        """M_j = (e_{j+1} − e_j)·h_j: exact lengths between binary64 edges (times h_j).
+
+        fl(e_{j+1} − e_j) is correctly rounded (relative error ≤ u), and so is the product
+        with a binary64 density h_j; the exact values are computed with fractions.
+        """
+        e = np.ascontiguousarray(edges, dtype=np.float64)
+        if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) < 0):
+            raise InvalidParameterError("edges must be finite, non-decreasing, at least two.")
+        approx = np.diff(e)
+        if density is None:
+            return cls(approx, _U, lambda j: Fraction(float(e[j + 1])) - Fraction(float(e[j])))
+        h = np.ascontiguousarray(density, dtype=np.float64)
+        if h.shape != approx.shape or not np.all(h >= 0) or not np.all(np.isfinite(h)):
+            raise InvalidParameterError("density must be finite, >= 0, one value per piece.")
+
+        def exact(j: int) -> Fraction:
+            return (Fraction(float(e[j + 1])) - Fraction(float(e[j]))) * Fraction(float(h[j]))
+
+        return cls(approx * h, 2.0 * _U + _U * _U, exact)
+
+    def __len__(self) -> int:
+        return int(self.approx.size)
+
+    def take(self, index: NDArray[np.intp]) -> PieceMasses:
+        """The masses of the pieces ``index`` (in that order)."""
+        idx = np.asarray(index, dtype=np.intp)
+        outer = self.exact
+        return PieceMasses(self.approx[idx], self.rel_err, lambda j: outer(int(idx[j])))
+
+    def append(self, value: Fraction) -> PieceMasses:
+        """These masses followed by one more piece of exact mass ``value`` (≥ 0)."""
+        if value < 0:
+            raise InvalidParameterError("a mass must be >= 0.")
+        k = len(self)
+        outer = self.exact
+        approx = np.append(self.approx, float(value))  # correctly rounded: rel. error ≤ u
+        return PieceMasses(
+            approx,
+            max(self.rel_err, _U),
+            lambda j: Fraction(value) if j == k else outer(j),
+        )
+
+
+def exact_rate(epsilon: float, units_per_sensitivity: int | Fraction = 1) -> Fraction:
+    """The rate c ≤ ε/(2·S) per integer unit of score, as an exact rational.
+
+    ``S = units_per_sensitivity`` is the number of score units one neighbour can move
+    the score by. The binary64 ε is first lowered by a relative 2^-50 (rounded), so the
+    executed mechanism is ε′-DP with ε′ = 2cS ≤ ε(1 − 2^-51): both the pure ε statement and
+    the zCDP statement ε²/8 (computed in binary64 by the ledger, relative error ≤ 2^-52)
+    hold as executed.
+    """
+    eps = float(epsilon)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
+    s = Fraction(units_per_sensitivity)
+    if s <= 0:
+        raise InvalidParameterError("units_per_sensitivity must be > 0.")
+    return Fraction(eps * (1.0 - 2.0**-50)) / (2 * s)
+
+
+def _as_units(units: ArrayLike, k: int) -> NDArray[np.int64]:
+    d = np.asarray(units)
+    if d.shape != (k,) or not (np.issubdtype(d.dtype, np.integer) or d.size == 0):
+        if d.shape == (k,) and np.issubdtype(d.dtype, np.floating) and np.all(d == np.rint(d)):
+            d = d.astype(np.int64)
+        else:
+            raise InvalidParameterError("units must be integers, one per piece.")
+    d = d.astype(np.int64)
+    if d.size and (d.min() < 0 or d.max() >= 2**52):
+        raise InvalidParameterError("units must be integers in [0, 2^52).")
+    return d
+
+
+def choose_pieces(
+    masses: PieceMasses,
+    units: ArrayLike,
+    rate: Fraction,
+    rng: RandomLike = None,
+    size: int | None = None,
+    *,
+    total: tuple[Fraction, int] | None = None,
+) -> NDArray[np.intp]:
+    """Exact draws of j with P(j) = M_j e^{−c d_j} / T (module docstring).
+
+    Parameters
+    ----------
+    masses : PieceMasses
+        The multiplicities M_j (K pieces; at least one with M_j > 0 unless ``total``).
+    units : array of int
+        d_j ≥ 0.
+    rate : Fraction
+        c > 0 (:func:`exact_rate`).
+    rng : seed or Generator
+    size : int or None
+        Number of draws (None: one draw, returned as an array of shape (1,)).
+    total : (M_T, d_T), optional
+        T = M_T·e^{−c d_T} instead of T = Σ_j w_j. The caller guarantees T ≥ Σ_j w_j; the
+        outcome K ("none of the pieces") then has probability 1 − Σ_j w_j / T.
+
+    Returns
+    -------
+    ndarray of intp, shape (size,) (or (1,))
+    """
+    gen = as_generator(rng)
+    count = 1 if size is None else int(size)
+    k = len(masses)
+    d = _as_units(units, k)
+    c = Fraction(rate)
+    if c <= 0:
+        raise InvalidParameterError("rate must be > 0.")
+    if total is not None and (Fraction(total[0]) <= 0 or int(total[1]) < 0):
+        raise InvalidParameterError("total must be (M_T > 0, d_T >= 0).")
+    if k == 0:
+        raise InvalidParameterError("choose_pieces needs at least one piece.")
+    if total is None and not np.any(masses.approx > 0):
+        raise InvalidParameterError("the pieces have no mass.")
+    shift = int(d.min()) if k else 0
+    if total is not None:
+        shift = min(shift, int(total[1])) if k else int(total[1])
+    ds = d - shift
+    words = gen.integers(0, 2**64 - 1, size=count, dtype=np.uint64, endpoint=True)
+    out, undecided = _fast(masses, ds, c, None if total is None else
+                           (Fraction(total[0]), int(total[1]) - shift), words)
+    for i in np.flatnonzero(undecided):
+        out[i] = _slow(masses, ds, c, None if total is None else
+                       (Fraction(total[0]), int(total[1]) - shift), int(words[i]), gen)
+    return out
+
+
+def _fast(
+    masses: PieceMasses,
+    d: NDArray[np.int64],
+    c: Fraction,
+    total: tuple[Fraction, int] | None,
+    words: NDArray[np.uint64],
+) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+    """Fast-path decisions: (pieces, undecided mask). See the module docstring."""
+    k = d.size
+    c_hat = float(c)
+    t = c_hat * d.astype(np.float64)
+    big = t > _T_MAX
+    with np.errstate(under="ignore"):
+        w = masses.approx * np.exp(-np.minimum(t, _T_MAX))
+    w[big] = 0.0
+    # Per-term relative error ρ (module docstring), evaluated with a safety factor.
+    rho = ((1.0 + masses.rel_err) * (1.0 + EXP_REL_ERROR) * math.exp(2.01 * _U * _T_MAX)
+           * (1.0 + _U) - 1.0) * 1.001
+    rho = rho / (1.0 - rho) + _FAST_PATH_SLACK
+    tail = float(np.sum(masses.approx[big])) if big.any() else 0.0
+    allowance = (tail * (1.0 + masses.rel_err) * (1.0 + k * _U * 1.01) * math.exp(-699.0)
+                 + (k + 1) * 2.0**-1074) * 2.0
+    s = np.empty(k + 1, dtype=np.float64)
+    s[0] = 0.0
+    np.cumsum(w, out=s[1:])
+    if k * _U >= 0.01:
+        raise InvalidParameterError("too many pieces for the exact sampler (K >= 2^46).")
+
+    def err(i: NDArray[np.intp]) -> NDArray[np.float64]:
+        g = i * _U / (1.0 - i * _U)
+        return ((g + rho) * s[i] / (1.0 - g)) * (1.0 + 1e-6) + allowance
+
+    if total is None:
+        t_hat = float(s[k])
+        t_err = float(err(np.array([k]))[0])
+    else:
+        m_t, d_t = total
+        arg = c_hat * float(d_t)
+        if arg > _T_MAX:  # the fast path does not handle this (never in dpfair); go slow
+            return np.full(words.size, k, dtype=np.intp), np.ones(words.size, dtype=bool)
+        t_hat = float(m_t) * math.exp(-arg)
+        rho_t = ((1.0 + _U) * (1.0 + EXP_REL_ERROR) * math.exp(2.01 * _U * _T_MAX)
+                 * (1.0 + _U) - 1.0) * 1.001 + _FAST_PATH_SLACK
+        t_err = t_hat * rho_t / (1.0 - rho_t) + 2.0**-1070
+    t_lo = (t_hat - t_err) * (1.0 - 4.0 * _U)
+    t_hi = (t_hat + t_err) * (1.0 + 4.0 * _U)
+    top = (words >> np.uint64(11)).astype(np.float64)  # U ∈ [top·2^-53, (top + 1)·2^-53)
+    x_lo = top * 2.0**-53 * t_lo * (1.0 - 4.0 * _U)
+    x_hi = (top + 1.0) * 2.0**-53 * t_hi * (1.0 + 4.0 * _U)
+    j = np.searchsorted(s, x_lo, side="right") - 1
+    jc = np.minimum(j, k - 1) if k else j
+    inside = j < k
+    ok_low = (s[jc] + err(jc)) * (1.0 + 4.0 * _U) <= x_lo
+    ok_high = x_hi < (s[jc + 1] - err(jc + 1)) * (1.0 - 4.0 * _U)
+    decided = inside & ok_low & ok_high & (t_lo > 0)
+    if total is not None:  # beyond all pieces: the "none" outcome K
+        beyond = (s[k] + err(np.array([k]))[0]) * (1.0 + 4.0 * _U) <= x_lo
+        decided |= beyond & ~inside & (x_lo > 0)
+        j = np.where(~inside, k, j)
+    return j.astype(np.intp), ~decided
+
+
+def _slow(
+    masses: PieceMasses,
+    d: NDArray[np.int64],
+    c: Fraction,
+    total: tuple[Fraction, int] | None,
+    first_word: int,
+    gen: np.random.Generator,
+) -> int:
+    """Exact decision by interval arithmetic at increasing precision (module docstring)."""
+    k = d.size
+    numer, denom = c.numerator, c.denominator
+    n_u, bits = first_word, 64
+    digits = _SLOW_DIGITS
+    units = [int(v) for v in d]
+    exact_m = [masses.exact(j) for j in range(k)]
+    while True:
+        lo = decimal.Context(prec=digits, rounding=decimal.ROUND_FLOOR,
+                             Emin=decimal.MIN_EMIN, Emax=decimal.MAX_EMAX)
+        hi = decimal.Context(prec=digits, rounding=decimal.ROUND_CEILING,
+                             Emin=decimal.MIN_EMIN, Emax=decimal.MAX_EMAX)
+        near = decimal.Context(prec=digits + 2, Emin=decimal.MIN_EMIN, Emax=decimal.MAX_EMAX)
+        slack = decimal.Decimal(10) ** (-digits)
+        down, up = 1 - slack, 1 + slack
+        cache: dict[int, tuple[decimal.Decimal, decimal.Decimal]] = {}
+
+        def exp_bounds(u: int, lo=lo, hi=hi, near=near, cache=cache, down=down, up=up
+                       ) -> tuple[decimal.Decimal, decimal.Decimal]:
+            if u not in cache:
+                t_lo = lo.divide(decimal.Decimal(numer * u), decimal.Decimal(denom))
+                t_hi = hi.divide(decimal.Decimal(numer * u), decimal.Decimal(denom))
+                cache[u] = (lo.multiply(near.exp(-t_hi), down),
+                            hi.multiply(near.exp(-t_lo), up))
+            return cache[u]
+
+        def mass_bounds(m: Fraction, e: tuple[decimal.Decimal, decimal.Decimal], lo=lo, hi=hi
+                        ) -> tuple[decimal.Decimal, decimal.Decimal]:
+            if m == 0:
+                return decimal.Decimal(0), decimal.Decimal(0)
+            m_lo = lo.divide(decimal.Decimal(m.numerator), decimal.Decimal(m.denominator))
+            m_hi = hi.divide(decimal.Decimal(m.numerator), decimal.Decimal(m.denominator))
+            return lo.multiply(m_lo, e[0]), hi.multiply(m_hi, e[1])
+
+        cum_lo: list[decimal.Decimal] = [decimal.Decimal(0)]
+        cum_hi: list[decimal.Decimal] = [decimal.Decimal(0)]
+        for j in range(k):
+            w_lo, w_hi = mass_bounds(exact_m[j], exp_bounds(units[j]))
+            cum_lo.append(lo.add(cum_lo[-1], w_lo))
+            cum_hi.append(hi.add(cum_hi[-1], w_hi))
+        if total is None:
+            tot_lo, tot_hi = cum_lo[k], cum_hi[k]
+        else:
+            tot_lo, tot_hi = mass_bounds(total[0], exp_bounds(total[1]))
+        # U to about the same relative precision as the masses.
+        while bits < 3.33 * digits + 8:
+            n_u = (n_u << 64) | int(gen.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+            bits += 64
+        scale = decimal.Decimal(1 << bits)  # exact: the int constructor never rounds
+        u_lo = lo.divide(decimal.Decimal(n_u), scale)
+        u_hi = hi.divide(decimal.Decimal(n_u + 1), scale)
+        x_lo = lo.multiply(u_lo, tot_lo)
+        x_hi = hi.multiply(u_hi, tot_hi)
+        j = bisect.bisect_right(cum_hi, x_lo) - 1
+        if j < k and x_hi < cum_lo[j + 1]:
+            return j
+        if j >= k and total is not None and x_lo >= cum_hi[k]:
+            return k
+        digits *= 2
+
+
+def choose_piece(
+    masses: PieceMasses,
+    units: Sequence[int] | NDArray[np.int64],
+    rate: Fraction,
+    rng: RandomLike = None,
+    *,
+    total: tuple[Fraction, int] | None = None,
+) -> int:
+    """One draw of :func:`choose_pieces`, as an int."""
+    return int(choose_pieces(masses, units, rate, rng, None, total=total)[0])
