@@ -72,7 +72,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 
-__all__ = ["PieceMasses", "choose_pieces", "exact_rate"]
+__all__ = ["PieceMasses", "choose_piece", "choose_pieces", "exact_rate"]
 
 _U = 2.0**-53
 #: Assumed relative accuracy of ``numpy.exp`` for results in the normal range (platform

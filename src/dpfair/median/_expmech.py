@@ -52,13 +52,15 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidParameterError
-from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw, sample_piece_windowed
+from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw
+from dpfair.mechanisms.exact_choice import PieceMasses, choose_piece, exact_rate
 from dpfair.median._ranks import expmech_lower_target
 from dpfair.privacy import Accountant, Budget
 
@@ -187,15 +189,25 @@ def _sample_piece(
 ) -> tuple[float, float]:
     """Edges (lo, hi) of one exactly drawn piece of the rank-``k`` law (see below).
 
-    Piece j has mass len_j·e^{−ε|j−k|/2}. The pieces with |j − k| > T have total mass at
-    most |R|·e^{−ε(T+1)/2}; with T chosen so that this is < 1e-12 of the score-0 band's
-    mass (≥ ``band``), :func:`~dpfair.mechanisms.sample_piece_windowed` draws exactly while
-    touching only 2T + 1 pieces, except with probability < 1e-12 (then it computes all).
-    T depends only on public quantities (n, ε, |R|, band), so the work done depends on the
-    data only through that rare branch, whose probability is set by the noise.
+    Piece j has mass len_j·e^{−c|j−k|}, c = ε/2 as an exact rational
+    (:func:`~dpfair.mechanisms.exact_choice.exact_rate`) and len_j the exact length
+    between the piece's binary64 edges (an integer number of cells for the cell
+    mechanism). The pieces with |j − k| > T have total mass at most
+    |R|·e^{−c(T+1)}; with T chosen so that this is < 1e-12 of the score-0 band's mass
+    (≥ ``band``), the draw touches only the 2T + 1 window pieces, plus one virtual piece
+    of mass U_out = |R|·e^{−c(T+1)} ≥ W_out (the true outside mass). Only if the virtual
+    piece is chosen (probability < 1e-12) are all pieces computed (O(n)): then an outside
+    piece j is kept with probability len_j e^{−c|j−k|}/U_out (one exact choice with total
+    U_out), and otherwise the draw is replaced by an exact draw from the full law — what
+    a restart of the rejection loop would return in law. Every decision is made by
+    :func:`~dpfair.mechanisms.exact_choice.choose_pieces` (exact, no floating-point slack),
+    so the drawn piece has exactly the law len_j e^{−c|j−k|}/Σ. T depends only on public
+    quantities (n, ε, |R|, band), so the work done depends on the data only through that
+    rare branch and the exact sampler's slow path, whose probabilities are set by the noise.
     """
     a, b = bounds
     n = sample.size
+    rate = exact_rate(epsilon)
     log_ratio = math.log((b - a) / band) + _WINDOW_MARGIN_DIGITS * math.log(10.0)
     half = max(1, math.ceil(2.0 * log_ratio / epsilon))
     j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
@@ -205,22 +217,30 @@ def _sample_piece(
     y = np.where(j <= k, vals - shift_down, vals + shift_up)
     y = np.where(j == 0, a, np.where(j == n + 1, b, y))
     np.clip(y, a, b, out=y)
-    lengths = np.diff(y)
     pieces = np.arange(j_lo, j_hi + 1)
-    with np.errstate(divide="ignore"):
-        log_mass = np.log(lengths) - epsilon * np.abs(pieces - k) / 2.0
-    outside = math.log(b - a) - epsilon * (half + 1) / 2.0
-    cache: dict[str, tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]] = {}
-
-    def full() -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-        cache["law"] = sample.sparse_law(k, epsilon, bounds, shift_down, shift_up)
-        return cache["law"][0], cache["law"][2]
-
-    piece = sample_piece_windowed(log_mass, j_lo, outside, full, rng)
-    if j_lo <= piece <= j_hi:
-        return float(y[piece - j_lo]), float(y[piece - j_lo + 1])
-    index, edges, _ = cache["law"]
-    pos = int(np.searchsorted(index, piece))
+    units = np.abs(pieces - k)
+    window = PieceMasses.lengths(y)
+    width = j_hi - j_lo + 1
+    outside_all = j_lo == 0 and j_hi == n  # the window holds every piece
+    if outside_all:
+        pick = choose_piece(window, units, rate, rng)
+        return float(y[pick]), float(y[pick + 1])
+    # Σ of all exact lengths is b − a, so the outside mass is ≤ (b − a)·e^{−c(T+1)}.
+    bound = (Fraction(b) - Fraction(a), half + 1)
+    pick = choose_piece(window.append(bound[0]), np.append(units, half + 1), rate, rng)
+    if pick < width:
+        return float(y[pick]), float(y[pick + 1])
+    index, edges, _ = sample.sparse_law(k, epsilon, bounds, shift_down, shift_up)
+    full = PieceMasses.lengths(edges)
+    full_units = np.abs(index - k)
+    outside = np.flatnonzero((index < j_lo) | (index > j_hi))
+    got = len(outside)
+    if got:
+        got = choose_piece(full.take(outside), full_units[outside], rate, rng, total=bound)
+    if got < len(outside):
+        pos = int(outside[got])
+    else:  # rejected (or nothing outside): an exact draw from the full law
+        pos = choose_piece(full, full_units, rate, rng)
     return float(edges[pos]), float(edges[pos + 1])
 
 
