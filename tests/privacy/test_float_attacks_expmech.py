@@ -103,7 +103,7 @@ def test_cell_sampler_law_with_a_dominating_outside_bound(monkeypatch, margin):
     keep = expected > 0
     assert stats.chisquare(observed[keep], expected[keep] * observed.sum() / expected[keep].sum()
                            ).pvalue > FAIL_PROB
-    assert sum(outcomes) > 20 and len(outcomes) - sum(outcomes) > 20  # both branches ran
+    assert sum(outcomes) > 20 and len(outcomes) - sum(outcomes) >= 5  # both branches ran
 
 
 def test_grid_em_equal_counts_identical_outputs_and_pure_privacy():
