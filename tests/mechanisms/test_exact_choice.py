@@ -145,7 +145,8 @@ def test_irrational_boundary_is_decided_exactly():
     c = Fraction(3, 7)
     ctx = decimal.Context(prec=60)
     u_star = ctx.divide(1, ctx.add(1, ctx.exp(ctx.divide(-3, 7))))
-    w_star = int(ctx.multiply(u_star, decimal.Decimal(2**64)).to_integral_value(decimal.ROUND_FLOOR))
+    w_star = int(ctx.multiply(u_star, decimal.Decimal(2**64))
+                 .to_integral_value(decimal.ROUND_FLOOR))
     gen = np.random.default_rng(9)
     assert ec._slow(m, d, c, None, w_star - 1, gen) == 0
     assert ec._slow(m, d, c, None, w_star + 1, gen) == 1

@@ -307,6 +307,40 @@ def _fast(
     return j.astype(np.intp), ~decided
 
 
+class _Enclosures:
+    """Directed-rounding decimal arithmetic at ``digits`` significant digits."""
+
+    def __init__(self, digits: int, rate: Fraction) -> None:
+        common = {"prec": digits, "Emin": decimal.MIN_EMIN, "Emax": decimal.MAX_EMAX}
+        self.lo = decimal.Context(rounding=decimal.ROUND_FLOOR, **common)  # type: ignore[arg-type]
+        self.hi = decimal.Context(rounding=decimal.ROUND_CEILING, **common)  # type: ignore[arg-type]
+        self.near = decimal.Context(prec=digits + 2, Emin=decimal.MIN_EMIN,
+                                    Emax=decimal.MAX_EMAX)
+        slack = decimal.Decimal(10) ** (-digits)  # ≥ 10 ulps of a (digits + 2)-digit result
+        self.down, self.up = 1 - slack, 1 + slack
+        self.numer, self.denom = rate.numerator, rate.denominator
+        self.cache: dict[int, tuple[decimal.Decimal, decimal.Decimal]] = {}
+
+    def exp(self, units: int) -> tuple[decimal.Decimal, decimal.Decimal]:
+        """[lower, upper] ∋ exp(−c·units)."""
+        if units not in self.cache:
+            t = decimal.Decimal(self.numer * units)
+            q = decimal.Decimal(self.denom)
+            t_lo, t_hi = self.lo.divide(t, q), self.hi.divide(t, q)
+            self.cache[units] = (self.lo.multiply(self.near.exp(-t_hi), self.down),
+                                 self.hi.multiply(self.near.exp(-t_lo), self.up))
+        return self.cache[units]
+
+    def weight(self, mass: Fraction, units: int) -> tuple[decimal.Decimal, decimal.Decimal]:
+        """[lower, upper] ∋ mass·exp(−c·units)."""
+        if mass == 0:
+            return decimal.Decimal(0), decimal.Decimal(0)
+        e_lo, e_hi = self.exp(units)
+        p, q = decimal.Decimal(mass.numerator), decimal.Decimal(mass.denominator)
+        return (self.lo.multiply(self.lo.divide(p, q), e_lo),
+                self.hi.multiply(self.hi.divide(p, q), e_hi))
+
+
 def _slow(
     masses: PieceMasses,
     d: NDArray[np.int64],
@@ -317,57 +351,29 @@ def _slow(
 ) -> int:
     """Exact decision by interval arithmetic at increasing precision (module docstring)."""
     k = d.size
-    numer, denom = c.numerator, c.denominator
     n_u, bits = first_word, 64
     digits = _SLOW_DIGITS
     units = [int(v) for v in d]
     exact_m = [masses.exact(j) for j in range(k)]
     while True:
-        lo = decimal.Context(prec=digits, rounding=decimal.ROUND_FLOOR,
-                             Emin=decimal.MIN_EMIN, Emax=decimal.MAX_EMAX)
-        hi = decimal.Context(prec=digits, rounding=decimal.ROUND_CEILING,
-                             Emin=decimal.MIN_EMIN, Emax=decimal.MAX_EMAX)
-        near = decimal.Context(prec=digits + 2, Emin=decimal.MIN_EMIN, Emax=decimal.MAX_EMAX)
-        slack = decimal.Decimal(10) ** (-digits)
-        down, up = 1 - slack, 1 + slack
-        cache: dict[int, tuple[decimal.Decimal, decimal.Decimal]] = {}
-
-        def exp_bounds(u: int, lo=lo, hi=hi, near=near, cache=cache, down=down, up=up
-                       ) -> tuple[decimal.Decimal, decimal.Decimal]:
-            if u not in cache:
-                t_lo = lo.divide(decimal.Decimal(numer * u), decimal.Decimal(denom))
-                t_hi = hi.divide(decimal.Decimal(numer * u), decimal.Decimal(denom))
-                cache[u] = (lo.multiply(near.exp(-t_hi), down),
-                            hi.multiply(near.exp(-t_lo), up))
-            return cache[u]
-
-        def mass_bounds(m: Fraction, e: tuple[decimal.Decimal, decimal.Decimal], lo=lo, hi=hi
-                        ) -> tuple[decimal.Decimal, decimal.Decimal]:
-            if m == 0:
-                return decimal.Decimal(0), decimal.Decimal(0)
-            m_lo = lo.divide(decimal.Decimal(m.numerator), decimal.Decimal(m.denominator))
-            m_hi = hi.divide(decimal.Decimal(m.numerator), decimal.Decimal(m.denominator))
-            return lo.multiply(m_lo, e[0]), hi.multiply(m_hi, e[1])
-
+        enc = _Enclosures(digits, c)
         cum_lo: list[decimal.Decimal] = [decimal.Decimal(0)]
         cum_hi: list[decimal.Decimal] = [decimal.Decimal(0)]
         for j in range(k):
-            w_lo, w_hi = mass_bounds(exact_m[j], exp_bounds(units[j]))
-            cum_lo.append(lo.add(cum_lo[-1], w_lo))
-            cum_hi.append(hi.add(cum_hi[-1], w_hi))
+            w_lo, w_hi = enc.weight(exact_m[j], units[j])
+            cum_lo.append(enc.lo.add(cum_lo[-1], w_lo))
+            cum_hi.append(enc.hi.add(cum_hi[-1], w_hi))
         if total is None:
             tot_lo, tot_hi = cum_lo[k], cum_hi[k]
         else:
-            tot_lo, tot_hi = mass_bounds(total[0], exp_bounds(total[1]))
+            tot_lo, tot_hi = enc.weight(total[0], total[1])
         # U to about the same relative precision as the masses.
         while bits < 3.33 * digits + 8:
             n_u = (n_u << 64) | int(gen.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
             bits += 64
         scale = decimal.Decimal(1 << bits)  # exact: the int constructor never rounds
-        u_lo = lo.divide(decimal.Decimal(n_u), scale)
-        u_hi = hi.divide(decimal.Decimal(n_u + 1), scale)
-        x_lo = lo.multiply(u_lo, tot_lo)
-        x_hi = hi.multiply(u_hi, tot_hi)
+        x_lo = enc.lo.multiply(enc.lo.divide(decimal.Decimal(n_u), scale), tot_lo)
+        x_hi = enc.hi.multiply(enc.hi.divide(decimal.Decimal(n_u + 1), scale), tot_hi)
         j = bisect.bisect_right(cum_hi, x_lo) - 1
         if j < k and x_hi < cum_lo[j + 1]:
             return j
