@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import bisect
 import decimal
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -120,10 +121,13 @@ class PieceMasses:
         fl(e_{j+1} − e_j) is correctly rounded (relative error ≤ u), and so is the product
         with a binary64 density h_j; the exact values are computed with fractions.
         """
-        e = np.ascontiguousarray(edges, dtype=np.float64)
-        if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) < 0):
-            raise InvalidParameterError("edges must be finite, non-decreasing, at least two.")
-        approx = np.diff(e)
+        e = np.asarray(edges, dtype=np.float64)
+        if e.ndim != 1 or e.size < 2:
+            raise InvalidParameterError("edges must be a 1-D array of at least two values.")
+        approx = e[1:] - e[:-1]
+        # min() is NaN if any edge is NaN or ±inf (inf − inf, or a finite end check fails)
+        if not (math.isfinite(e[0]) and math.isfinite(e[-1]) and approx.min() >= 0):
+            raise InvalidParameterError("edges must be finite and non-decreasing.")
         if density is None:
             return cls(approx, _U, lambda j: Fraction(float(e[j + 1])) - Fraction(float(e[j])))
         h = np.ascontiguousarray(density, dtype=np.float64)
@@ -146,18 +150,17 @@ class PieceMasses:
 
     def append(self, value: Fraction) -> PieceMasses:
         """These masses followed by one more piece of exact mass ``value`` (≥ 0)."""
+        value = value if isinstance(value, Fraction) else Fraction(value)
         if value < 0:
             raise InvalidParameterError("a mass must be >= 0.")
         k = len(self)
         outer = self.exact
         approx = np.append(self.approx, float(value))  # correctly rounded: rel. error ≤ u
-        return PieceMasses(
-            approx,
-            max(self.rel_err, _U),
-            lambda j: Fraction(value) if j == k else outer(j),
-        )
+        return PieceMasses(approx, max(self.rel_err, _U),
+                           lambda j: value if j == k else outer(j))
 
 
+@functools.lru_cache(maxsize=256)
 def exact_rate(epsilon: float, units_per_sensitivity: int | Fraction = 1) -> Fraction:
     """The rate c ≤ ε/(2·S) per integer unit of score, as an exact rational.
 
@@ -176,17 +179,24 @@ def exact_rate(epsilon: float, units_per_sensitivity: int | Fraction = 1) -> Fra
     return Fraction(eps * (1.0 - 2.0**-50)) / (2 * s)
 
 
-def _as_units(units: ArrayLike, k: int) -> NDArray[np.int64]:
+def _as_units(units: ArrayLike, k: int) -> tuple[NDArray[np.int64], int]:
+    """(d as int64, min d), validated: k integers in [0, 2^52)."""
     d = np.asarray(units)
-    if d.shape != (k,) or not (np.issubdtype(d.dtype, np.integer) or d.size == 0):
-        if d.shape == (k,) and np.issubdtype(d.dtype, np.floating) and np.all(d == np.rint(d)):
-            d = d.astype(np.int64)
-        else:
+    if d.shape != (k,) or k == 0:
+        raise InvalidParameterError("units must be integers, one per piece (at least one).")
+    if not np.issubdtype(d.dtype, np.integer):
+        if not (np.issubdtype(d.dtype, np.floating) and np.all(d == np.rint(d))):
             raise InvalidParameterError("units must be integers, one per piece.")
-    d = d.astype(np.int64)
-    if d.size and (d.min() < 0 or d.max() >= 2**52):
+    d = d.astype(np.int64, copy=False)
+    lo, hi = int(d.min()), int(d.max())
+    if lo < 0 or hi >= 2**52:
         raise InvalidParameterError("units must be integers in [0, 2^52).")
-    return d
+    return d, lo
+
+
+def _words(gen: np.random.Generator, count: int) -> NDArray[np.uint64]:
+    """``count`` uniform 64-bit words (one generator output each)."""
+    return gen.integers(0, 2**64 - 1, size=count, dtype=np.uint64, endpoint=True)
 
 
 def choose_pieces(
@@ -222,27 +232,34 @@ def choose_pieces(
     gen = as_generator(rng)
     count = 1 if size is None else int(size)
     k = len(masses)
-    d = _as_units(units, k)
-    c = Fraction(rate)
+    d, shift = _as_units(units, k)
+    c = rate if isinstance(rate, Fraction) else Fraction(rate)
     if c <= 0:
         raise InvalidParameterError("rate must be > 0.")
-    if total is not None and (Fraction(total[0]) <= 0 or int(total[1]) < 0):
-        raise InvalidParameterError("total must be (M_T > 0, d_T >= 0).")
-    if k == 0:
-        raise InvalidParameterError("choose_pieces needs at least one piece.")
-    if total is None and not np.any(masses.approx > 0):
-        raise InvalidParameterError("the pieces have no mass.")
-    shift = int(d.min()) if k else 0
+    top: tuple[Fraction, int] | None = None
     if total is not None:
-        shift = min(shift, int(total[1])) if k else int(total[1])
-    ds = d - shift
-    words = gen.integers(0, 2**64 - 1, size=count, dtype=np.uint64, endpoint=True)
-    out, undecided = _fast(masses, ds, c, None if total is None else
-                           (Fraction(total[0]), int(total[1]) - shift), words)
-    for i in np.flatnonzero(undecided):
-        out[i] = _slow(masses, ds, c, None if total is None else
-                       (Fraction(total[0]), int(total[1]) - shift), int(words[i]), gen)
+        top = (Fraction(total[0]), int(total[1]))
+        if top[0] <= 0 or top[1] < 0:
+            raise InvalidParameterError("total must be (M_T > 0, d_T >= 0).")
+        shift = min(shift, top[1])
+        top = (top[0], top[1] - shift)
+    elif not masses.approx.any():
+        raise InvalidParameterError("the pieces have no mass.")
+    ds = d - shift if shift else d
+    words = _words(gen, count)
+    out, undecided = _fast(masses, ds, c, top, words)
+    if undecided.any():
+        for i in np.flatnonzero(undecided):
+            out[i] = _slow(masses, ds, c, top, int(words[i]), gen)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _term_error(rel_err: float) -> float:
+    """ρ′: |ŵ_j − w_j| ≤ ρ′·ŵ_j for every term with fl(ĉ·d_j) ≤ 700 (module docstring)."""
+    rho = ((1.0 + rel_err) * (1.0 + EXP_REL_ERROR) * math.exp(2.01 * _U * _T_MAX)
+           * (1.0 + _U) - 1.0) * 1.001
+    return rho / (1.0 - rho)
 
 
 def _fast(
@@ -254,57 +271,77 @@ def _fast(
 ) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
     """Fast-path decisions: (pieces, undecided mask). See the module docstring."""
     k = d.size
-    c_hat = float(c)
-    t = c_hat * d.astype(np.float64)
-    big = t > _T_MAX
-    with np.errstate(under="ignore"):
-        w = masses.approx * np.exp(-np.minimum(t, _T_MAX))
-    w[big] = 0.0
-    # Per-term relative error ρ (module docstring), evaluated with a safety factor.
-    rho = ((1.0 + masses.rel_err) * (1.0 + EXP_REL_ERROR) * math.exp(2.01 * _U * _T_MAX)
-           * (1.0 + _U) - 1.0) * 1.001
-    rho = rho / (1.0 - rho) + _FAST_PATH_SLACK
-    tail = float(np.sum(masses.approx[big])) if big.any() else 0.0
-    allowance = (tail * (1.0 + masses.rel_err) * (1.0 + k * _U * 1.01) * math.exp(-699.0)
-                 + (k + 1) * 2.0**-1074) * 2.0
-    s = np.empty(k + 1, dtype=np.float64)
-    s[0] = 0.0
-    np.cumsum(w, out=s[1:])
     if k * _U >= 0.01:
         raise InvalidParameterError("too many pieces for the exact sampler (K >= 2^46).")
-
-    def err(i: NDArray[np.intp]) -> NDArray[np.float64]:
-        g = i * _U / (1.0 - i * _U)
-        return ((g + rho) * s[i] / (1.0 - g)) * (1.0 + 1e-6) + allowance
-
+    c_hat = float(c)
+    t = c_hat * d
+    s = np.empty(k + 1, dtype=np.float64)
+    s[0] = 0.0
+    tail = 0.0
+    if float(t.max()) > _T_MAX:
+        big = t > _T_MAX
+        with np.errstate(under="ignore"):
+            w = masses.approx * np.exp(-np.minimum(t, _T_MAX))
+        w[big] = 0.0
+        tail = float(np.sum(masses.approx[big]))
+    else:
+        with np.errstate(under="ignore"):
+            w = masses.approx * np.exp(-t)
+    np.cumsum(w, out=s[1:])
+    rho = _term_error(masses.rel_err) + _FAST_PATH_SLACK
+    allowance = (tail * (1.0 + masses.rel_err) * (1.0 + k * _U * 1.01) * math.exp(-699.0)
+                 + (k + 1) * 2.0**-1074) * 2.0
+    s_k = float(s[k])
+    g_k = k * _U / (1.0 - k * _U)
+    err_k = ((g_k + rho) * s_k / (1.0 - g_k)) * (1.0 + 1e-6) + allowance
     if total is None:
-        t_hat = float(s[k])
-        t_err = float(err(np.array([k]))[0])
+        t_hat, t_err = s_k, err_k
     else:
         m_t, d_t = total
         arg = c_hat * float(d_t)
         if arg > _T_MAX:  # the fast path does not handle this (never in dpfair); go slow
             return np.full(words.size, k, dtype=np.intp), np.ones(words.size, dtype=bool)
         t_hat = float(m_t) * math.exp(-arg)
-        rho_t = ((1.0 + _U) * (1.0 + EXP_REL_ERROR) * math.exp(2.01 * _U * _T_MAX)
-                 * (1.0 + _U) - 1.0) * 1.001 + _FAST_PATH_SLACK
-        t_err = t_hat * rho_t / (1.0 - rho_t) + 2.0**-1070
+        rho_t = _term_error(_U) + _FAST_PATH_SLACK
+        t_err = t_hat * rho_t + 2.0**-1070
     t_lo = (t_hat - t_err) * (1.0 - 4.0 * _U)
     t_hi = (t_hat + t_err) * (1.0 + 4.0 * _U)
-    top = (words >> np.uint64(11)).astype(np.float64)  # U ∈ [top·2^-53, (top + 1)·2^-53)
-    x_lo = top * 2.0**-53 * t_lo * (1.0 - 4.0 * _U)
-    x_hi = (top + 1.0) * 2.0**-53 * t_hi * (1.0 + 4.0 * _U)
-    j = np.searchsorted(s, x_lo, side="right") - 1
-    jc = np.minimum(j, k - 1) if k else j
-    inside = j < k
-    ok_low = (s[jc] + err(jc)) * (1.0 + 4.0 * _U) <= x_lo
-    ok_high = x_hi < (s[jc + 1] - err(jc + 1)) * (1.0 - 4.0 * _U)
+    if words.size == 1:  # one draw: the same comparisons on Python floats
+        top = float(int(words[0]) >> 11)  # U ∈ [top·2^-53, (top + 1)·2^-53)
+        x_lo = top * 2.0**-53 * t_lo * (1.0 - 4.0 * _U)
+        x_hi = (top + 1.0) * 2.0**-53 * t_hi * (1.0 + 4.0 * _U)
+        j = int(np.searchsorted(s, x_lo, side="right")) - 1
+        if j < k:
+            g0, g1 = j * _U / (1.0 - j * _U), (j + 1) * _U / (1.0 - (j + 1) * _U)
+            s0, s1 = float(s[j]), float(s[j + 1])
+            e0 = ((g0 + rho) * s0 / (1.0 - g0)) * (1.0 + 1e-6) + allowance
+            e1 = ((g1 + rho) * s1 / (1.0 - g1)) * (1.0 + 1e-6) + allowance
+            ok = ((s0 + e0) * (1.0 + 4.0 * _U) <= x_lo
+                  and x_hi < (s1 - e1) * (1.0 - 4.0 * _U) and t_lo > 0)
+        else:
+            ok = (total is not None and (s_k + err_k) * (1.0 + 4.0 * _U) <= x_lo
+                  and x_lo > 0)
+            j = k
+        return np.array([j], dtype=np.intp), np.array([not ok])
+
+    def err(i: NDArray[np.intp]) -> NDArray[np.float64]:
+        g = i * _U / (1.0 - i * _U)
+        return ((g + rho) * s[i] / (1.0 - g)) * (1.0 + 1e-6) + allowance
+
+    top_v = (words >> np.uint64(11)).astype(np.float64)
+    xs_lo = top_v * 2.0**-53 * t_lo * (1.0 - 4.0 * _U)
+    xs_hi = (top_v + 1.0) * 2.0**-53 * t_hi * (1.0 + 4.0 * _U)
+    jv = np.searchsorted(s, xs_lo, side="right") - 1
+    jc = np.minimum(jv, k - 1)
+    inside = jv < k
+    ok_low = (s[jc] + err(jc)) * (1.0 + 4.0 * _U) <= xs_lo
+    ok_high = xs_hi < (s[jc + 1] - err(jc + 1)) * (1.0 - 4.0 * _U)
     decided = inside & ok_low & ok_high & (t_lo > 0)
     if total is not None:  # beyond all pieces: the "none" outcome K
-        beyond = (s[k] + err(np.array([k]))[0]) * (1.0 + 4.0 * _U) <= x_lo
-        decided |= beyond & ~inside & (x_lo > 0)
-        j = np.where(~inside, k, j)
-    return j.astype(np.intp), ~decided
+        beyond = (s_k + err_k) * (1.0 + 4.0 * _U) <= xs_lo
+        decided |= beyond & ~inside & (xs_lo > 0)
+        jv = np.where(~inside, k, jv)
+    return jv.astype(np.intp), ~decided
 
 
 class _Enclosures:
@@ -369,7 +406,7 @@ def _slow(
             tot_lo, tot_hi = enc.weight(total[0], total[1])
         # U to about the same relative precision as the masses.
         while bits < 3.33 * digits + 8:
-            n_u = (n_u << 64) | int(gen.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+            n_u = (n_u << 64) | int(_words(gen, 1)[0])
             bits += 64
         scale = decimal.Decimal(1 << bits)  # exact: the int constructor never rounds
         x_lo = enc.lo.multiply(enc.lo.divide(decimal.Decimal(n_u), scale), tot_lo)

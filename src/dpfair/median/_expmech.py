@@ -177,6 +177,12 @@ class _SortedArray:
         return np.arange(self.size + 1), law.edges, law.log_mass + law.log_norm
 
 
+@functools.lru_cache(maxsize=256)
+def _span(a: float, b: float) -> Fraction:
+    """b − a exactly (public bounds)."""
+    return Fraction(b) - Fraction(a)
+
+
 def _sample_piece(
     sample: SortedCounts | _SortedArray | _CellSample,
     k: int,
@@ -226,7 +232,7 @@ def _sample_piece(
         pick = choose_piece(window, units, rate, rng)
         return float(y[pick]), float(y[pick + 1])
     # Σ of all exact lengths is b − a, so the outside mass is ≤ (b − a)·e^{−c(T+1)}.
-    bound = (Fraction(b) - Fraction(a), half + 1)
+    bound = (_span(a, b), half + 1)
     pick = choose_piece(window.append(bound[0]), np.append(units, half + 1), rate, rng)
     if pick < width:
         return float(y[pick]), float(y[pick + 1])
