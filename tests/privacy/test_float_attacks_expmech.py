@@ -79,15 +79,15 @@ def test_cell_sampler_law_with_a_dominating_outside_bound(monkeypatch, margin):
 
     monkeypatch.setattr(em, "_WINDOW_MARGIN_DIGITS", margin)
     outcomes = []
-    original = em.choose_piece
+    original = ec.choose_pieces
 
-    def spy(masses, units, rate, rng, *, total=None):
-        j = original(masses, units, rate, rng, total=total)
-        if total is not None:
-            outcomes.append(j == len(masses))  # True: rejected, redrawn from the full law
+    def spy(masses, units, rate, rng, size=None, *, total=None):
+        j = original(masses, units, rate, rng, size, total=total)
+        if total is not None:  # True: rejected, redrawn from the full law
+            outcomes.extend((j == len(masses)).tolist())
         return j
 
-    monkeypatch.setattr(em, "choose_piece", spy)
+    monkeypatch.setattr(ec, "choose_pieces", spy)
     bounds = (-5.0, 15.0)
     grid = CellGrid.for_bounds(bounds, 0.5)
     x = np.sort(np.clip(np.random.default_rng(4).normal(2.0, 1.0, 60), *bounds))

@@ -73,7 +73,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 
-__all__ = ["PieceMasses", "choose_piece", "choose_pieces", "exact_rate"]
+__all__ = ["PieceMasses", "choose_piece", "choose_pieces", "choose_windowed", "exact_rate"]
 
 _U = 2.0**-53
 #: Assumed relative accuracy of ``numpy.exp`` for results in the normal range (platform
@@ -429,3 +429,55 @@ def choose_piece(
 ) -> int:
     """One draw of :func:`choose_pieces`, as an int."""
     return int(choose_pieces(masses, units, rate, rng, None, total=total)[0])
+
+
+def choose_windowed(
+    window: PieceMasses,
+    window_units: NDArray[np.int64],
+    rate: Fraction,
+    outside: tuple[Fraction, int] | None,
+    full: Callable[[], tuple[NDArray[np.bool_], PieceMasses, NDArray[np.int64]]],
+    rng: RandomLike = None,
+    size: int | None = None,
+) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+    """Exact draws from all pieces while looking, almost always, at a window only.
+
+    ``outside = (M_out, d_out)`` gives U_out = M_out·e^{−c d_out} ≥ W_out, the exact mass
+    of the pieces outside the window (``None``: the window holds every piece). Each draw
+    chooses among the window pieces plus a virtual piece of mass U_out (exact); a draw
+    that lands on the virtual piece (probability ≤ U_out/(W_in + U_out)) calls ``full()``
+    once — ``(in_window, masses, units)`` of *all* pieces — and keeps an outside piece j
+    with probability w_j/U_out (one exact choice with total U_out), otherwise it is
+    replaced by an exact draw from the full law (what a restart of the rejection loop
+    would return in law). So every draw has exactly the law w_j/Σw, and the call ends
+    after at most one O(K) step.
+
+    Returns
+    -------
+    positions : ndarray of intp
+        For draws with ``in_window`` True, the position in the window; otherwise the
+        position in ``full()``'s arrays.
+    in_window : ndarray of bool
+    """
+    gen = as_generator(rng)
+    count = 1 if size is None else int(size)
+    if outside is None:
+        return choose_pieces(window, window_units, rate, gen, count), np.ones(count, bool)
+    width = len(window)
+    pick = choose_pieces(window.append(outside[0]), np.append(window_units, outside[1]),
+                         rate, gen, count)
+    in_window = pick < width
+    rest = np.flatnonzero(~in_window)
+    if rest.size:
+        inside_full, masses, units = full()
+        outs = np.flatnonzero(~inside_full)
+        got = np.full(rest.size, outs.size, dtype=np.intp)
+        if outs.size:
+            got = choose_pieces(masses.take(outs), units[outs], rate, gen, rest.size,
+                                total=outside)
+        accepted = got < outs.size
+        pick[rest[accepted]] = outs[got[accepted]]
+        rejected = rest[~accepted]
+        if rejected.size:
+            pick[rejected] = choose_pieces(masses, units, rate, gen, rejected.size)
+    return pick, in_window

@@ -60,7 +60,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidParameterError
 from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw
-from dpfair.mechanisms.exact_choice import PieceMasses, choose_piece, exact_rate
+from dpfair.mechanisms.exact_choice import PieceMasses, choose_windowed, exact_rate
 from dpfair.median._ranks import expmech_lower_target
 from dpfair.privacy import Accountant, Budget
 
@@ -205,8 +205,9 @@ def _sample_piece(
     piece is chosen (probability < 1e-12) are all pieces computed (O(n)): then an outside
     piece j is kept with probability len_j e^{−c|j−k|}/U_out (one exact choice with total
     U_out), and otherwise the draw is replaced by an exact draw from the full law — what
-    a restart of the rejection loop would return in law. Every decision is made by
-    :func:`~dpfair.mechanisms.exact_choice.choose_pieces` (exact, no floating-point slack),
+    a restart of the rejection loop would return in law
+    (:func:`~dpfair.mechanisms.exact_choice.choose_windowed`). Every decision is exact
+    (:func:`~dpfair.mechanisms.exact_choice.choose_pieces`, no floating-point slack),
     so the drawn piece has exactly the law len_j e^{−c|j−k|}/Σ. T depends only on public
     quantities (n, ε, |R|, band), so the work done depends on the data only through that
     rare branch and the exact sampler's slow path, whose probabilities are set by the noise.
@@ -223,31 +224,21 @@ def _sample_piece(
     y = np.where(j <= k, vals - shift_down, vals + shift_up)
     y = np.where(j == 0, a, np.where(j == n + 1, b, y))
     np.clip(y, a, b, out=y)
-    pieces = np.arange(j_lo, j_hi + 1)
-    units = np.abs(pieces - k)
-    window = PieceMasses.lengths(y)
-    width = j_hi - j_lo + 1
-    outside_all = j_lo == 0 and j_hi == n  # the window holds every piece
-    if outside_all:
-        pick = choose_piece(window, units, rate, rng)
-        return float(y[pick]), float(y[pick + 1])
-    # Σ of all exact lengths is b − a, so the outside mass is ≤ (b − a)·e^{−c(T+1)}.
-    bound = (_span(a, b), half + 1)
-    pick = choose_piece(window.append(bound[0]), np.append(units, half + 1), rate, rng)
-    if pick < width:
-        return float(y[pick]), float(y[pick + 1])
-    index, edges, _ = sample.sparse_law(k, epsilon, bounds, shift_down, shift_up)
-    full = PieceMasses.lengths(edges)
-    full_units = np.abs(index - k)
-    outside = np.flatnonzero((index < j_lo) | (index > j_hi))
-    got = len(outside)
-    if got:
-        got = choose_piece(full.take(outside), full_units[outside], rate, rng, total=bound)
-    if got < len(outside):
-        pos = int(outside[got])
-    else:  # rejected (or nothing outside): an exact draw from the full law
-        pos = choose_piece(full, full_units, rate, rng)
-    return float(edges[pos]), float(edges[pos + 1])
+    units = np.abs(np.arange(j_lo, j_hi + 1) - k)
+    outside = None
+    if j_lo > 0 or j_hi < n:  # Σ exact lengths = b − a: W_out ≤ (b − a)·e^{−c(T+1)}
+        outside = (_span(a, b), half + 1)
+    cache: list[NDArray[np.float64]] = []
+
+    def full() -> tuple[NDArray[np.bool_], PieceMasses, NDArray[np.int64]]:
+        index, edges, _ = sample.sparse_law(k, epsilon, bounds, shift_down, shift_up)
+        cache.append(edges)
+        return (index >= j_lo) & (index <= j_hi), PieceMasses.lengths(edges), np.abs(index - k)
+
+    pos, in_window = choose_windowed(PieceMasses.lengths(y), units, rate, outside, full, rng)
+    p = int(pos[0])
+    e = y if in_window[0] else cache[0]
+    return float(e[p]), float(e[p + 1])
 
 
 def sample_order_statistic(
