@@ -207,3 +207,18 @@ def test_slow_path_rarely_runs_in_production(monkeypatch):
     choose_pieces(PieceMasses.exact_floats(np.ones(1001)), d, exact_rate(1.0), rng=11,
                   size=100_000)
     assert not calls
+
+
+def test_zero_mass_pieces_do_not_set_the_scale(monkeypatch):
+    """A tie block: empty pieces with small offsets and the mass far away (c·d = 2500): the
+    common factor comes from the pieces with mass, so the fast path decides every draw."""
+    calls = []
+    original = ec._slow
+    monkeypatch.setattr(ec, "_slow", lambda *a, **k: calls.append(1) or original(*a, **k))
+    m = np.zeros(1001)
+    m[0], m[-1] = 1.0, 3.0
+    d = np.minimum(np.abs(np.arange(1001) - 500), 5000)
+    d[0] = d[-1] = 5000
+    draws = choose_pieces(PieceMasses.exact_floats(m), d, Fraction(1, 2), rng=12, size=20_000)
+    assert not calls
+    assert _chi2_ok(draws, m / m.sum())

@@ -241,11 +241,18 @@ def choose_pieces(
         top = (Fraction(total[0]), int(total[1]))
         if top[0] <= 0 or top[1] < 0:
             raise InvalidParameterError("total must be (M_T > 0, d_T >= 0).")
-        shift = min(shift, top[1])
-        top = (top[0], top[1] - shift)
-    elif not masses.approx.any():
+        shift = top[1]
+    positive = masses.approx > 0
+    if positive.any():
+        # Common factor e^{-c·shift}: the smallest offset among pieces *with* mass gets
+        # t = 0, so no mass-carrying piece is needlessly pushed past the cut-off t > 700.
+        shift = int(d[positive].min()) if top is None else min(int(d[positive].min()), shift)
+    elif top is None:
         raise InvalidParameterError("the pieces have no mass.")
-    ds = d - shift if shift else d
+    if top is not None:
+        top = (top[0], top[1] - shift)
+    # Zero-mass pieces may sit below the shift; their offsets do not matter: clamp at 0.
+    ds = np.maximum(d - shift, 0) if shift else d
     words = _words(gen, count)
     out, undecided = _fast(masses, ds, c, top, words)
     if undecided.any():
