@@ -400,9 +400,10 @@ def sample_order_statistic_cell(
     sensitivity 1 (each count moves by ≤ 1 when one record is replaced), and
     P(m) ∝ exp(ε s_k(m)/2). Equivalently, the pieces [y_j, y_{j+1}) of integer cells with
     y_j = κ_(j) − Q (j ≤ k), κ_(j) + Q + 1 (j > k), clipped to [0, M], carry score −|j − k|:
-    a piece is drawn by :func:`_sample_piece` (its log-masses log(len_j) − ε|j − k|/2 are
-    computed in floating point from integers only), then a cell uniformly inside it with an
-    exact integer draw. Everything depends on the data only through the integers κ_i.
+    a piece is drawn by :func:`_sample_piece` with the exact sampler (masses len_j cells,
+    offsets |j − k|, rate ε/2 as an exact rational: the executed law *is* this law, so the
+    pure ε and ε²/8-zCDP statements hold as executed), then a cell uniformly inside it with
+    an exact integer draw. Everything depends on the data only through the integers κ_i.
 
     Running time: O(T) with T from public (n, ε, M/(Q + 1)) only, plus the O(n) branch
     that runs with probability < 1e-12 as decided by the noise (:func:`_sample_piece`).
