@@ -295,6 +295,15 @@ def private_fair_threshold(
     for all τ, and L (1-Lipschitz in DD̂) has sensitivity Δ. The exponential mechanism with
     any public base measure is then ε-DP (McSherry & Talwar 2007).
 
+    **As executed** (``docs/floating_point.md``). The loss is quantised to integers
+    ⌈L̂/g⌉ on a public unit g ≈ 2^-20·Δ whose sensitivity S (≈ 2^20 + 1 units) is proven
+    for the binary64 computation (:func:`loss_lattice`); the rate is ε/(2S) per unit, an
+    exact rational, and the piece (or the atom) is chosen by the exact sampler
+    :func:`~dpfair.mechanisms.exact_choice.choose_piece` with the exact base-measure
+    masses. So the executed law is exactly an ε-DP exponential mechanism — no
+    floating-point slack — and differs from the real-arithmetic one by a relative ≈ 2^-20
+    in ε and < g in the loss.
+
     **Why not the paper's vertical shift.** Algorithm 5 returns argmin{|τ| : |DD̂(τ) + w| ≤ α}
     for Gaussian w. That output is always one of the calibration scores (or 0): with
     positive probability it equals the score of one particular record, an event of
