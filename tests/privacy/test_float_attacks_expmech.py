@@ -200,3 +200,25 @@ def test_threshold_quantised_loss_is_epsilon_dp_exactly():
     ib = np.clip(np.searchsorted(lb.continuous.edges, mids, side="right") - 1, 0, None)
     assert np.max(np.abs(la.units[ia] - lb.units[ib])) <= s_units
     assert abs(int(la.units[-1]) - int(lb.units[-1])) <= s_units
+
+
+@pytest.mark.parametrize("slack", [0.0, 0.5])
+def test_threshold_sampler_matches_its_law_on_both_paths(monkeypatch, slack):
+    """Exact binomial bounds (FAIL_PROB each) on P(τ̂ = 0) and P(τ̂ ≤ t), fast path and
+    slow path (test hook), against the executed law ``threshold_law``."""
+    from dpfair.fairclass._threshold import threshold_law
+
+    monkeypatch.setattr(ec, "_FAST_PATH_SLACK", slack)
+    rng = np.random.default_rng(12)
+    z1, z0 = rng.uniform(-0.3, 0.3, 60), rng.uniform(-0.6, 0.6, 90)
+    law = threshold_law(z1, z0, 60.0, 90.0, 0.1, 1.0, 0.3, atom_mass=0.05)
+    gen = np.random.default_rng(3)
+    n = 1500 if slack else 20_000
+    draws = np.array([law.sample(gen) for _ in range(n)])
+    checks = [(draws == 0.0, law.p_atom)]
+    for t in (-0.2, -0.1, 0.0, 0.05):
+        checks.append((draws <= t, float(law.p_atom * (t >= 0)
+                                         + (1 - law.p_atom) * law.continuous.cdf(t))))
+    for hits, p in checks:
+        k = int(hits.sum())
+        assert stats.binom.ppf(FAIL_PROB / 2, n, p) <= k <= stats.binom.isf(FAIL_PROB / 2, n, p)

@@ -31,7 +31,9 @@ are certain.
   the product ĉ·d_j (± u), which moves exp's argument t_j ≤ 700 by ≤ 2.01·u·t_j; the
   platform's ``exp`` (assumed accurate to 2^-45 relatively for normal results,
   ``docs/floating_point.md``, platform assumptions); the product with M̂_j (± u); and the
-  caller's bound on |M̂_j − M_j|/M_j. Terms with fl(ĉ·d_j) > 700 are set to 0 and their
+  caller's bound on |M̂_j − M_j|/M_j. All offsets are first reduced by the smallest d_j
+  among pieces with mass (a common factor e^{−c·shift}, exact; offsets of empty pieces are
+  irrelevant and clamped at 0). Terms with fl(ĉ·d_j) > 700 are set to 0 and their
   true mass (≤ M_j·e^-699) goes into the absolute allowance A, together with K·2^-1074
   for subnormal products. If the interval [B·2^-53·T_lo, (B+1)·2^-53·T_hi] (B the top 53
   bits; outward-rounded) lies, with these margins, strictly inside one piece, that piece
