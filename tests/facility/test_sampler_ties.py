@@ -68,19 +68,15 @@ def test_issue_example_unwidened_baseline_returns():
 
 
 def _spy(monkeypatch) -> list[int]:
-    """Record the window size handed to the windowed samplers by the facility sampler."""
+    """Record the window size handed to the exact windowed sampler by the facility sampler."""
     seen: list[int] = []
+    original = mech_mod.choose_windowed
 
-    def one(log_mass, *args, **kwargs):
-        seen.append(len(log_mass))
-        return sample_piece_windowed(log_mass, *args, **kwargs)
+    def spy(window, *args, **kwargs):
+        seen.append(len(window))
+        return original(window, *args, **kwargs)
 
-    def many(log_mass, *args, **kwargs):
-        seen.append(len(log_mass))
-        return sample_pieces_windowed(log_mass, *args, **kwargs)
-
-    monkeypatch.setattr(mech_mod, "sample_piece_windowed", one)
-    monkeypatch.setattr(mech_mod, "sample_pieces_windowed", many)
+    monkeypatch.setattr(mech_mod, "choose_windowed", spy)
     return seen
 
 

@@ -31,19 +31,15 @@ r"""Baselines to set beside DPExpMed_α (paper 000 discusses none of them empiri
   As executed (``docs/floating_point.md``): the output is a public grid point and the data
   enter the selection only through the integer score profile. Counts #{x_i < c} and
   #{x_i ≤ c} against public binary64 candidates are exact comparisons (so are the counts
-  behind q), hence data sets with equal counts give bit-identical laws and, with a common
-  seed, bit-identical outputs: low-order bits of a record are invisible unless they change
-  an exact count, which the real-arithmetic proof covers. Argued, not exact (u = 2^-53,
-  L = ⌈log2 G⌉): the scores are shifted exactly so that max = 0; w_c = ε s_c/2 is rounded
-  (|w_c|·u), the normaliser logsumexp (pairwise sum of G terms in [e^w, 1]) is within
-  (L + 3)u, so each computed p_c has relative error ≤ (2|log p_c| + 2 log G + L + 5)u;
-  averaged over p this is ≤ (9L + 10)u/2 (entropy ≤ log G). The sequential cumulative sum
-  and its normalisation add ≤ 2G·u, so every cumulative probability is within
-  (2G + 9L + 11)u of the exact one, and inverting a 53-bit uniform moves each of the G
-  boundaries by ≤ u more. Summing the boundary displacements, the executed law is within
-  total variation η ≤ G(2G + 9L + 12)·u of the exact one (2.3·10^-10 for G = 1001).
-  Hence the executed sampler is (ε, δ_fp)-DP with δ_fp = (1 + e^ε)η, which
-  :attr:`GridExpMed.privacy` reports and :meth:`GridExpMed.sample` charges.
+  behind q), hence data sets with equal counts give bit-identical outputs under a common
+  seed: low-order bits of a record are invisible unless they change an exact count, which
+  the real-arithmetic proof covers. The candidate is chosen by the exact sampler
+  :func:`~dpfair.mechanisms.exact_choice.choose_pieces` with masses 1 and integer offsets
+  d_c (``rank``: d = |#{x < c} − #{x > c}| − min, one unit = half a score point, so a
+  neighbour moves d by ≤ 2 units and the rate is c = ε/4 per unit; ``percentile``:
+  d = q − min q, rate ε/2), the rate an exact rational ≤ the stated one
+  (:func:`~dpfair.mechanisms.exact_choice.exact_rate`). The executed law is exactly
+  P(c) ∝ exp(−rate·d_c): pure ε-DP as executed, no floating-point slack.
 """
 
 from __future__ import annotations
@@ -67,6 +63,7 @@ from dpfair.mechanisms.discrete_laplace import (
     ClippedDiscreteLaplaceLaw,
     discrete_laplace_scale,
 )
+from dpfair.mechanisms.exact_choice import PieceMasses, choose_pieces, exact_rate
 from dpfair.privacy import Accountant, Budget
 
 __all__ = ["GridExpMed", "LaplaceMedian", "unwidened_expmed"]
@@ -243,9 +240,8 @@ class GridExpMed:
     Privacy: pure ε-DP under replace-one neighbours for the exact law; both scores have
     sensitivity 1 (derivation in :mod:`dpfair.facility._baselines`) and the candidates are
     public. As executed, the data enter only through integer counts against the public
-    candidates, and the floating-point selection adds a total-variation slack
-    η ≤ G(2G + 9⌈log2 G⌉ + 12)·2^-53: (ε, (1 + e^ε)η)-DP, which :attr:`privacy` reports and
-    :meth:`sample` charges (:attr:`float_delta`).
+    candidates and the candidate is drawn by an exact sampler (no floating-point slack),
+    so the guarantee is pure ε-DP for the executed code.
     """
 
     epsilon: float
@@ -275,39 +271,29 @@ class GridExpMed:
         return np.linspace(lo, hi, int(self.grid_size))
 
     @property
-    def float_delta(self) -> float:
-        """δ_fp = (1 + e^ε)·η, η = G(2G + 9⌈log2 G⌉ + 12)·2^-53: the selection's float slack.
-
-        Public (G = ``grid_size``, ε); derivation in :mod:`dpfair.facility._baselines`.
-        Capped just below 1 (for very large ε the executed sampler has no useful δ).
-        """
-        g = int(self.grid_size)
-        eta = g * (2.0 * g + 9.0 * math.ceil(math.log2(g)) + 12.0) * 2.0**-53
-        with np.errstate(over="ignore"):
-            delta = float((1.0 + np.exp(self.epsilon)) * eta)
-        return min(delta, 1.0 - 2.0**-53)
-
-    @property
     def privacy(self) -> Budget:
-        """(ε, δ_fp)-DP per release as executed (pure ε-DP for the exact law)."""
-        return Budget.approx(self.epsilon, self.float_delta,
-                             note="pure eps-DP law; delta = floating-point sampling slack")
+        """Pure ε-DP per release, as executed (exact sampler, integer scores)."""
+        return Budget.pure(self.epsilon)
 
-    def _scores(self, prof: Profile) -> NDArray[np.float64]:
-        """Integer (rank: half-integer) scores shifted so their maximum is exactly 0.
-
-        Counts against public binary64 candidates are exact comparisons; the shift is exact
-        (small integers); so the log-weights ε·s/2 then differ from the exact ones by
-        |w|·2^-53 only, and tiny probabilities carry tiny absolute errors.
-        """
+    def _units(self, prof: Profile) -> tuple[NDArray[np.int64], int]:
+        """Integer score offsets d_c ≥ 0 (min 0) and units per sensitivity (rank: 2)."""
         c = self.candidates
         if self.score == "rank":
             below = np.searchsorted(prof.xs, c, side="left")
             above = prof.n - np.searchsorted(prof.xs, c, side="right")
-            d = np.abs(below - above)
-            return -0.5 * (d - d.min()).astype(np.float64)
-        loss = prof.percentile_loss(c)
-        return -(loss - loss.min()).astype(np.float64)
+            d = np.abs(below - above).astype(np.int64)
+            return d - d.min(), 2
+        loss = prof.percentile_loss(c).astype(np.int64)
+        return loss - loss.min(), 1
+
+    def _scores(self, prof: Profile) -> NDArray[np.float64]:
+        """The scores −d_c/units (maximum exactly 0), for the exact law :meth:`distribution`.
+
+        The sampler uses the integers d_c themselves (:meth:`_units`); the law built from
+        these scores is the same up to the rate's relative 2^-50 (:func:`exact_rate`).
+        """
+        units, per_sensitivity = self._units(prof)
+        return -units.astype(np.float64) / per_sensitivity
 
     def distribution(self, x: ArrayLike) -> GridDistribution:
         """Exact output law (atoms on the grid) with FAIR/SWDIFF laws."""
@@ -328,7 +314,13 @@ class GridExpMed:
         """Release one grid point (or ``size`` independent ones, ``size·ε`` in total)."""
         count = _check_size(size)
         gen = as_generator(rng)
-        dist = self.distribution(x)
+        xs = check_locations(x, self.domain)
+        xs.sort()
+        units, per_sensitivity = self._units(Profile.from_sorted(xs, self.median))
         if accountant is not None:
             accountant.charge(self.privacy.scaled(count), label="facility/grid")
-        return _draws(dist.law.sample(size=size, rng=gen), size)
+        masses = PieceMasses.exact_floats(np.ones(units.size))
+        pick = choose_pieces(masses, units, exact_rate(self.epsilon, per_sensitivity), gen,
+                             count)
+        return _draws(self.candidates[pick] if size is not None else self.candidates[pick[0]],
+                      size)

@@ -43,8 +43,11 @@ sort. :meth:`DPExpMed.sample` does not sort: one selection (``numpy.partition``)
 T = x_(k) in place, two more select the W order statistics on each side, which are then
 sorted (W ≈ (2/ε)(ln(1/α) + 12 ln 10)). Pieces outside that window have loss ≥ W + 1 and
 total length ≤ m, so their mass is bounded by m·e^{−ε(W+1)/2} ≤ 1e-12 × the mass of the
-loss-0 band (length ≥ min(α, 1)·m); :func:`~dpfair.mechanisms.sample_piece_windowed` then
-draws exactly, falling back to the full sorted law only with probability below 1e-12.
+loss-0 band (length ≥ min(α, 1)·m); :func:`~dpfair.mechanisms.exact_choice.choose_windowed`
+then draws exactly, falling back to the full sorted law only with probability below 1e-12.
+The piece choice is exact as executed: the masses are the exact lengths between the
+computed binary64 edges times e^{−c·loss} with the integer loss and c = ε/2 an exact
+rational (:mod:`dpfair.mechanisms.exact_choice`, no floating-point slack).
 W depends on the public (ε, α, n) only, so the work done does not depend on the data
 (beyond that 1e-12 branch). With α = 0 there is no such bound: a tie block around the
 median makes every piece of any window empty, so :meth:`DPExpMed.sample` then sorts and
@@ -55,6 +58,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -65,8 +69,13 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_interval_bounds, check_positive
 from dpfair.facility._laws import FacilityDistribution
 from dpfair.facility._metrics import MedianChoice, Profile, check_median, loss_cap, median_index
-from dpfair.mechanisms.exponential import PiecewiseConstantLaw, sample_piece_windowed
-from dpfair.mechanisms.windowed import sample_pieces_windowed
+from dpfair.mechanisms.exact_choice import (
+    PieceMasses,
+    choose_pieces,
+    choose_windowed,
+    exact_rate,
+)
+from dpfair.mechanisms.exponential import PiecewiseConstantLaw
 from dpfair.privacy import Accountant, Budget, exponential_mechanism_zcdp
 
 __all__ = ["DPExpMed", "check_locations"]
@@ -75,8 +84,6 @@ _MIN_EPSILON = 1e-100  # smallest ε accepted (see DPExpMed.__post_init__)
 
 #: The window is chosen so the outside mass is at most this fraction of the window's.
 _WINDOW_LOG_RATIO = 12.0 * math.log(10.0)
-#: Slack on the outside-mass bound against rounding in the full-law computation.
-_BOUND_SLACK = math.log1p(1e-6)
 
 
 def check_locations(
@@ -475,6 +482,7 @@ def _sample_windowed(
     band = alpha * m
     cap = loss_cap(n, k)
     n_pieces = n + 2
+    rate = exact_rate(epsilon)  # c = ε/2 per unit of loss, exactly
     if half_width is None and band <= 4.0 * math.ulp(max(abs(lo), abs(hi))):
         # α = 0 (or a band below the float spacing on V): no public lower bound on any
         # window's mass (a tie block around T makes every window piece empty), so no
@@ -482,12 +490,15 @@ def _sample_windowed(
         # with no branch on the data.
         xc.sort()
         law = _law_from_sorted(xc, k, band, epsilon, lo, hi)
-        return np.atleast_1d(np.asarray(law.sample(size=size, rng=rng), dtype=np.float64))
+        units = np.minimum(np.abs(np.arange(n_pieces) - k), cap)
+        idx = choose_pieces(PieceMasses.lengths(law.edges), units, rate, rng, size)
+        a, b = law.edges[idx], law.edges[idx + 1]
+        return np.minimum(a + rng.random(idx.size) * (b - a), b)
     w = _window_half_width(epsilon, alpha, n) if half_width is None else int(half_width)
     xc.partition(k - 1)  # xc[k-1] = T; left part ≤ T, right part ≥ T
 
     # One window, fixed by public quantities (ε, α, n): its loss-0 piece has length
-    # ≥ min(α, 1)·m, so log_out − max(log_mass) ≤ −12 ln 10 − ε/2 + slack (no widening).
+    # ≥ min(α, 1)·m, so U_out = m·e^{−c·min(cap, W+1)} ≤ 1e-12 × the window's mass.
     p_lo, p_hi = max(0, k - w), min(n_pieces - 1, k + w)  # window pieces
     r_lo, r_hi = max(1, p_lo), min(n, p_hi)  # 1-based ranks of the x's needed
     # bring ranks r_lo..r_hi into place, sorted
@@ -510,37 +521,27 @@ def _sample_windowed(
     edges = np.where(j <= k, x_at(j) - band, x_at(j - 1) + band)
     edges = np.where(j == 0, lo, np.where(j == n + 2, hi, edges))
     np.clip(edges, lo, hi, out=edges)
-    pieces = np.arange(p_lo, p_hi + 1)
-    loss = np.minimum(np.abs(pieces - k), cap).astype(np.float64)
-    lengths = np.diff(edges)
-    with np.errstate(divide="ignore"):
-        log_mass = np.log(lengths) - 0.5 * epsilon * loss
-    if p_lo == 0 and p_hi == n_pieces - 1:  # the window holds every piece
-        log_out = -math.inf
-    else:
-        log_out = math.log(m) - 0.5 * epsilon * min(cap, w + 1) + _BOUND_SLACK
+    units = np.minimum(np.abs(np.arange(p_lo, p_hi + 1) - k), cap)
+    outside = None
+    if not (p_lo == 0 and p_hi == n_pieces - 1):  # Σ exact lengths = hi − lo
+        outside = (Fraction(hi) - Fraction(lo), min(cap, w + 1))
+    full_edges: list[NDArray[np.float64]] = []
 
-    full_law: list[PiecewiseConstantLaw] = []
+    def full() -> tuple[NDArray[np.bool_], PieceMasses, NDArray[np.int64]]:
+        e_full = _law_from_sorted(np.sort(xc), k, band, epsilon, lo, hi).edges
+        full_edges.append(e_full)
+        piece = np.arange(n_pieces)
+        return ((piece >= p_lo) & (piece <= p_hi), PieceMasses.lengths(e_full),
+                np.minimum(np.abs(piece - k), cap))
 
-    def full_log_mass() -> NDArray[np.float64]:
-        if not full_law:
-            xs = np.sort(xc)
-            full_law.append(_law_from_sorted(xs, k, band, epsilon, lo, hi))
-        # unnormalised, on the same scale as the window's log-masses
-        return full_law[0].log_mass + full_law[0].log_norm
-
-    if size == 1:
-        idx = np.array([sample_piece_windowed(log_mass, p_lo, log_out, full_log_mass, rng)])
-    else:
-        idx = sample_pieces_windowed(log_mass, p_lo, log_out, full_log_mass, size, rng)
-    inside = (idx >= p_lo) & (idx <= p_hi)
+    idx, inside = choose_windowed(PieceMasses.lengths(edges), units, rate, outside, full, rng,
+                                  size)
     a = np.empty(idx.size)
     b = np.empty(idx.size)
-    a[inside] = edges[idx[inside] - p_lo]
-    b[inside] = edges[idx[inside] - p_lo + 1]
+    a[inside] = edges[idx[inside]]
+    b[inside] = edges[idx[inside] + 1]
     if not inside.all():
-        e_full = full_law[0].edges
-        a[~inside] = e_full[idx[~inside]]
-        b[~inside] = e_full[idx[~inside] + 1]
+        a[~inside] = full_edges[0][idx[~inside]]
+        b[~inside] = full_edges[0][idx[~inside] + 1]
     u = rng.random(idx.size)
     return np.minimum(a + u * (b - a), b)

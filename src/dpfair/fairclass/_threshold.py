@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +29,7 @@ from numpy.typing import NDArray
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair.mechanisms import PiecewiseConstantLaw
+from dpfair.mechanisms.exact_choice import PieceMasses, choose_piece, exact_rate
 
 __all__ = [
     "SCORE_LATTICE_BINS",
@@ -37,6 +39,7 @@ __all__ = [
     "dd_steps",
     "dd_steps_from_counts",
     "exact_fair_threshold",
+    "loss_lattice",
     "private_fair_threshold",
     "snap_count_noise",
     "snap_scores",
@@ -292,6 +295,15 @@ def private_fair_threshold(
     for all τ, and L (1-Lipschitz in DD̂) has sensitivity Δ. The exponential mechanism with
     any public base measure is then ε-DP (McSherry & Talwar 2007).
 
+    **As executed** (``docs/floating_point.md``). The loss is quantised to integers
+    ⌈L̂/g⌉ on a public unit g ≈ 2^-20·Δ whose sensitivity S (≈ 2^20 + 1 units) is proven
+    for the binary64 computation (:func:`loss_lattice`); the rate is ε/(2S) per unit, an
+    exact rational, and the piece (or the atom) is chosen by the exact sampler
+    :func:`~dpfair.mechanisms.exact_choice.choose_piece` with the exact base-measure
+    masses. So the executed law is exactly an ε-DP exponential mechanism — no
+    floating-point slack — and differs from the real-arithmetic one by a relative ≈ 2^-20
+    in ε and < g in the loss.
+
     **Why not the paper's vertical shift.** Algorithm 5 returns argmin{|τ| : |DD̂(τ) + w| ≤ α}
     for Gaussian w. That output is always one of the calibration scores (or 0): with
     positive probability it equals the score of one particular record, an event of
@@ -321,23 +333,37 @@ class ThresholdLaw:
         The calibration curve with the public denominators.
     sensitivity : float
         Δ = 1/m_1 + 1/m_0.
+    masses : PieceMasses
+        Exact base-measure masses of the pieces of ``continuous``, then the atom's b₀.
+    units : ndarray of int64
+        The quantised loss ⌈L̂/g⌉ of each piece, then of the atom (:func:`loss_lattice`).
+    rate : Fraction
+        The exact rate c per unit: P(piece j) ∝ masses_j·exp(−c·units_j).
     """
 
     continuous: PiecewiseConstantLaw
     p_atom: float
     steps: DDSteps
     sensitivity: float
+    masses: PieceMasses
+    units: NDArray[np.int64]
+    rate: Fraction
 
     def density(self, tau: NDArray[np.float64]) -> NDArray[np.float64]:
         """Density of the continuous part, (1 − p_atom)·pdf(τ)."""
         return (1.0 - self.p_atom) * self.continuous.pdf(tau)
 
     def sample(self, rng: RandomLike = None) -> float:
-        """One exact draw."""
+        """One exact draw: the atom or a piece, chosen by the exact sampler
+        (:func:`~dpfair.mechanisms.exact_choice.choose_piece`: exact law, no floating-point
+        slack), then a uniform point of the piece computed from its public edges."""
         gen = as_generator(rng)
-        if gen.random() < self.p_atom:
+        j = choose_piece(self.masses, self.units, self.rate, gen)
+        edges = self.continuous.edges
+        if j == edges.size - 1:
             return 0.0
-        return float(self.continuous.sample(rng=gen))
+        lo, hi = float(edges[j]), float(edges[j + 1])
+        return float(min(lo + gen.random() * (hi - lo), hi))
 
 
 def threshold_law(
@@ -425,21 +451,56 @@ def threshold_law_from_steps(
     dd = steps.gap[gap_idx]
     loss = np.where(mids > 0, np.abs(dd - alpha), np.abs(dd + alpha))
     if base is None:
-        log_base = np.zeros_like(mids)
+        dens = np.ones(mids.size)
         base_total = 2.0 * r
     else:
         j = np.clip(np.searchsorted(base_edges, mids, side="right") - 1, 0, base_dens.size - 1)
-        log_base = np.log(base_dens[j])
-        base_total = float(np.sum(np.exp(log_base) * np.diff(edges)))
-    law = PiecewiseConstantLaw(edges, log_base - eps * loss / (2.0 * sens))
+        dens = base_dens[j]
+        # From the public base alone (never from the data-refined pieces).
+        base_total = float(np.sum(np.diff(np.clip(base_edges, -r, r)) * base_dens))
     loss0 = max(abs(steps.at(0.0)) - alpha, 0.0)
     b0 = base_total / max(int(n_cal), 1) if atom_mass is None else float(atom_mass)
-    if not b0 >= 0:
-        raise InvalidParameterError(f"atom_mass={atom_mass!r}: must be >= 0.")
-    log_atom = (math.log(b0) if b0 > 0 else -math.inf) - eps * loss0 / (2.0 * sens)
+    if not (b0 >= 0 and math.isfinite(b0)):
+        raise InvalidParameterError(f"atom_mass={atom_mass!r}: must be finite and >= 0.")
+    unit, per_sensitivity = loss_lattice(m1, m0, alpha, n_cal)
+    units = np.ceil(np.append(loss, loss0) / unit).astype(np.int64)
+    rate = exact_rate(eps, per_sensitivity)
+    masses = PieceMasses.lengths(edges, dens).append(Fraction(b0))
+    # The law as executed (rate c per unit), for analysis and the tests.
+    c_float = float(rate)
+    law = PiecewiseConstantLaw(edges, np.log(dens) - c_float * units[:-1])
+    log_atom = (math.log(b0) if b0 > 0 else -math.inf) - c_float * float(units[-1])
     # P(atom) = e^{log_atom} / (e^{log_atom} + e^{log_norm}), in log-space.
     p_atom = 1.0 / (1.0 + math.exp(min(law.log_norm - log_atom, 700.0)))
-    return ThresholdLaw(law, p_atom, steps, sens)
+    return ThresholdLaw(law, p_atom, steps, sens, masses, units, rate)
+
+
+#: The loss lattice unit is g = 2^(⌊log2 Δ⌋ − LOSS_LATTICE_BITS): about 2^-20 Δ.
+LOSS_LATTICE_BITS = 20
+
+
+def loss_lattice(m1: float, m0: float, alpha: float, n_cal: int) -> tuple[float, int]:
+    """The public loss unit g and the sensitivity S of the quantised loss ⌈L̂/g⌉ in units.
+
+    Floating-point model (``docs/floating_point.md``). The executed loss L̂ of a piece is
+    fl(|fl(fl(c₁/m₁) − fl(c₀/m₀)) ∓ α|) (fl(|DD̂(0)| − α) ∨ 0 for the atom) with integer
+    counts c_a ≤ n_cal; each of its ≤ 3 roundings is a relative error ≤ u = 2^-53 of a
+    number ≤ n_cal/m₁ + n_cal/m₀ + |α|, so |L̂ − L| ≤ e_L = 3.1u(n_cal·Δ + |α|) with
+    Δ = 1/m₁ + 1/m₀ (all public). For neighbours (same public m₁, m₀, α, n_cal),
+    |L(D) − L(D′)| ≤ Δ at every τ, so |L̂(D) − L̂(D′)| ≤ Δ + 2e_L and the integers
+    ⌈L̂/g⌉ (g a power of two, so L̂/g is exact) differ by at most S = ⌊(Δ + 2e_L)/g⌋ + 1.
+    The mechanism runs at rate ε/(2S) per unit
+    (:func:`~dpfair.mechanisms.exact_choice.exact_rate`): pure ε-DP as executed. Against
+    the real-arithmetic loss at rate ε/(2Δ), the effective ε is lower by a relative
+    ≈ 2^-20 and the loss is rounded up by less than g ≈ 2^-20·Δ.
+    """
+    fm1, fm0 = Fraction(float(m1)), Fraction(float(m0))
+    delta = 1 / fm1 + 1 / fm0
+    e_loss = Fraction(31, 10) * Fraction(1, 2**53) * (int(n_cal) * delta + abs(Fraction(alpha)))
+    exponent = math.floor(math.log2(float(delta))) - LOSS_LATTICE_BITS
+    unit = Fraction(2) ** exponent
+    per_sensitivity = math.floor((delta + 2 * e_loss) / unit) + 1
+    return float(unit), int(per_sensitivity)
 
 
 def paper_vertical_shift_threshold(

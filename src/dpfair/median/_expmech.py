@@ -52,13 +52,15 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidParameterError
-from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw, sample_piece_windowed
+from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw
+from dpfair.mechanisms.exact_choice import PieceMasses, choose_windowed, exact_rate
 from dpfair.median._ranks import expmech_lower_target
 from dpfair.privacy import Accountant, Budget
 
@@ -175,6 +177,12 @@ class _SortedArray:
         return np.arange(self.size + 1), law.edges, law.log_mass + law.log_norm
 
 
+@functools.lru_cache(maxsize=256)
+def _span(a: float, b: float) -> Fraction:
+    """b − a exactly (public bounds)."""
+    return Fraction(b) - Fraction(a)
+
+
 def _sample_piece(
     sample: SortedCounts | _SortedArray | _CellSample,
     k: int,
@@ -187,15 +195,26 @@ def _sample_piece(
 ) -> tuple[float, float]:
     """Edges (lo, hi) of one exactly drawn piece of the rank-``k`` law (see below).
 
-    Piece j has mass len_j·e^{−ε|j−k|/2}. The pieces with |j − k| > T have total mass at
-    most |R|·e^{−ε(T+1)/2}; with T chosen so that this is < 1e-12 of the score-0 band's
-    mass (≥ ``band``), :func:`~dpfair.mechanisms.sample_piece_windowed` draws exactly while
-    touching only 2T + 1 pieces, except with probability < 1e-12 (then it computes all).
-    T depends only on public quantities (n, ε, |R|, band), so the work done depends on the
-    data only through that rare branch, whose probability is set by the noise.
+    Piece j has mass len_j·e^{−c|j−k|}, c = ε/2 as an exact rational
+    (:func:`~dpfair.mechanisms.exact_choice.exact_rate`) and len_j the exact length
+    between the piece's binary64 edges (an integer number of cells for the cell
+    mechanism). The pieces with |j − k| > T have total mass at most
+    |R|·e^{−c(T+1)}; with T chosen so that this is < 1e-12 of the score-0 band's mass
+    (≥ ``band``), the draw touches only the 2T + 1 window pieces, plus one virtual piece
+    of mass U_out = |R|·e^{−c(T+1)} ≥ W_out (the true outside mass). Only if the virtual
+    piece is chosen (probability < 1e-12) are all pieces computed (O(n)): then an outside
+    piece j is kept with probability len_j e^{−c|j−k|}/U_out (one exact choice with total
+    U_out), and otherwise the draw is replaced by an exact draw from the full law — what
+    a restart of the rejection loop would return in law
+    (:func:`~dpfair.mechanisms.exact_choice.choose_windowed`). Every decision is exact
+    (:func:`~dpfair.mechanisms.exact_choice.choose_pieces`, no floating-point slack),
+    so the drawn piece has exactly the law len_j e^{−c|j−k|}/Σ. T depends only on public
+    quantities (n, ε, |R|, band), so the work done depends on the data only through that
+    rare branch and the exact sampler's slow path, whose probabilities are set by the noise.
     """
     a, b = bounds
     n = sample.size
+    rate = exact_rate(epsilon)
     log_ratio = math.log((b - a) / band) + _WINDOW_MARGIN_DIGITS * math.log(10.0)
     half = max(1, math.ceil(2.0 * log_ratio / epsilon))
     j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
@@ -205,23 +224,21 @@ def _sample_piece(
     y = np.where(j <= k, vals - shift_down, vals + shift_up)
     y = np.where(j == 0, a, np.where(j == n + 1, b, y))
     np.clip(y, a, b, out=y)
-    lengths = np.diff(y)
-    pieces = np.arange(j_lo, j_hi + 1)
-    with np.errstate(divide="ignore"):
-        log_mass = np.log(lengths) - epsilon * np.abs(pieces - k) / 2.0
-    outside = math.log(b - a) - epsilon * (half + 1) / 2.0
-    cache: dict[str, tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]] = {}
+    units = np.abs(np.arange(j_lo, j_hi + 1) - k)
+    outside = None
+    if j_lo > 0 or j_hi < n:  # Σ exact lengths = b − a: W_out ≤ (b − a)·e^{−c(T+1)}
+        outside = (_span(a, b), half + 1)
+    cache: list[NDArray[np.float64]] = []
 
-    def full() -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-        cache["law"] = sample.sparse_law(k, epsilon, bounds, shift_down, shift_up)
-        return cache["law"][0], cache["law"][2]
+    def full() -> tuple[NDArray[np.bool_], PieceMasses, NDArray[np.int64]]:
+        index, edges, _ = sample.sparse_law(k, epsilon, bounds, shift_down, shift_up)
+        cache.append(edges)
+        return (index >= j_lo) & (index <= j_hi), PieceMasses.lengths(edges), np.abs(index - k)
 
-    piece = sample_piece_windowed(log_mass, j_lo, outside, full, rng)
-    if j_lo <= piece <= j_hi:
-        return float(y[piece - j_lo]), float(y[piece - j_lo + 1])
-    index, edges, _ = cache["law"]
-    pos = int(np.searchsorted(index, piece))
-    return float(edges[pos]), float(edges[pos + 1])
+    pos, in_window = choose_windowed(PieceMasses.lengths(y), units, rate, outside, full, rng)
+    p = int(pos[0])
+    e = y if in_window[0] else cache[0]
+    return float(e[p]), float(e[p + 1])
 
 
 def sample_order_statistic(
@@ -383,9 +400,10 @@ def sample_order_statistic_cell(
     sensitivity 1 (each count moves by ≤ 1 when one record is replaced), and
     P(m) ∝ exp(ε s_k(m)/2). Equivalently, the pieces [y_j, y_{j+1}) of integer cells with
     y_j = κ_(j) − Q (j ≤ k), κ_(j) + Q + 1 (j > k), clipped to [0, M], carry score −|j − k|:
-    a piece is drawn by :func:`_sample_piece` (its log-masses log(len_j) − ε|j − k|/2 are
-    computed in floating point from integers only), then a cell uniformly inside it with an
-    exact integer draw. Everything depends on the data only through the integers κ_i.
+    a piece is drawn by :func:`_sample_piece` with the exact sampler (masses len_j cells,
+    offsets |j − k|, rate ε/2 as an exact rational: the executed law *is* this law, so the
+    pure ε and ε²/8-zCDP statements hold as executed), then a cell uniformly inside it with
+    an exact integer draw. Everything depends on the data only through the integers κ_i.
 
     Running time: O(T) with T from public (n, ε, M/(Q + 1)) only, plus the O(n) branch
     that runs with probability < 1e-12 as decided by the noise (:func:`_sample_piece`).
