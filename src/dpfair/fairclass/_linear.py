@@ -587,8 +587,10 @@ class _Problem:
             rows = Sc.indices[lo:hi]
             prods = Sc.data[lo:hi] * w[rows]
             g[j] = math.fsum([*(-prods).tolist(), float(lt[j]), float(self.b[j])])
+        # (+ n·2^-1074: products that underflow lose at most that much each.)
         err = (
             _U * (self.St @ sig) + self.St @ e_sig + _U * np.abs(lt) + _U * np.abs(g)
+            + self.S.shape[0] * 2.0**-1074
         ) * (1.0 + 2.0**-20)
         return g, float(np.linalg.norm(err)) * (1.0 + 2.0**-20)
 
