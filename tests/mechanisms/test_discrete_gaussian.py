@@ -111,12 +111,13 @@ def test_wrong_acceptance_is_detected(monkeypatch):
     """Power: an acceptance computed for a 10% larger σ² is caught (σ² = 9)."""
     from dpfair.mechanisms import discrete_gaussian as dg
 
-    real = dg._accept_probability_draw
+    real = dg._exponents
 
-    def skewed(x, t, p, q, gen):
-        return real(x, t, p * 11, q * 10, gen)
+    def skewed(u, x, t, p, q, big_b):
+        p2, q2 = p * 11, q * 10
+        return real(u, x, t, p2, q2, 2 * p2 * q2 * t * t)
 
-    monkeypatch.setattr(dg, "_accept_probability_draw", skewed)
+    monkeypatch.setattr(dg, "_exponents", skewed)
     z = sample_discrete_gaussian(9, N_DRAWS, np.random.default_rng(7))
     assert _chi2_pvalue(z, Fraction(9)) < FAIL_PROB
 
@@ -149,7 +150,7 @@ def test_bernoulli_exp_big_frequency():
 def test_lattice_noise_and_parameters():
     sigma = 3.0
     bits = gaussian_noise_bits(sigma, 1e6)
-    assert sigma * 2**bits >= 2**10
+    assert sigma * 2**bits >= 2**12
     s = lattice_variance(sigma, bits)
     assert Fraction(s, 4**bits) >= Fraction(sigma) ** 2
     overshoot = (Fraction(s, 4**bits) - Fraction(sigma) ** 2) / Fraction(sigma) ** 2
@@ -177,3 +178,33 @@ def test_same_seed_same_draws_and_shape():
     a = sample_discrete_gaussian(Fraction(5, 2), (3, 4), 2)
     b = sample_discrete_gaussian(Fraction(5, 2), (3, 4), 2)
     assert a.shape == (3, 4) and np.array_equal(a, b)
+
+
+def test_exp_table_and_exact_tie_continuation():
+    """c_v = ⌊e^{−v}2^62⌋; on a tie u = c_v, U < e^{−v} has probability frac(e^{−v}2^62)."""
+    from dpfair.mechanisms import discrete_gaussian as dg
+
+    for v in (1, 5, 42):
+        assert abs(dg._EXP_TABLE[v] - math.exp(-v) * 2.0**62) <= 2.0**62 * 1e-15 + 1
+    # the conditional probability on a tie, from 124 exact bits
+    frac = (dg._exp_neg_floor(1, 124) - (dg._EXP_TABLE[1] << 62)) / 2.0**62
+    g = np.random.default_rng(8)
+    n = 4000
+    hits = sum(dg._Uniform(dg._EXP_TABLE[1], g).below_exp_neg(1) for _ in range(n))
+    lo, hi = stats.binom.ppf(FAIL_PROB / 2, n, frac), stats.binom.isf(FAIL_PROB / 2, n, frac)
+    assert lo <= hits <= hi
+    # ⌊E⌋ above the table: exact e^{-43} with a zero prefix decided by further digits
+    out = dg._bernoulli_exp_int(np.array([43, 0, 1]), np.array([0, 5, 2**62 - 1]), g)
+    assert out[1] and not out[2]
+
+
+def test_geometric_e_law():
+    """V = ⌊−ln U⌋ from 62-bit prefixes: P(V = v) = e^{−v}(1 − e^{−1}), chi-square at 1e-6."""
+    from dpfair.mechanisms import discrete_gaussian as dg
+
+    g = np.random.default_rng(12)
+    v = dg._geometric_e(g.integers(0, 2**62, size=N_DRAWS, dtype=np.int64), g)
+    top = 8
+    obs = np.bincount(np.minimum(v, top), minlength=top + 1)
+    p = np.array([math.exp(-k) * (1 - math.exp(-1)) for k in range(top)] + [math.exp(-top)])
+    assert stats.chisquare(obs, p * N_DRAWS).pvalue > FAIL_PROB

@@ -48,11 +48,14 @@ to, so its running time cannot depend on the data.
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
@@ -61,6 +64,7 @@ from dpfair.mechanisms.discrete_laplace import bernoulli_exp
 __all__ = [
     "DELTA_SLACK_FRACTION",
     "SMOOTHING_VARIANCE",
+    "LatticeNoise",
     "approx_dp_variance",
     "bernoulli_exp_big",
     "discrete_gaussian_delta_slack",
@@ -147,13 +151,20 @@ def _as_variance(variance: int | Fraction) -> Fraction:
 
 
 def _bern_exp(a: NDArray[np.int64], d: int, gen: np.random.Generator) -> NDArray[np.bool_]:
-    """Bernoulli(exp(−a/d)) per entry, 0 ≤ a ≤ d ≤ 2^62 (CKS Alg. 1; inputs trusted)."""
+    """Bernoulli(exp(−a/d)) per entry, 0 ≤ a ≤ d ≤ 2^62 (CKS Alg. 1; inputs trusted).
+
+    Round k draws Bernoulli(a/d)·Bernoulli(1/k) = Bernoulli(a/(kd)) as one uniform integer
+    W < kd compared with a (while kd < 2^63; beyond, the two factors separately); the loop
+    stops at the first failure and returns 1 iff that round is odd.
+    """
     out = np.zeros(a.size, dtype=bool)
     active = np.arange(a.size)
     k = 1
     while active.size:
-        hit = gen.integers(0, d, size=active.size) < a[active]
-        if k > 1:
+        if k * d < 2**63:
+            hit = gen.integers(0, k * d, size=active.size) < a[active]
+        else:
+            hit = gen.integers(0, d, size=active.size) < a[active]
             hit &= gen.integers(0, k, size=active.size) == 0
         out[active[~hit]] = k % 2 == 1
         active = active[hit]
@@ -161,102 +172,134 @@ def _bern_exp(a: NDArray[np.int64], d: int, gen: np.random.Generator) -> NDArray
     return out
 
 
-def _bern_exp_one(m: int, gen: np.random.Generator) -> NDArray[np.bool_]:
-    """``m`` Bernoulli(e^{−1}) draws (CKS Alg. 1 with γ = 1: the k = 1 trial always succeeds)."""
-    out = np.zeros(m, dtype=bool)
-    active = np.arange(m)
-    k = 2
-    while active.size:
-        hit = gen.integers(0, k, size=active.size) == 0
-        out[active[~hit]] = k % 2 == 1
-        active = active[hit]
-        k += 1
+# --------------------------------------------------------------------------- U < e^{-v}
+@functools.lru_cache(maxsize=4096)
+def _exp_neg_floor(v: int, bits: int) -> int:
+    """⌊e^{−v}·2^bits⌋ exactly (Python integers).
+
+    Partial sums S_K of Σ_k (−v)^k/k! alternate around e^{−v} once the terms decrease
+    (k > v), so e^{−v} lies between S_K and S_{K+1}; K grows until both give the same floor
+    (e^{−v}·2^bits is irrational for v ≥ 1, so this terminates).
+    """
+    if v == 0:
+        return 1 << bits
+    if 100 * bits <= 144 * v:  # e^{−v}·2^bits ≤ 2^{(1.44 − log2 e)v} < 1
+        return 0
+    scale = 1 << bits
+    k_max = 2 * v + bits  # v^k/k! < 2^-bits well before this
+    while True:
+        total = Fraction(0)
+        term = Fraction(1)
+        for k in range(k_max + 1):
+            total += term
+            term = term * (-v) / (k + 1)
+        lo, hi = sorted((total, total + term))
+        flo, fhi = math.floor(lo * scale), math.floor(hi * scale)
+        if flo == fhi:
+            return int(flo)
+        k_max += 16
+
+
+#: c_v = ⌊e^{−v}·2^62⌋ for v = 0..42 (c_42 = 2, c_43 = 0): U < e^{−v} is decided by the first
+#: 62 bits u of a uniform U unless u = c_v.
+_EXP_TABLE = [_exp_neg_floor(v, 62) for v in range(43)]
+_VMAX = 42
+_EXP_C = np.array(_EXP_TABLE, dtype=np.int64)
+_EXP_ASC = np.array(_EXP_TABLE[1:][::-1], dtype=np.int64)  # c_42 … c_1, increasing
+
+
+class _Uniform:
+    """A uniform U ∈ [0, 1) whose binary digits are drawn 62 at a time, on demand."""
+
+    def __init__(self, prefix: int, gen: np.random.Generator) -> None:
+        self.known, self.bits, self.gen = int(prefix), 62, gen
+
+    def below_exp_neg(self, v: int) -> bool:
+        """U < e^{−v}, exactly (more digits of U are drawn while they tie with e^{−v})."""
+        while True:
+            c = _exp_neg_floor(v, self.bits)
+            if self.known != c:
+                return self.known < c
+            self.known = (self.known << 62) | int(self.gen.integers(0, 2**62))
+            self.bits += 62
+
+
+def _geometric_e(u62: NDArray[np.int64], gen: np.random.Generator) -> NDArray[np.int64]:
+    """V = max{v ≥ 0 : U < e^{−v}} per entry, P(V ≥ v) = e^{−v}, from U's first 62 bits u62.
+
+    Vectorised: V = #{1 ≤ v ≤ 42 : u < c_v}, exact unless u equals some c_v or u < c_42
+    (probability < 2^-56 per entry); those entries continue exactly with further digits.
+    """
+    idx = np.searchsorted(_EXP_ASC, u62, side="right")  # #{c_v ≤ u}
+    v = _VMAX - idx  # #{c_v > u}
+    tie = (idx > 0) & (_EXP_ASC[np.maximum(idx - 1, 0)] == u62)
+    for i in np.flatnonzero(tie | (u62 < _EXP_ASC[0])):
+        uni = _Uniform(int(u62[i]), gen)
+        k = 0
+        while uni.below_exp_neg(k + 1):
+            k += 1
+        v[i] = k
+    return v.astype(np.int64)
+
+
+def _bernoulli_exp_int(
+    fl: NDArray[np.int64], u62: NDArray[np.int64], gen: np.random.Generator
+) -> NDArray[np.bool_]:
+    """Bernoulli(e^{−fl}) = [U < e^{−fl}] per entry (fl ≥ 0 integer), U's first 62 bits u62."""
+    small = fl <= _VMAX
+    c = _EXP_C[np.minimum(fl, _VMAX)]
+    out = small & (u62 < c)
+    for i in np.flatnonzero(~small | (u62 == c)):
+        out[i] = _Uniform(int(u62[i]), gen).below_exp_neg(int(fl[i]))
     return out
 
 
-_BLOCK = 4
+def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
+    """``m`` uniform 62-bit integers (the generator's integers, a power-of-two range)."""
+    return gen.integers(0, 2**62, size=m, dtype=np.int64)
 
 
-def _run_of_successes(limit: NDArray[np.int64], gen: np.random.Generator) -> NDArray[np.int64]:
-    """Per entry, the leading successes of i.i.d. Bernoulli(e^{−1}) trials, capped at ``limit``.
-
-    Trials are drawn in blocks of four per entry (one flat vectorised call); entries whose
-    block was all successes and that have not reached ``limit`` draw another block. With
-    limit = ∞ (use a huge value) this is V ~ Geometric: P(V ≥ v) = e^{−v}.
-    """
-    runs = np.zeros(limit.size, dtype=np.int64)
-    alive = np.flatnonzero(limit > 0)
-    while alive.size:
-        trials = _bern_exp_one(alive.size * _BLOCK, gen).reshape(alive.size, _BLOCK)
-        lead = np.where(trials.all(axis=1), _BLOCK, np.argmin(trials, axis=1))
-        room = limit[alive] - runs[alive]
-        runs[alive] += np.minimum(lead, room)
-        alive = alive[(lead == _BLOCK) & (room > _BLOCK)]
-    return runs
-
-
-_NO_LIMIT = np.int64(2**62)
-
-
-def _discrete_laplace_round(
+def _candidates(
     t: int, m: int, gen: np.random.Generator
-) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_]]:
-    """One round of CKS Algorithm 2 for ``m`` candidates: (|Y|, Y negative, produced).
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """(U, X = U + tV, Y negative) for ``m`` candidates of CKS Algorithm 2 (before its tests).
 
-    U uniform on {0..t−1} kept with probability exp(−U/t), V ~ Geometric(1 − e^{−1}),
-    X = U + tV, a fair sign B, rejecting (B = 1, X = 0). X = U + tV is formed in int64;
-    V large enough to overflow (probability < e^{−2^9} at t ≤ 2^52 + 1) raises.
+    t is a power of two ≤ 2^52: U (uniform on {0..t−1}) and the sign are independent bit
+    fields of one uniform 62-bit word; V ~ Geometric(1 − e^{−1}), P(V ≥ v) = e^{−v}, from a
+    second word (:func:`_geometric_e`). V large enough to overflow X in int64 (probability
+    < e^{−2^9}) raises.
     """
-    u = gen.integers(0, t, size=m)
-    keep = _bern_exp(u, t, gen)
-    v = np.zeros(m, dtype=np.int64)
-    kept = np.flatnonzero(keep)
-    v[kept] = _run_of_successes(np.full(kept.size, _NO_LIMIT), gen)
+    w = _raw62(m, gen)
+    u = w & (t - 1)
+    neg = (w >> 61) & 1 == 1
+    v = _geometric_e(_raw62(m, gen), gen)
     if int(v.max(initial=0)) > (2**62 - t) // t:
         raise OverflowError("discrete Laplace draw beyond 2^62 (probability < e^-512).")
-    x = u + t * v
-    neg = gen.integers(0, 2, size=m) == 1
-    return x, neg, keep & ~(neg & (x == 0))
+    return u, u + t * v, neg
 
 
-def _accept_probability_draw(
-    x: NDArray[np.int64], t: int, p: int, q: int, gen: np.random.Generator
-) -> NDArray[np.bool_]:
-    """Exact Bernoulli(exp(−A²/B)) per entry, A = x·t·q − p, B = 2pq·t²."""
-    big_b = 2 * p * q * t * t
-    fl: NDArray[np.int64] | NDArray[np.object_]
-    rem: NDArray[np.int64] | NDArray[np.object_]
-    xs_max = int(x.max(initial=0))
-    # int64 fast path when |A| ≤ √(2^63 − 1) for every entry and B ≤ 2^62
-    if big_b <= 2**62 and xs_max * t * q <= p + _A_SAFE and p <= _A_SAFE:
+def _exponents(
+    u: NDArray[np.int64], x: NDArray[np.int64], t: int, p: int, q: int, big_b: int
+) -> tuple[NDArray[np.int64], list[int] | NDArray[np.int64], bool]:
+    """⌊E⌋ (int64, capped at 2^62) and E·B − ⌊E⌋·B for E = U/t + A²/B, A = X·t·q − p.
+
+    int64 when B ≤ 2^62 and |A| < 2^31 for every entry (then 2pqt·U + A² < 2^63);
+    otherwise Python integers (exact, rare for the lattices used here).
+    """
+    coef = 2 * p * q * t  # U/t = coef·U/B
+    if big_b <= 2**62 and p < 2**31 and int(x.max(initial=0)) * t * q < p + 2**31:
         a = x * (t * q) - p
-        sq = a * a
-        fl = sq // big_b
-        rem = sq - fl * big_b
-    else:
-        a_obj = x.astype(object) * (t * q) - p
-        sq_obj = a_obj * a_obj
-        fl = sq_obj // big_b
-        rem = sq_obj - fl * big_b
-    # ⌊γ⌋ Bernoulli(e^{-1}) trials, stopping at the first failure (a run of ⌊γ⌋ successes);
-    # ⌊γ⌋ ≥ 2^62 would need 2^62 successes: capped there (probability e^{-2^62} of mattering)
-    if fl.dtype == object:
-        fl64 = np.array([min(int(f), 2**62) for f in fl], dtype=np.int64)
-    else:
-        fl64 = np.asarray(fl, dtype=np.int64)
-    ok = _run_of_successes(fl64, gen) == fl64
-    idx = np.flatnonzero(ok)
-    if idx.size:
-        if big_b <= 2**62:
-            last = _bern_exp(np.asarray(rem[idx], dtype=np.int64), big_b, gen)
-        else:
-            last = bernoulli_exp_big(rem[idx], big_b, gen)
-        ok[idx[~last]] = False
-    return ok
+        num = coef * u + a * a
+        fl = num // big_b
+        return fl, num - fl * big_b, True
+    nums = [coef * int(ui) + (int(xi) * t * q - p) ** 2 for ui, xi in zip(u, x, strict=True)]
+    fls = [nm // big_b for nm in nums]
+    rems = [nm - f * big_b for nm, f in zip(nums, fls, strict=True)]
+    return np.array([min(f, 2**62) for f in fls], dtype=np.int64), rems, False
 
 
-#: Lower bound on the per-candidate acceptance of one round (measured ≥ 0.34 for σ² ≥ 1/4).
-_ACCEPT_GUESS = 0.34
+#: Typical per-candidate acceptance of one round (about 0.4–0.55 with t within √2 of σ).
+_ACCEPT_GUESS = 0.38
 
 
 def sample_discrete_gaussian(
@@ -290,20 +333,37 @@ def sample_discrete_gaussian(
     gen = as_generator(rng)
     v = _as_variance(variance)
     p, q = v.numerator, v.denominator
-    t = math.isqrt(p // q) + 1  # ⌊σ⌋ + 1 (⌊√⌊x⌋⌋ = ⌊√x⌋)
+    # CKS take t = ⌊σ⌋ + 1; any t ≥ 1 gives the exact law (the acceptance probability is
+    # ≤ 1 and the product below is ∝ exp(−y²/(2σ²)) for every t). We take the power of two
+    # t = 2^j nearest to σ on a log scale (2^j·√2 ≥ σ > 2^j/√2, decided in integers), so that
+    # U and the sign are bit fields of one uniform word.
+    j = (math.isqrt(p // q) + 1).bit_length() - 1  # 2^j ≤ ⌊σ⌋ + 1
+    if 2 * 4**j * q < p:  # 2^j·√2 < σ
+        j += 1
+    t = 1 << j
     # Y from CKS Alg. 2 (sign and magnitude), kept with probability exp(−(|Y| − σ²/t)²/(2σ²))
     shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
     count = int(np.prod(shape, dtype=np.int64))
     out = np.empty(count, dtype=np.int64)
+    big_b = 2 * p * q * t * t
     filled = 0
     while filled < count:
-        # candidates are i.i.d.; the accepted ones, in order, are i.i.d. N_ℤ(0, σ²)
+        # i.i.d. candidates; the accepted ones, in order, are i.i.d. N_ℤ(0, σ²). Each is
+        # accepted with probability exp(−U/t)·exp(−γ(X)) (Alg. 2's test times Alg. 3's,
+        # one Bernoulli of the product), and rejected if it is −0 (Alg. 2).
         need = count - filled
-        m = math.ceil(need / _ACCEPT_GUESS) + 16
-        x, neg, ok = _discrete_laplace_round(t, m, gen)
-        sub = np.flatnonzero(ok)
-        acc = _accept_probability_draw(x[sub], t, p, q, gen)
-        chosen = sub[acc][:need]
+        m = math.ceil(need / _ACCEPT_GUESS + 4.0 * math.sqrt(need)) + 16
+        u, x, neg = _candidates(t, m, gen)
+        fl, rem, small = _exponents(u, x, t, p, q, big_b)
+        ok = ~(neg & (x == 0))
+        pos = np.flatnonzero(ok & (fl > 0))  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
+        ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
+        idx = np.flatnonzero(ok)
+        if small and big_b <= 2**62:
+            last = _bern_exp(np.asarray(rem, dtype=np.int64)[idx], big_b, gen)
+        else:
+            last = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), big_b, gen)
+        chosen = idx[last][:need]
         out[filled : filled + chosen.size] = np.where(neg[chosen], -x[chosen], x[chosen])
         filled += chosen.size
     return out.reshape(shape)
@@ -326,7 +386,7 @@ def lattice_variance(sigma: float, bits: int, extra: int = 0) -> int:
 def gaussian_noise_bits(sigma: float, magnitude: float) -> int:
     """Public lattice bits b for discrete Gaussian noise σ on a statistic of size ``magnitude``.
 
-    The smallest b ≥ 0 with σ·2^b ≥ 2^10 (the discrete Gaussian on 2^-b·ℤ is then
+    The smallest b ≥ 0 with σ·2^b ≥ 2^12 (the discrete Gaussian on 2^-b·ℤ is then
     indistinguishable from the continuous one at the accuracy of any release, and the
     sampler's integers stay in int64), capped by
     :func:`~dpfair.mechanisms.gaussian.lattice_bits` so that statistic + noise is an exact
@@ -337,7 +397,7 @@ def gaussian_noise_bits(sigma: float, magnitude: float) -> int:
     s = float(sigma)
     if not (math.isfinite(s) and s > 0):
         raise InvalidParameterError(f"sigma={sigma!r}: must be finite and > 0.")
-    want = max(0, 10 - math.floor(math.log2(s)))
+    want = max(0, 12 - math.floor(math.log2(s)))
     return int(min(want, lattice_bits(magnitude)))
 
 
@@ -416,3 +476,85 @@ def approx_dp_sigma_target(epsilon: float, delta: float, dim: int) -> float:
 def approx_dp_variance(sigma_c: float, bits: int) -> int:
     """Lattice variance S = ⌈σ_c²4^bits⌉ + s² of an (ε, δ) release calibrated at σ_c."""
     return lattice_variance(sigma_c, bits, SMOOTHING_VARIANCE)
+
+
+# --------------------------------------------------------------------------- noise object
+#: r² (lattice units²) of the Gaussian smoothing in :meth:`LatticeNoise.combination_bound`.
+_TAIL_SMOOTHING = 4
+#: The smoothing Gaussian is bounded at this many of its standard deviations.
+_TAIL_SHIFT_SDS = 8.0
+
+
+@dataclass(frozen=True, slots=True)
+class LatticeNoise:
+    r"""Exact discrete Gaussian noise of nominal scale σ on the public lattice 2^-bits·ℤ.
+
+    In lattice units the noise is N_ℤ(0, S), S = ``variance`` = ⌈σ²4^bits⌉ + s²
+    (s² = :data:`SMOOTHING_VARIANCE`), so that both the zCDP statement (variance parameter
+    S·4^-bits ≥ σ²) and the (ε, δ) statement (continuous part σ_c² = (S − s²)4^-bits ≥ σ²)
+    of the module docstring hold for the nominal σ. Build it with :meth:`for_sigma` from
+    public numbers only.
+
+    Tails (used by the median intervals, whose coverage proofs assumed N(0, σ²) noise):
+
+    * one coordinate: P(Z ≥ t) ≤ Φ̄((t − 2^-bits)/σ_S) for lattice points t > 0,
+      σ_S = √S·2^-bits (:attr:`scale`): Σ_{j≥m} e^{−j²/2S} ≤ ∫_{m−1}^∞ e^{−x²/2S}dx and the
+      normaliser is ≥ √(2πS) (Poisson summation);
+    * a linear combination T = Σ a_i Z_i of d independent draws: :meth:`combination_bound`.
+    """
+
+    sigma: float
+    bits: int
+    variance: int
+
+    @classmethod
+    def for_sigma(cls, sigma: float, magnitude: float) -> LatticeNoise:
+        """Noise for nominal σ added to statistics of absolute size ≤ ``magnitude`` (public)."""
+        bits = gaussian_noise_bits(sigma, magnitude)
+        return cls(float(sigma), bits, lattice_variance(sigma, bits, SMOOTHING_VARIANCE))
+
+    @property
+    def scale(self) -> float:
+        """σ_S = √S·2^-bits ≥ σ: the variance parameter's square root in real units."""
+        return math.sqrt(self.variance) * 2.0**-self.bits
+
+    @property
+    def step(self) -> float:
+        """2^-bits, the lattice spacing."""
+        return 2.0**-self.bits
+
+    def sample(self, size: int | tuple[int, ...], rng: RandomLike = None) -> NDArray[np.float64]:
+        """Exact draws Z·2^-bits, Z ~ N_ℤ(0, S) (see :func:`sample_discrete_gaussian`)."""
+        z = sample_discrete_gaussian(self.variance, size, rng)
+        if z.size and int(np.abs(z).max()) >= 2**53:
+            raise OverflowError("discrete Gaussian draw beyond 2^53 lattice units.")
+        return np.asarray(z.astype(np.float64) * self.step, dtype=np.float64)
+
+    def combination_bound(
+        self, std: ArrayLike, dim: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        r"""(σ⁺, w, f) with P(T ≥ u) ≤ f·Φ̄((u − w)/σ⁺) for every real u.
+
+        T = Σ a_i Z_i over at most ``dim`` independent draws of this noise, given by its
+        *nominal* standard deviation std = σ‖a‖₂ (what the Gaussian analysis would use).
+        Proof (lattice units, ‖a‖ = std/σ): add independent N_i ~ N(0, r²), r² = 4. The
+        density of Z_i + N_i is Σ_k P(Z_i = k) φ_r(x − k) = φ_{S+r²}(x)·Σ_k φ_v(k − m)/θ_S
+        with v = Sr²/(S + r²), m = xS/(S + r²) (product of two Gaussian densities), and by
+        Poisson summation Σ_k φ_v(k − m) ≤ 1 + η_v, θ_S ≥ 1, η_v = 2Σ_{ℓ≥1} e^{−2π²vℓ²}. So
+        T′ = Σ a_i(Z_i + N_i) satisfies P(T′ ≥ u′) ≤ (1 + η_v)^d Φ̄(u′/(‖a‖√(S + r²))).
+        T′ = T + G with G ~ N(0, r²‖a‖²) independent of T, hence
+        P(T ≥ u) ≤ P(T′ ≥ u − w)/P(G ≥ −w), w = 8r‖a‖, P(G ≥ −w) = 1 − Φ̄(8).
+        In real units σ⁺ = ‖a‖√(S + r²)·2^-bits, w = 8r‖a‖·2^-bits,
+        f = (1 + η_v)^d/(1 − Φ̄(8)) (rounded up). With σ·2^bits ≥ 2^12 the shift is
+        w ≤ 0.4 % of std and σ⁺/std − 1 ≤ 3·10^-6.
+        """
+        sd = np.asarray(std, dtype=np.float64)
+        norm = sd / self.sigma  # ‖a‖₂
+        r2 = _TAIL_SMOOTHING
+        v = self.variance * r2 / (self.variance + r2)
+        eta = 2.0 * math.exp(-2.0 * math.pi**2 * v) / (1.0 - math.exp(-6.0 * math.pi**2 * v))
+        log_f = int(dim) * math.log1p(eta) - math.log1p(-float(special.ndtr(-_TAIL_SHIFT_SDS)))
+        factor = math.exp(log_f) * (1.0 + 1e-12)
+        sig_plus = norm * math.sqrt(self.variance + r2) * self.step
+        shift = norm * _TAIL_SHIFT_SDS * math.sqrt(r2) * self.step
+        return sig_plus, shift, factor
