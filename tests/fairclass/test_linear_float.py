@@ -26,6 +26,7 @@ from dpfair.fairclass._linear import (
     fit_linear_release,
     plan_linear_s1,
 )
+from dpfair.mechanisms.discrete_gaussian import SMOOTHING_VARIANCE
 from dpfair.mechanisms.gaussian import snap_to_lattice
 from dpfair.privacy import Budget
 
@@ -225,7 +226,7 @@ def test_plan_output_noise_is_calibrated_to_its_share():
     assert plan.output_sensitivity >= 2.0 ** (k + 1) * plan.radius + math.sqrt(60)
     assert plan.radius * plan.regulariser >= plan.tolerance
     # The continuous part of the variance alone meets (ε_out, δ_out) at sensitivity Δ.
-    sigma_c = math.sqrt(plan.output_variance - 64)
+    sigma_c = math.sqrt(plan.output_variance - SMOOTHING_VARIANCE)
     assert analytic_gaussian_delta(sigma_c, plan.output_sensitivity, plan.epsilon_output) \
         <= plan.delta_output
     # Negligible next to the objective perturbation: σ_out ≈ 10^-5 in θ units.
