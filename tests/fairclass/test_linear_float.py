@@ -196,6 +196,8 @@ def test_accounting_adds_up_and_session_charges_the_same():
     assert total.epsilon == pytest.approx(max(s.epsilon for s in ledger.spent_by_rows.values()))
     assert total.epsilon <= eps * (1 + 1e-9) and total.delta <= delta * (1 + 1e-9)
     assert total.epsilon == pytest.approx(eps) and total.delta == pytest.approx(delta)
+    assert clf.path_privacy_spent_.epsilon == pytest.approx(total.epsilon)
+    assert clf.path_privacy_spent_.delta == pytest.approx(total.delta)
     # The S1 pieces of one fit add up to S1's (ε₁, δ) of the plan, the new piece included.
     s1 = [r.budget for r in charged if r.label.startswith("fit 1 / S1")]
     assert len(s1) == 3
