@@ -76,8 +76,9 @@ The check is (‖g‖ + E)(1 + 2^-19) ≤ γ, all norms and bounds computed with
 ≤ 2^-20. (c) If the check is not met after the refinement steps (never observed; it would
 need margins |φ|·|θ| beyond ~10^3), the fit raises and releases nothing; that abort is a
 data-dependent event outside the guarantee. (d) The optimiser, its number of steps, and
-θ̂'s low-order bits depend on the data in any way at all — they enter the output only
-through K, whose sensitivity is bounded above for every run.
+θ̂'s low-order bits may depend on the data in any way — they enter the output only
+through K, whose sensitivity is bounded above for every run. (n in γ is the public
+number of rows of the whole data set, an upper bound on each fit's half.)
 
 The group shares π̃ come, as for the kernel estimator, from the Gaussian group count.
 """
