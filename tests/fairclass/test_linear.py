@@ -15,6 +15,7 @@ from dpfair.fairclass import CDPFairClassifier
 from dpfair.fairclass._linear import (
     FeatureMap,
     ReleasedLinearFold,
+    fit_linear_release,
     objective_perturbation_logistic,
     plan_linear_s1,
 )
@@ -45,27 +46,35 @@ def _clf(**kw):
 
 
 def test_plan_matches_the_derivation():
-    plan = plan_linear_s1(1.0, 1e-6)
+    plan = plan_linear_s1(1.0, 1e-6, n_rows=1000, width=6)
+    zeta = 1.0 + 2.0**-40
     a = math.sqrt(2 * math.log(1 / plan.delta_noise))
-    u = 2.0 / plan.sigma_b
+    u = 2.0 * zeta / plan.sigma_b
     assert u * a + u * u / 2 == pytest.approx(plan.epsilon_noise, rel=1e-12)
-    assert math.log1p(0.25 / plan.regulariser) == pytest.approx(plan.epsilon_jacobian)
-    total = plan.epsilon_count + plan.epsilon_jacobian + plan.epsilon_noise
+    assert math.log1p(0.25 * zeta**2 / plan.regulariser) == pytest.approx(plan.epsilon_jacobian)
+    total = (plan.epsilon_count + plan.epsilon_jacobian + plan.epsilon_noise
+             + plan.epsilon_output)
     assert total == pytest.approx(1.0)
-    assert plan.delta_count + plan.delta_noise == pytest.approx(1e-6)
+    assert plan.epsilon_output == pytest.approx(0.02)
+    assert plan.delta_count + plan.delta_noise + plan.delta_output == pytest.approx(1e-6)
 
 
 def test_newton_reaches_the_minimiser():
     rng = np.random.default_rng(0)
-    Phi = rng.uniform(-1, 1, (500, 4)) / 2.0
+    Phi = rng.uniform(0, 1, (500, 4)) / 2.0
     y = (rng.uniform(size=500) < 0.5).astype(np.int64)
-    plan = plan_linear_s1(1.0, 1e-6)
-    th = objective_perturbation_logistic(Phi, y, plan, np.random.default_rng(3))
+    plan = plan_linear_s1(1.0, 1e-6, n_rows=500, width=4)
+    rel = fit_linear_release(Phi, y, plan, np.random.default_rng(3))
     b = np.random.default_rng(3).normal(0, plan.sigma_b, 4)
     s = 2.0 * y - 1
+    th = rel.theta_hat
     sig = 1 / (1 + np.exp(s * (Phi @ th)))
     grad = -(Phi.T @ (s * sig)) + plan.regulariser * th + b
     assert np.linalg.norm(grad) < 1e-6  # the perturbed objective's stationary point
+    # The release is the lattice point of θ̂ plus the output noise, within a few σ_out.
+    assert np.max(np.abs(rel.theta - th)) < 10 * plan.sigma_output + 2.0**-plan.lattice_bits
+    th2 = objective_perturbation_logistic(Phi, y, plan, np.random.default_rng(3))
+    np.testing.assert_array_equal(th2, rel.theta)
 
 
 def test_ledger_and_guarantee_are_exact():

@@ -449,7 +449,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         lin = None
         if priv is not None:
             plan = self._plan(*priv)
-            lin = plan_linear_s1(float(plan.s1.epsilon or 0.0), plan.delta)
+            lin = plan_linear_s1(float(plan.s1.epsilon or 0.0), plan.delta, n_rows=n,
+                                 width=U.shape[1] + 2)
         path_ledger = (
             plan.path_ledger(len(alphas), [(_HALF_LABELS[tr], _HALF_LABELS[cal])
                                            for tr, cal in pairs])
@@ -477,6 +478,16 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                             noise=(
                                 f"b ~ N(0, {lin.sigma_b:.6g}^2 I), "
                                 f"Lambda = {lin.regulariser:.6g}"
+                            ),
+                        ),
+                        LedgerRecord(
+                            f"fit {fit_no} / S1 / logistic group score: lattice release of "
+                            "the certified minimiser (discrete Gaussian)",
+                            rows,
+                            Budget.approx(lin.epsilon_output, lin.delta_output),
+                            noise=(
+                                f"2^-{lin.lattice_bits} * N_Z(0, {lin.output_variance}), "
+                                f"sensitivity {lin.output_sensitivity:.6g} lattice units"
                             ),
                         ),
                     ]

@@ -1,0 +1,560 @@
+r"""Exact discrete Gaussian sampling (Canonne, Kamath & Steinke 2020) and its lattice noise.
+
+The discrete Gaussian N_ℤ(0, σ²) has P(Z = z) = exp(−z²/(2σ²)) / Σ_{y∈ℤ} exp(−y²/(2σ²)).
+:func:`sample_discrete_gaussian` draws it exactly for a rational variance σ² = p/q
+(CKS 2020, Algorithm 3): with t = ⌊σ⌋ + 1, draw Y from the discrete Laplace law
+P(Y = y) ∝ exp(−|y|/t) and accept it with probability exp(−γ),
+γ = (|Y| − σ²/t)²/(2σ²); then P(accept, Y = y) ∝ exp(−|y|/t − (|y| − σ²/t)²/(2σ²))
+= exp(−y²/(2σ²) − σ²/(2t²)), proportional to the target. Written with integers,
+γ = A²/B with A = |Y|·t·q − p and B = 2pq·t², so ⌊γ⌋ and the remainder r = A² − ⌊γ⌋B
+are exact (int64 when provably in range, Python integers otherwise) and
+exp(−γ) = e^{−1·⌊γ⌋}·exp(−r/B) is drawn as ⌊γ⌋ Bernoulli(e^{−1}) (stopping at the first
+failure) and one Bernoulli(exp(−r/B)), all from uniform integers (CKS Algorithm 1). No
+floating-point number enters the law; the only assumption is that
+``numpy.random.Generator.integers`` gives uniform integers.
+
+Privacy (used by every release that adds this noise to an integer statistic; here
+σ² is the variance *parameter*, the true variance of N_ℤ(0, σ²) is smaller):
+
+* **zCDP.** For integers μ, ν the Rényi divergence of order α > 1 is
+  D_α(N_ℤ(μ, σ²) ‖ N_ℤ(ν, σ²)) ≤ α(μ − ν)²/(2σ²): completing the square,
+  Σ_y P_μ(y)^α P_ν(y)^{1−α} = e^{α(α−1)(μ−ν)²/(2σ²)} · θ(m)/θ(0) with
+  m = αμ + (1 − α)ν and θ(m) = Σ_{y∈ℤ} exp(−(y − m)²/(2σ²)); by Poisson summation
+  θ(m) = σ√(2π) Σ_k e^{−2π²σ²k²} cos(2πkm) ≤ θ(0) (CKS 2020, Prop. 5 / Lemma 17). For a
+  product of independent N_ℤ(0, σ²) on ℤ^d the divergences add, so adding it to an integer
+  vector query with L2 sensitivity Δ is **Δ²/(2σ²)-zCDP**, for any real Δ.
+* **(ε, δ).** For the one-dimensional case CKS (Thm. 7) give the tight δ. For vectors we
+  use the following bound, proved here (:func:`discrete_gaussian_delta_slack`): let
+  σ² = σ_c² + s² with s > 0. Post-process the continuous mechanism y = x + N(0, σ_c² I)
+  by drawing K ∈ ℤ^d with P(K = k | y) ∝ exp(−‖k − y‖²/(2s²)) (public randomness, no
+  access to x). With η_s = 2Σ_{m≥1} e^{−2π²s²m²}, Poisson summation gives
+  Σ_{k∈ℤ} φ_s(k − y) ∈ [1 − η_s, 1 + η_s] for every real y (φ_s the N(0, s²) density),
+  hence, coordinatewise and multiplied over d coordinates,
+  P(K = k) ∈ [φ_σ(k − x)/(1 + η_s)^d, φ_σ(k − x)/(1 − η_s)^d] (φ_c * φ_s = φ_σ), while the
+  discrete Gaussian has P_DG(k) = φ_σ(k − x)/θ_σ^d with θ_σ = Σ_y φ_σ(y) ∈ [1, 1 + η_σ].
+  So P_DG ≤ (1 + η_s)^d P_K and P_K ≤ ((1 + η_σ)/(1 − η_s))^d P_DG pointwise. If the
+  continuous mechanism with σ_c is (ε, δ_c)-DP (e.g. δ_c from the analytic Gaussian, or
+  any point of a μ-GDP curve), then for every event E
+  P_DG,x(E) ≤ (1 + η_s)^d (e^ε P_K,x′(E) + δ_c) ≤ e^ε (1 + κ) P_DG,x′(E) + (1 + η_s)^d δ_c,
+  1 + κ = ((1 + η_s)(1 + η_σ)/(1 − η_s))^d, i.e. the discrete mechanism is
+  (ε, (1 + η_s)^d δ_c + e^ε κ)-DP. Releases here take s = 8 lattice units
+  (η_s < 10^{−548}) on top of the calibrated variance, and calibrate δ_c slightly below
+  the charged δ so that the sum stays below the charged δ (:func:`approx_dp_variance`).
+
+Timing: the loops below run until every pending draw is accepted; their number of rounds
+is a function of the uniform draws only. The sampler never sees the statistic it is added
+to, so its running time cannot depend on the data.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+from dpfair._errors import InvalidParameterError
+from dpfair._rng import RandomLike, as_generator
+from dpfair.mechanisms.discrete_laplace import bernoulli_exp
+
+__all__ = [
+    "DELTA_SLACK_FRACTION",
+    "SMOOTHING_VARIANCE",
+    "LatticeNoise",
+    "approx_dp_variance",
+    "bernoulli_exp_big",
+    "discrete_gaussian_delta_slack",
+    "discrete_gaussian_noise_on_lattice",
+    "gaussian_noise_bits",
+    "lattice_variance",
+    "sample_discrete_gaussian",
+]
+
+#: Largest σ (variance parameter ≤ 2^104) the sampler accepts: keeps the Laplace scale t
+#: ≤ 2^52 + 1 and every accepted draw far inside int64.
+_MAX_VARIANCE = Fraction(2**104)
+#: |A| up to this bound keeps A² in int64.
+_A_SAFE = math.isqrt(2**63 - 1)
+_CHUNK = 62
+#: s² (lattice units²) added on top of the calibrated variance of (ε, δ) releases.
+SMOOTHING_VARIANCE = 64
+#: (ε, δ) releases calibrate the continuous σ_c at δ·(1 − this), leaving room for the slack.
+DELTA_SLACK_FRACTION = 2.0**-40
+
+
+# --------------------------------------------------------------------------- Bernoulli
+def bernoulli_exp_big(num: ArrayLike, den: int, rng: RandomLike = None) -> NDArray[np.bool_]:
+    """Exact Bernoulli(exp(−num/den)) for integers 0 ≤ num ≤ den of any size.
+
+    The sibling of :func:`~dpfair.mechanisms.discrete_laplace.bernoulli_exp` (which is used
+    when den ≤ 2^62): the same CKS Algorithm 1 (stop at the first failed
+    Bernoulli(γ/k) = Bernoulli(num/den)·Bernoulli(1/k), return 1 iff the stopping k is
+    odd), with Bernoulli(num/den) drawn by comparing a uniform real U ∈ [0, 1), generated
+    62 bits at a time, with num/den: the prefix u₁ decides U < num/den unless
+    u₁ = ⌊num·2^62/den⌋, in which case the next chunk is compared with the remainder. Exact
+    for every size of ``num`` and ``den`` (Python integers); vectorised over ``num``.
+    """
+    gen = as_generator(rng)
+    d = int(den)
+    nums = np.asarray(num, dtype=object).ravel()
+    if d < 1 or any(int(a) < 0 or int(a) > d for a in nums):
+        raise InvalidParameterError(f"bernoulli_exp_big: need 0 <= num <= den (den={den!r}).")
+    if d <= 2**62:
+        small = np.array([int(a) for a in nums], dtype=np.int64)
+        return bernoulli_exp(small, d, gen).reshape(np.shape(num))
+    out = np.zeros(nums.size, dtype=bool)
+    active = np.arange(nums.size)
+    k = 1
+    while active.size:
+        hit = _bernoulli_ratio(nums[active], d, gen)
+        if k > 1:
+            hit &= gen.integers(0, k, size=active.size) == 0
+        out[active[~hit]] = k % 2 == 1
+        active = active[hit]
+        k += 1
+    return out.reshape(np.shape(num))
+
+
+def _bernoulli_ratio(
+    nums: NDArray[np.object_], den: int, gen: np.random.Generator
+) -> NDArray[np.bool_]:
+    """Exact Bernoulli(num/den) per entry (lazy 62-bit comparison of a uniform real)."""
+    res = np.array([int(a) for a in nums], dtype=object)
+    out = np.zeros(res.size, dtype=bool)
+    pending = np.arange(res.size)
+    while pending.size:
+        shifted = res[pending] << _CHUNK
+        digit = shifted // den  # in [0, 2^62]
+        u = gen.integers(0, 2**_CHUNK, size=pending.size)
+        less = np.array([int(a) < int(b) for a, b in zip(u, digit, strict=True)], dtype=bool)
+        equal = np.array([int(a) == int(b) for a, b in zip(u, digit, strict=True)], dtype=bool)
+        out[pending[less]] = True
+        res[pending] = shifted - digit * den
+        pending = pending[equal]
+    return out
+
+
+# --------------------------------------------------------------------------- sampler
+def _as_variance(variance: int | Fraction) -> Fraction:
+    if isinstance(variance, bool) or not isinstance(variance, (int, np.integer, Fraction)):
+        raise InvalidParameterError(
+            f"variance={variance!r}: expected an int or a fractions.Fraction (exact rational)."
+        )
+    v = Fraction(int(variance)) if not isinstance(variance, Fraction) else variance
+    if v <= 0 or v > _MAX_VARIANCE:
+        raise InvalidParameterError(f"variance={variance!r}: expected 0 < variance <= 2^104.")
+    return v
+
+
+def _bern_exp(a: NDArray[np.int64], d: int, gen: np.random.Generator) -> NDArray[np.bool_]:
+    """Bernoulli(exp(−a/d)) per entry, 0 ≤ a ≤ d ≤ 2^62 (CKS Alg. 1; inputs trusted).
+
+    Round k draws Bernoulli(a/d)·Bernoulli(1/k) = Bernoulli(a/(kd)) as one uniform integer
+    W < kd compared with a (while kd < 2^63; beyond, the two factors separately); the loop
+    stops at the first failure and returns 1 iff that round is odd.
+    """
+    out = np.zeros(a.size, dtype=bool)
+    active = np.arange(a.size)
+    k = 1
+    while active.size:
+        if k * d < 2**63:
+            hit = gen.integers(0, k * d, size=active.size) < a[active]
+        else:
+            hit = gen.integers(0, d, size=active.size) < a[active]
+            hit &= gen.integers(0, k, size=active.size) == 0
+        out[active[~hit]] = k % 2 == 1
+        active = active[hit]
+        k += 1
+    return out
+
+
+# --------------------------------------------------------------------------- U < e^{-v}
+@functools.lru_cache(maxsize=4096)
+def _exp_neg_floor(v: int, bits: int) -> int:
+    """⌊e^{−v}·2^bits⌋ exactly (Python integers).
+
+    Partial sums S_K of Σ_k (−v)^k/k! alternate around e^{−v} once the terms decrease
+    (k > v), so e^{−v} lies between S_K and S_{K+1}; K grows until both give the same floor
+    (e^{−v}·2^bits is irrational for v ≥ 1, so this terminates).
+    """
+    if v == 0:
+        return 1 << bits
+    if 100 * bits <= 144 * v:  # e^{−v}·2^bits ≤ 2^{(1.44 − log2 e)v} < 1
+        return 0
+    scale = 1 << bits
+    k_max = 2 * v + bits  # v^k/k! < 2^-bits well before this
+    while True:
+        total = Fraction(0)
+        term = Fraction(1)
+        for k in range(k_max + 1):
+            total += term
+            term = term * (-v) / (k + 1)
+        lo, hi = sorted((total, total + term))
+        flo, fhi = math.floor(lo * scale), math.floor(hi * scale)
+        if flo == fhi:
+            return int(flo)
+        k_max += 16
+
+
+#: c_v = ⌊e^{−v}·2^62⌋ for v = 0..42 (c_42 = 2, c_43 = 0): U < e^{−v} is decided by the first
+#: 62 bits u of a uniform U unless u = c_v.
+_EXP_TABLE = [_exp_neg_floor(v, 62) for v in range(43)]
+_VMAX = 42
+_EXP_C = np.array(_EXP_TABLE, dtype=np.int64)
+_EXP_ASC = np.array(_EXP_TABLE[1:][::-1], dtype=np.int64)  # c_42 … c_1, increasing
+
+
+class _Uniform:
+    """A uniform U ∈ [0, 1) whose binary digits are drawn 62 at a time, on demand."""
+
+    def __init__(self, prefix: int, gen: np.random.Generator) -> None:
+        self.known, self.bits, self.gen = int(prefix), 62, gen
+
+    def below_exp_neg(self, v: int) -> bool:
+        """U < e^{−v}, exactly (more digits of U are drawn while they tie with e^{−v})."""
+        while True:
+            c = _exp_neg_floor(v, self.bits)
+            if self.known != c:
+                return self.known < c
+            self.known = (self.known << 62) | int(self.gen.integers(0, 2**62))
+            self.bits += 62
+
+
+def _geometric_e(u62: NDArray[np.int64], gen: np.random.Generator) -> NDArray[np.int64]:
+    """V = max{v ≥ 0 : U < e^{−v}} per entry, P(V ≥ v) = e^{−v}, from U's first 62 bits u62.
+
+    Vectorised: V = #{1 ≤ v ≤ 42 : u < c_v}, exact unless u equals some c_v or u < c_42
+    (probability < 2^-56 per entry); those entries continue exactly with further digits.
+    """
+    idx = np.searchsorted(_EXP_ASC, u62, side="right")  # #{c_v ≤ u}
+    v = _VMAX - idx  # #{c_v > u}
+    tie = (idx > 0) & (_EXP_ASC[np.maximum(idx - 1, 0)] == u62)
+    for i in np.flatnonzero(tie | (u62 < _EXP_ASC[0])):
+        uni = _Uniform(int(u62[i]), gen)
+        k = 0
+        while uni.below_exp_neg(k + 1):
+            k += 1
+        v[i] = k
+    return v.astype(np.int64)
+
+
+def _bernoulli_exp_int(
+    fl: NDArray[np.int64], u62: NDArray[np.int64], gen: np.random.Generator
+) -> NDArray[np.bool_]:
+    """Bernoulli(e^{−fl}) = [U < e^{−fl}] per entry (fl ≥ 0 integer), U's first 62 bits u62."""
+    small = fl <= _VMAX
+    c = _EXP_C[np.minimum(fl, _VMAX)]
+    out = small & (u62 < c)
+    for i in np.flatnonzero(~small | (u62 == c)):
+        out[i] = _Uniform(int(u62[i]), gen).below_exp_neg(int(fl[i]))
+    return out
+
+
+def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
+    """``m`` uniform 62-bit integers (the generator's integers, a power-of-two range)."""
+    return gen.integers(0, 2**62, size=m, dtype=np.int64)
+
+
+def _candidates(
+    t: int, m: int, gen: np.random.Generator
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """(U, X = U + tV, Y negative) for ``m`` candidates of CKS Algorithm 2 (before its tests).
+
+    t is a power of two ≤ 2^52: U (uniform on {0..t−1}) and the sign are independent bit
+    fields of one uniform 62-bit word; V ~ Geometric(1 − e^{−1}), P(V ≥ v) = e^{−v}, from a
+    second word (:func:`_geometric_e`). V large enough to overflow X in int64 (probability
+    < e^{−2^9}) raises.
+    """
+    w = _raw62(m, gen)
+    u = w & (t - 1)
+    neg = (w >> 61) & 1 == 1
+    v = _geometric_e(_raw62(m, gen), gen)
+    if int(v.max(initial=0)) > (2**62 - t) // t:
+        raise OverflowError("discrete Laplace draw beyond 2^62 (probability < e^-512).")
+    return u, u + t * v, neg
+
+
+def _exponents(
+    u: NDArray[np.int64], x: NDArray[np.int64], t: int, p: int, q: int, big_b: int
+) -> tuple[NDArray[np.int64], list[int] | NDArray[np.int64], bool]:
+    """⌊E⌋ (int64, capped at 2^62) and E·B − ⌊E⌋·B for E = U/t + A²/B, A = X·t·q − p.
+
+    int64 when B ≤ 2^62 and |A| < 2^31 for every entry (then 2pqt·U + A² < 2^63);
+    otherwise Python integers (exact, rare for the lattices used here).
+    """
+    coef = 2 * p * q * t  # U/t = coef·U/B
+    if big_b <= 2**62 and p < 2**31 and int(x.max(initial=0)) * t * q < p + 2**31:
+        a = x * (t * q) - p
+        num = coef * u + a * a
+        fl = num // big_b
+        return fl, num - fl * big_b, True
+    nums = [coef * int(ui) + (int(xi) * t * q - p) ** 2 for ui, xi in zip(u, x, strict=True)]
+    fls = [nm // big_b for nm in nums]
+    rems = [nm - f * big_b for nm, f in zip(nums, fls, strict=True)]
+    return np.array([min(f, 2**62) for f in fls], dtype=np.int64), rems, False
+
+
+#: Typical per-candidate acceptance of one round (about 0.4–0.55 with t within √2 of σ).
+_ACCEPT_GUESS = 0.38
+
+
+def sample_discrete_gaussian(
+    variance: int | Fraction, size: int | tuple[int, ...], rng: RandomLike = None
+) -> NDArray[np.int64]:
+    """Exact draws of N_ℤ(0, σ²), σ² = ``variance`` an exact rational (CKS 2020, Alg. 3).
+
+    Parameters
+    ----------
+    variance : int or fractions.Fraction
+        σ² > 0 (at most 2^104), the variance parameter: P(z) ∝ exp(−z²/(2σ²)).
+    size : int or tuple of int
+        Output shape.
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    ndarray of int64
+        Independent exact draws.
+
+    Notes
+    -----
+    Each round, for the pending draws only: |Y| from CKS Algorithm 2 with scale
+    t = ⌊σ⌋ + 1, then acceptance with probability exp(−(|Y| − σ²/t)²/(2σ²)) computed in
+    integers (module docstring), then a fair sign. Privacy statements are in the module
+    docstring: Δ²/(2σ²)-zCDP on integer vectors with L2 sensitivity Δ.
+
+    Timing: the number of rounds and of Bernoulli trials depends on the uniform draws only
+    (the sampler never sees the statistic the noise is added to).
+    """
+    gen = as_generator(rng)
+    v = _as_variance(variance)
+    p, q = v.numerator, v.denominator
+    # CKS take t = ⌊σ⌋ + 1; any t ≥ 1 gives the exact law (the acceptance probability is
+    # ≤ 1 and the product below is ∝ exp(−y²/(2σ²)) for every t). We take the power of two
+    # t = 2^j nearest to σ on a log scale (2^j·√2 ≥ σ > 2^j/√2, decided in integers), so that
+    # U and the sign are bit fields of one uniform word.
+    j = (math.isqrt(p // q) + 1).bit_length() - 1  # 2^j ≤ ⌊σ⌋ + 1
+    if 2 * 4**j * q < p:  # 2^j·√2 < σ
+        j += 1
+    t = 1 << j
+    # Y from CKS Alg. 2 (sign and magnitude), kept with probability exp(−(|Y| − σ²/t)²/(2σ²))
+    shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+    count = int(np.prod(shape, dtype=np.int64))
+    out = np.empty(count, dtype=np.int64)
+    big_b = 2 * p * q * t * t
+    filled = 0
+    while filled < count:
+        # i.i.d. candidates; the accepted ones, in order, are i.i.d. N_ℤ(0, σ²). Each is
+        # accepted with probability exp(−U/t)·exp(−γ(X)) (Alg. 2's test times Alg. 3's,
+        # one Bernoulli of the product), and rejected if it is −0 (Alg. 2).
+        need = count - filled
+        m = math.ceil(need / _ACCEPT_GUESS + 4.0 * math.sqrt(need)) + 16
+        u, x, neg = _candidates(t, m, gen)
+        fl, rem, small = _exponents(u, x, t, p, q, big_b)
+        ok = ~(neg & (x == 0))
+        pos = np.flatnonzero(ok & (fl > 0))  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
+        ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
+        idx = np.flatnonzero(ok)
+        if small and big_b <= 2**62:
+            last = _bern_exp(np.asarray(rem, dtype=np.int64)[idx], big_b, gen)
+        else:
+            last = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), big_b, gen)
+        chosen = idx[last][:need]
+        out[filled : filled + chosen.size] = np.where(neg[chosen], -x[chosen], x[chosen])
+        filled += chosen.size
+    return out.reshape(shape)
+
+
+# --------------------------------------------------------------------------- lattice noise
+def lattice_variance(sigma: float, bits: int, extra: int = 0) -> int:
+    """S = ⌈σ²·4^bits⌉ + ``extra``: the variance parameter in units of 2^-bits.
+
+    σ is read as the exact rational value of its binary64, so S·4^-bits ≥ σ² exactly and
+    the relative overshoot of the variance is (S − σ²4^bits)/(σ²4^bits)
+    ≤ (1 + extra)/(S − 1 − extra) (≈ 1/S for extra = 0).
+    """
+    s = Fraction(float(sigma))
+    if not s > 0:
+        raise InvalidParameterError(f"sigma={sigma!r}: must be > 0.")
+    return math.ceil(s * s * 4 ** int(bits)) + int(extra)
+
+
+def gaussian_noise_bits(sigma: float, magnitude: float) -> int:
+    """Public lattice bits b for discrete Gaussian noise σ on a statistic of size ``magnitude``.
+
+    The smallest b ≥ 0 with σ·2^b ≥ 2^12 (the discrete Gaussian on 2^-b·ℤ is then
+    indistinguishable from the continuous one at the accuracy of any release, and the
+    sampler's integers stay in int64), capped by
+    :func:`~dpfair.mechanisms.gaussian.lattice_bits` so that statistic + noise is an exact
+    binary64 sum. σ and ``magnitude`` must be public.
+    """
+    from dpfair.mechanisms.gaussian import lattice_bits
+
+    s = float(sigma)
+    if not (math.isfinite(s) and s > 0):
+        raise InvalidParameterError(f"sigma={sigma!r}: must be finite and > 0.")
+    want = max(0, 12 - math.floor(math.log2(s)))
+    return int(min(want, lattice_bits(magnitude)))
+
+
+def discrete_gaussian_noise_on_lattice(
+    sigma: float,
+    bits: int,
+    size: int | tuple[int, ...],
+    rng: RandomLike = None,
+    *,
+    extra_variance: int = 0,
+) -> NDArray[np.float64]:
+    """Exact discrete Gaussian noise on the public lattice 2^-bits·ℤ, as binary64.
+
+    Returns Z·2^-bits with Z ~ N_ℤ(0, S) exactly, S = :func:`lattice_variance`
+    (σ, bits, extra_variance), so in real units the variance parameter is S·4^-bits ≥ σ²
+    (relative overshoot ≤ (1 + extra)/(S − 1 − extra)). Z·2^-bits is exact in binary64
+    (|Z| < 2^53 is checked). Added to a statistic on the same lattice it gives an exact
+    integer mechanism in lattice units: Δ_lat²/(2S)-zCDP with Δ_lat = 2^bits·Δ, i.e.
+    ≤ Δ²/(2σ²) (module docstring).
+    """
+    b = int(bits)
+    if b < 0 or b > 60:
+        raise InvalidParameterError(f"bits={bits!r}: expected an integer in [0, 60].")
+    s_lat = lattice_variance(sigma, b, extra_variance)
+    z = sample_discrete_gaussian(s_lat, size, rng)
+    if z.size and int(np.abs(z).max()) >= 2**53:
+        raise OverflowError("discrete Gaussian draw beyond 2^53 lattice units.")
+    return np.asarray(z.astype(np.float64) * (2.0**-b), dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- (ε, δ) slack
+def discrete_gaussian_delta_slack(
+    epsilon: float, dim: int, smoothing: int = SMOOTHING_VARIANCE
+) -> float:
+    """log of an upper bound on the additive δ slack of the discrete Gaussian (module docstring).
+
+    With s² = ``smoothing`` (lattice units²) subtracted from the variance parameter to
+    form the continuous σ_c² = σ² − s², the d-dimensional discrete Gaussian mechanism is
+    (ε, δ_c + ξ)-DP whenever the continuous one with σ_c is (ε, δ_c)-DP, where
+    ξ = ((1 + η_s)^d − 1)δ_c + e^ε κ ≤ (2 + 8e^ε)·d·η_s as long as d·η_s ≤ 1/8
+    (using η_σ ≤ η_s for σ ≥ s, log(1 + x) ≤ x, 1/(1 − η) ≤ 1 + 2η and e^y − 1 ≤ 2y for
+    y ≤ 1/2), and η_s = 2Σ_{m≥1} e^{−2π²s²m²} ≤ 2e^{−2π²s²}/(1 − e^{−6π²s²}).
+    Returns log((2 + 8e^ε)·d·η_s) (an upper bound, rounded up by 10^-9 relative);
+    at s² = 64 this is about log(d) + ε − 1258.
+    """
+    e = max(float(epsilon), 0.0)
+    s2 = int(smoothing)
+    if s2 < 1 or int(dim) < 1:
+        raise InvalidParameterError("smoothing and dim must be positive integers.")
+    log_eta = math.log(2.0) - 2.0 * math.pi**2 * s2 - math.log1p(-math.exp(-6.0 * math.pi**2 * s2))
+    if math.log(int(dim)) + log_eta > math.log(1 / 8):
+        raise InvalidParameterError("smoothing variance too small for this dimension.")
+    log_front = e + math.log(8.0 + 2.0 * math.exp(-e))
+    out = log_front + math.log(int(dim)) + log_eta
+    return out + 1e-9 * abs(out)
+
+
+def approx_dp_sigma_target(epsilon: float, delta: float, dim: int) -> float:
+    """The δ_c at which to calibrate the continuous σ_c for a charged (ε, δ).
+
+    δ_c = δ·(1 − 2^-40); checks that the discrete Gaussian's slack (with
+    s² = :data:`SMOOTHING_VARIANCE` lattice units² added to the variance) is
+    ≤ δ·2^-41, so that δ_c (rounded) + slack < δ: the charged δ is a true bound.
+    """
+    d = float(delta)
+    if not 0 < d < 1:
+        raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
+    if discrete_gaussian_delta_slack(epsilon, dim) > math.log(d) - 41 * math.log(2.0):
+        raise InvalidParameterError(
+            f"epsilon={epsilon!r}, delta={delta!r}: the discrete Gaussian's δ slack is not "
+            "negligible here (ε above ~500 or δ below 1e-300); use a larger delta or epsilon."
+        )
+    return d * (1.0 - DELTA_SLACK_FRACTION)
+
+
+def approx_dp_variance(sigma_c: float, bits: int) -> int:
+    """Lattice variance S = ⌈σ_c²4^bits⌉ + s² of an (ε, δ) release calibrated at σ_c."""
+    return lattice_variance(sigma_c, bits, SMOOTHING_VARIANCE)
+
+
+# --------------------------------------------------------------------------- noise object
+#: r² (lattice units²) of the Gaussian smoothing in :meth:`LatticeNoise.combination_bound`.
+_TAIL_SMOOTHING = 4
+#: The smoothing Gaussian is bounded at this many of its standard deviations.
+_TAIL_SHIFT_SDS = 8.0
+
+
+@dataclass(frozen=True, slots=True)
+class LatticeNoise:
+    r"""Exact discrete Gaussian noise of nominal scale σ on the public lattice 2^-bits·ℤ.
+
+    In lattice units the noise is N_ℤ(0, S), S = ``variance`` = ⌈σ²4^bits⌉ + s²
+    (s² = :data:`SMOOTHING_VARIANCE`), so that both the zCDP statement (variance parameter
+    S·4^-bits ≥ σ²) and the (ε, δ) statement (continuous part σ_c² = (S − s²)4^-bits ≥ σ²)
+    of the module docstring hold for the nominal σ. Build it with :meth:`for_sigma` from
+    public numbers only.
+
+    Tails (used by the median intervals, whose coverage proofs assumed N(0, σ²) noise):
+
+    * one coordinate: P(Z ≥ t) ≤ Φ̄((t − 2^-bits)/σ_S) for lattice points t > 0,
+      σ_S = √S·2^-bits (:attr:`scale`): Σ_{j≥m} e^{−j²/2S} ≤ ∫_{m−1}^∞ e^{−x²/2S}dx and the
+      normaliser is ≥ √(2πS) (Poisson summation);
+    * a linear combination T = Σ a_i Z_i of d independent draws: :meth:`combination_bound`.
+    """
+
+    sigma: float
+    bits: int
+    variance: int
+
+    @classmethod
+    def for_sigma(cls, sigma: float, magnitude: float) -> LatticeNoise:
+        """Noise for nominal σ added to statistics of absolute size ≤ ``magnitude`` (public)."""
+        bits = gaussian_noise_bits(sigma, magnitude)
+        return cls(float(sigma), bits, lattice_variance(sigma, bits, SMOOTHING_VARIANCE))
+
+    @property
+    def scale(self) -> float:
+        """σ_S = √S·2^-bits ≥ σ: the variance parameter's square root in real units."""
+        return math.sqrt(self.variance) * 2.0**-self.bits
+
+    @property
+    def step(self) -> float:
+        """2^-bits, the lattice spacing."""
+        return 2.0**-self.bits
+
+    def sample(self, size: int | tuple[int, ...], rng: RandomLike = None) -> NDArray[np.float64]:
+        """Exact draws Z·2^-bits, Z ~ N_ℤ(0, S) (see :func:`sample_discrete_gaussian`)."""
+        z = sample_discrete_gaussian(self.variance, size, rng)
+        if z.size and int(np.abs(z).max()) >= 2**53:
+            raise OverflowError("discrete Gaussian draw beyond 2^53 lattice units.")
+        return np.asarray(z.astype(np.float64) * self.step, dtype=np.float64)
+
+    def combination_bound(
+        self, std: ArrayLike, dim: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        r"""(σ⁺, w, f) with P(T ≥ u) ≤ f·Φ̄((u − w)/σ⁺) for every real u.
+
+        T = Σ a_i Z_i over at most ``dim`` independent draws of this noise, given by its
+        *nominal* standard deviation std = σ‖a‖₂ (what the Gaussian analysis would use).
+        Proof (lattice units, ‖a‖ = std/σ): add independent N_i ~ N(0, r²), r² = 4. The
+        density of Z_i + N_i is Σ_k P(Z_i = k) φ_r(x − k) = φ_{S+r²}(x)·Σ_k φ_v(k − m)/θ_S
+        with v = Sr²/(S + r²), m = xS/(S + r²) (product of two Gaussian densities), and by
+        Poisson summation Σ_k φ_v(k − m) ≤ 1 + η_v, θ_S ≥ 1, η_v = 2Σ_{ℓ≥1} e^{−2π²vℓ²}. So
+        T′ = Σ a_i(Z_i + N_i) satisfies P(T′ ≥ u′) ≤ (1 + η_v)^d Φ̄(u′/(‖a‖√(S + r²))).
+        T′ = T + G with G ~ N(0, r²‖a‖²) independent of T, hence
+        P(T ≥ u) ≤ P(T′ ≥ u − w)/P(G ≥ −w), w = 8r‖a‖, P(G ≥ −w) = 1 − Φ̄(8).
+        In real units σ⁺ = ‖a‖√(S + r²)·2^-bits, w = 8r‖a‖·2^-bits,
+        f = (1 + η_v)^d/(1 − Φ̄(8)) (rounded up). With σ·2^bits ≥ 2^12 the shift is
+        w ≤ 0.4 % of std and σ⁺/std − 1 ≤ 3·10^-6.
+        """
+        sd = np.asarray(std, dtype=np.float64)
+        norm = sd / self.sigma  # ‖a‖₂
+        r2 = _TAIL_SMOOTHING
+        v = self.variance * r2 / (self.variance + r2)
+        eta = 2.0 * math.exp(-2.0 * math.pi**2 * v) / (1.0 - math.exp(-6.0 * math.pi**2 * v))
+        log_f = int(dim) * math.log1p(eta) - math.log1p(-float(special.ndtr(-_TAIL_SHIFT_SDS)))
+        factor = math.exp(log_f) * (1.0 + 1e-12)
+        sig_plus = norm * math.sqrt(self.variance + r2) * self.step
+        shift = norm * _TAIL_SHIFT_SDS * math.sqrt(r2) * self.step
+        return sig_plus, shift, factor
