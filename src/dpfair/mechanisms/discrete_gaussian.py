@@ -307,24 +307,34 @@ def _exponents(
     """(⌊E⌋ capped at 2^62, remainders r, denominator D) with E = ⌊E⌋ + r/D = U/t + A²/B.
 
     A = X·t·q − p, B = 2pq·t². When q = 1 and t divides p (σ² = s₁t), A = t·e with
-    e = X − s₁ and E = (2s₁U + e²)/(2p): int64 when 2p ≤ 2^62 and |e| < 2^31 for every
-    entry (the lattice noise of :class:`LatticeNoise` is built so). Otherwise
-    E = (2pqt·U + A²)/B, int64 when B ≤ 2^62 and |A| < 2^31, Python integers beyond
-    (exact, rare for the lattices used here).
+    e = X − s₁ and E = (2s₁U + e²)/(2p), D = 2p; otherwise E = (2pqt·U + A²)/B, D = B.
+    Entries whose numerator fits int64 (|e| or |A| < 2^31) are computed in int64, the others
+    with Python integers (exact; r < D, so r is stored in int64 whenever D ≤ 2^62).
     """
+    m = u.size
     if q == 1 and p % t == 0 and 2 * p <= 2**62:
-        s1 = p // t
-        if int(x.max(initial=0)) - s1 < 2**31 and s1 < 2**31:
-            e = x - s1
-            num = (2 * s1) * u + e * e
-            fl = num // (2 * p)
-            return fl, num - fl * (2 * p), 2 * p
+        s1, den = p // t, 2 * p
+        e = x - s1
+        fast = np.abs(e) < 2**31
+        ef = np.where(fast, e, 0)
+        num = (2 * s1) * u + ef * ef  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
+        fl = num // den
+        rem = num - fl * den
+        for i in np.flatnonzero(~fast):
+            f_i, r_i = divmod(2 * s1 * int(u[i]) + (int(x[i]) - s1) ** 2, den)
+            fl[i], rem[i] = min(f_i, 2**62), r_i
+        return fl, rem, den
     coef = 2 * p * q * t  # U/t = coef·U/B
-    if big_b <= 2**62 and p < 2**31 and int(x.max(initial=0)) * t * q < p + 2**31:
-        a = x * (t * q) - p
+    if big_b <= 2**62:
+        fast = (x < (2**31 + p) // (t * q)) if p < 2**31 else np.zeros(m, dtype=bool)
+        a = np.where(fast, x, 0) * (t * q) - np.where(fast, p, 0)
         num = coef * u + a * a
         fl = num // big_b
-        return fl, num - fl * big_b, big_b
+        rem = num - fl * big_b
+        for i in np.flatnonzero(~fast):
+            f_i, r_i = divmod(coef * int(u[i]) + (int(x[i]) * t * q - p) ** 2, big_b)
+            fl[i], rem[i] = min(f_i, 2**62), r_i
+        return fl, rem, big_b
     nums = [coef * int(ui) + (int(xi) * t * q - p) ** 2 for ui, xi in zip(u, x, strict=True)]
     fls = [nm // big_b for nm in nums]
     rems = [nm - f * big_b for nm, f in zip(nums, fls, strict=True)]
@@ -426,9 +436,9 @@ def lattice_variance(sigma: float, bits: int, extra: int = 0) -> int:
 def gaussian_noise_bits(sigma: float, magnitude: float, scale_bits: int = 12) -> int:
     """Public lattice bits b for discrete Gaussian noise σ on a statistic of size ``magnitude``.
 
-    The smallest b ≥ 0 with σ·2^b ≥ 2^scale_bits (default 12: the discrete Gaussian on 2^-b·ℤ is then
-    indistinguishable from the continuous one at the accuracy of any release, and the
-    sampler's integers stay in int64), capped by
+    The smallest b ≥ 0 with σ·2^b ≥ 2^scale_bits (default 12: the discrete Gaussian on
+    2^-b·ℤ is then indistinguishable from the continuous one at the accuracy of any
+    release, and the sampler's integers stay in int64 up to scale_bits = 26), capped by
     :func:`~dpfair.mechanisms.gaussian.lattice_bits` so that statistic + noise is an exact
     binary64 sum. σ and ``magnitude`` must be public.
     """
