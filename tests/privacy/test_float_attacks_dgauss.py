@@ -178,7 +178,7 @@ def test_gp_release_binned_same_weights_bit_identical_and_on_lattice():
 
     grid = KroneckerGaussianGrid([np.linspace(0, 1, 9), np.linspace(0, 1, 7)], 0.3)
     rng = np.random.default_rng(4)
-    w = rng.integers(0, 5, size=grid.shape + (2, 2)).astype(np.float64)
+    w = rng.integers(0, 5, size=(*grid.shape, 2, 2)).astype(np.float64)
     mech = GaussianProcessMechanism(sigma=2.0, rkhs_sensitivity=math.sqrt(2.0))
     total = float(w.sum())
     a = mech.release_binned(w, grid, 11, total_mass=total)
