@@ -13,6 +13,7 @@ from dpfair import InvalidParameterError
 from dpfair.mechanisms.discrete_gaussian import (
     approx_dp_sigma_target,
     bernoulli_exp_big,
+    delta_form_holds,
     discrete_gaussian_delta_slack,
     discrete_gaussian_noise_on_lattice,
     gaussian_noise_bits,
@@ -169,9 +170,9 @@ def test_delta_slack_is_astronomically_small():
     # (2 + 8e^ε)·d·η_s with η_s ≈ 2e^{−2π²·64}: log ≈ ε + log d − 1258
     assert discrete_gaussian_delta_slack(1.0, 1) < -1250
     assert discrete_gaussian_delta_slack(10.0, 2**30) < -1220
-    assert approx_dp_sigma_target(1.0, 1e-6, 1000) < 1e-6
-    with pytest.raises(InvalidParameterError, match="slack"):
-        approx_dp_sigma_target(1000.0, 1e-300, 1000)
+    assert approx_dp_sigma_target(1.0, 1e-6, 1000) == 1e-6 * (1 - 2.0**-40)
+    assert delta_form_holds(1.0, 1e-6, 2**40)
+    assert not delta_form_holds(1000.0, 1e-300, 1000)  # then the ε-form applies
 
 
 def test_same_seed_same_draws_and_shape():

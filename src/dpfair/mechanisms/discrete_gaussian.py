@@ -68,6 +68,7 @@ __all__ = [
     "LatticeNoise",
     "approx_dp_variance",
     "bernoulli_exp_big",
+    "delta_form_holds",
     "discrete_gaussian_delta_slack",
     "discrete_gaussian_noise_on_lattice",
     "discrete_gaussian_privacy_at",
@@ -506,21 +507,28 @@ def discrete_gaussian_delta_slack(
 
 
 def approx_dp_sigma_target(epsilon: float, delta: float, dim: int) -> float:
-    """The δ_c at which to calibrate the continuous σ_c for a charged (ε, δ).
+    """The δ_c at which to calibrate (or read ε off) the continuous σ_c for a charged (ε, δ).
 
-    δ_c = δ·(1 − 2^-40); checks that the discrete Gaussian's slack (with
-    s² = :data:`SMOOTHING_VARIANCE` lattice units² added to the variance) is
-    ≤ δ·2^-41, so that δ_c (rounded) + slack < δ: the charged δ is a true bound.
+    δ_c = δ·(1 − 2^-40). Two forms of the bound of the module docstring apply, with
+    d = ``dim`` noise values and s² = :data:`SMOOTHING_VARIANCE` lattice units² in the
+    variance:
+
+    * δ-form: (ε, δ_c + ξ)-DP with ξ ≤ (2 + 8e^ε)·d·η_s; when ξ ≤ δ·2^-41 (checked here;
+      true for d ≤ 2^40 whenever ε ≤ ~1200 + ln δ) the charged (ε, δ) holds exactly;
+    * ε-form, always: (ε + ln(1 + κ), (1 + η_s)^d δ_c)-DP with ln(1 + κ) ≤ 4dη_s < 10^-500
+      and (1 + η_s)^d δ_c < δ. Where the δ-form check fails (huge ε, no meaningful
+      privacy), this is the statement: the charged ε is exceeded by less than 10^-500.
     """
     d = float(delta)
     if not 0 < d < 1:
         raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
-    if discrete_gaussian_delta_slack(epsilon, dim) > math.log(d) - 41 * math.log(2.0):
-        raise InvalidParameterError(
-            f"epsilon={epsilon!r}, delta={delta!r}: the discrete Gaussian's δ slack is not "
-            "negligible here (ε above ~500 or δ below 1e-300); use a larger delta or epsilon."
-        )
     return d * (1.0 - DELTA_SLACK_FRACTION)
+
+
+def delta_form_holds(epsilon: float, delta: float, dim: int) -> bool:
+    """Whether the discrete Gaussian's δ slack ξ fits in δ·2^-41 (δ-form of the bound)."""
+    limit = math.log(float(delta)) - 41 * math.log(2.0)
+    return discrete_gaussian_delta_slack(epsilon, dim) <= limit
 
 
 def approx_dp_variance(sigma_c: float, bits: int) -> int:
@@ -650,8 +658,8 @@ def discrete_gaussian_privacy_at(
     """(ε, δ) of a d-dimensional :class:`LatticeNoise` release of nominal σ (true bound).
 
     ε is the analytic-Gaussian ε of the continuous mechanism with σ at δ_c = δ(1 − 2^-40);
-    the discrete Gaussian's slack at that ε is checked to be ≤ δ·2^-41, so the returned
-    (ε, δ) holds for the executed discrete mechanism.
+    by :func:`approx_dp_sigma_target` the returned (ε, δ) holds for the executed discrete
+    mechanism (exactly where :func:`delta_form_holds`, else up to < 10^-500 in ε).
     """
     from dpfair.mechanisms.gaussian import GaussianMechanism
 
@@ -660,5 +668,4 @@ def discrete_gaussian_privacy_at(
         raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
     cont = GaussianMechanism(sigma, l2_sensitivity).privacy_at(d * (1.0 - DELTA_SLACK_FRACTION))
     eps = float(cont.epsilon or 0.0)
-    approx_dp_sigma_target(eps, d, dim)  # raises if the slack is not negligible here
     return Budget.approx(eps, d, note="discrete Gaussian (analytic Gaussian + lattice slack)")

@@ -63,7 +63,6 @@ from dpfair.mechanisms.discrete_gaussian import (
     SMOOTHING_VARIANCE,
     LatticeNoise,
     _round_to_scale,
-    approx_dp_sigma_target,
     gaussian_noise_bits,
     lattice_variance,
 )
@@ -582,14 +581,13 @@ class GaussianProcessMechanism:
         """An (ε, δ) guarantee at this δ that holds for :meth:`release_binned` as executed.
 
         ε is the analytic-Gaussian ε at δ_c = δ(1 − 2^-40): the exact discrete Gaussian
-        noise of :meth:`release_binned` is (ε, δ_c + ξ)-DP with ξ ≤ δ·2^-41 (checked;
-        :mod:`dpfair.mechanisms.discrete_gaussian`). For the continuous :meth:`release`
-        this is conservative by a relative 2^-40 in δ.
+        noise of :meth:`release_binned` is (ε, δ_c + ξ)-DP with ξ ≤ δ·2^-41 for any
+        practical ε (``mechanisms.discrete_gaussian.approx_dp_sigma_target``). For the
+        continuous :meth:`release` this is conservative by a relative 2^-40 in δ.
         """
         dl = check_in_open_interval("delta", delta, 0.0, 1.0)
         budget = self._privacy_at_continuous(dl * (1.0 - DELTA_SLACK_FRACTION))
         eps = float(budget.epsilon or 0.0)
-        approx_dp_sigma_target(eps, dl, 2**40)  # raises if the lattice slack is not negligible
         return Budget.approx(eps, dl, note="Gaussian process mechanism, discrete Gaussian noise")
 
     def _privacy_at_continuous(self, dl: float) -> Budget:

@@ -62,7 +62,6 @@ from dpfair.fairclass.federated._messages import (
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 from dpfair.mechanisms import analytic_gaussian_delta
 from dpfair.mechanisms.discrete_gaussian import (
-    DELTA_SLACK_FRACTION,
     approx_dp_sigma_target,
     discrete_gaussian_sigma,
 )
@@ -111,14 +110,12 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
     Every release of a site is an exact *discrete* Gaussian on a public lattice, which is
     (ε, δ_c + ξ)-DP whenever the continuous mechanism is (ε, δ_c)-DP, with ξ ≤ δ·2^-41 for
-    every ε this returns (checked; :mod:`dpfair.mechanisms.discrete_gaussian`). So the ε
-    returned makes (ε, δ) a true bound for what runs.
+    every ε ≤ ~1200 + ln δ (:func:`~dpfair.mechanisms.discrete_gaussian.approx_dp_sigma_target`;
+    beyond, ε is exceeded by < 10^-500). So the ε returned makes (ε, δ) a true bound.
     """
     if mu <= 0:
         return 0.0
-    eps = _gdp_epsilon_continuous(mu, delta * (1.0 - DELTA_SLACK_FRACTION))
-    approx_dp_sigma_target(eps, delta, _MAX_NOISE_VALUES)  # raises if ξ is not negligible
-    return eps
+    return _gdp_epsilon_continuous(mu, approx_dp_sigma_target(0.0, delta, _MAX_NOISE_VALUES))
 
 
 #: Public bound on the number of noise values a site ever draws (for the lattice slack).
