@@ -156,7 +156,7 @@ def _as_variance(variance: int | Fraction) -> Fraction:
 
 def _raw(m: int, gen: np.random.Generator) -> NDArray[np.uint64]:
     """``m`` uniform 64-bit words straight from the generator's bit generator (PCG64)."""
-    return np.asarray(gen.bit_generator.random_raw(m), dtype=np.uint64)
+    return gen.bit_generator.random_raw(m)
 
 
 def _uniform_below(bound: int, m: int, gen: np.random.Generator) -> NDArray[np.int64]:
@@ -166,10 +166,10 @@ def _uniform_below(bound: int, m: int, gen: np.random.Generator) -> NDArray[np.i
     {0, …, 2^L − 1}; values ≥ bound are rejected and redrawn (probability < 1/2 each).
     """
     shift = np.uint64(64 - max((bound - 1).bit_length(), 1))
-    out = (_raw(m, gen) >> shift).astype(np.int64)
+    out = (_raw(m, gen) >> shift).view(np.int64)  # < 2^62: the same integers as int64
     bad = np.flatnonzero(out >= bound)
     while bad.size:
-        out[bad] = (_raw(bad.size, gen) >> shift).astype(np.int64)
+        out[bad] = (_raw(bad.size, gen) >> shift).view(np.int64)
         bad = bad[out[bad] >= bound]
     return out
 
@@ -280,7 +280,7 @@ def _bernoulli_exp_int(
 
 def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
     """``m`` uniform 62-bit integers (top 62 bits of uniform 64-bit words)."""
-    return (_raw(m, gen) >> np.uint64(2)).astype(np.int64)
+    return (_raw(m, gen) >> np.uint64(2)).view(np.int64)
 
 
 def _candidates(

@@ -95,18 +95,15 @@ def _search(
     side: str,
     mech: GaussianMechanism,
     acct: Accountant,
-    rng: np.random.Generator,
+    noise: NDArray[np.float64],
 ) -> tuple[int, list[tuple[float, float]]]:
     lo, hi = 0, grid.size - 1
     depth = round(np.log2(grid.size - 1))
-    # The D noises are independent of the data and of each other, so drawing them up
-    # front is the same as drawing each one fresh at its query.
     # Exact discrete Gaussian noise on a public lattice, added exactly to the integer
     # prefix counts: the noisy counts in the diagnostics are c + Z with Z independent of
     # the data (THREATS.md rule 6). n is public here. In lattice units each query is an
     # integer count (sensitivity 2^b) plus N_Z(0, S), S·4^-b ≥ σ²: (1/(2σ²))-zCDP or less
     # (Canonne–Kamath–Steinke 2020), the mech.privacy charged below.
-    noise = _query_noise(int(prefix[-1]), mech.sigma).sample(depth, rng)
     queries: list[tuple[float, float]] = []
     for step in range(depth):
         mid = (lo + hi) // 2
@@ -145,8 +142,12 @@ def binsearch_interval(
     mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
     k_low, k_high = binsearch_target_ranks(n, mech.sigma, depth, alpha)
     acct = Accountant(Budget.zcdp(rho))
-    i_low, q_low = _search(prefix, grid, k_low, "lower", mech, acct, rng)
-    i_high, q_high = _search(prefix, grid, k_high, "upper", mech, acct, rng)
+    # The 2D noises of both searches are independent of the data and of each other:
+    # drawing them up front in one call (first D for the lower end) is the same as drawing
+    # each fresh at its query.
+    noise = _query_noise(n, mech.sigma).sample(2 * depth, rng)
+    i_low, q_low = _search(prefix, grid, k_low, "lower", mech, acct, noise[:depth])
+    i_high, q_high = _search(prefix, grid, k_high, "upper", mech, acct, noise[depth:])
     diagnostics: dict[str, Any] = {
         "target_ranks": (k_low, k_high),
         "depth": depth,
