@@ -209,3 +209,21 @@ def test_geometric_e_law():
     obs = np.bincount(np.minimum(v, top), minlength=top + 1)
     p = np.array([math.exp(-k) * (1 - math.exp(-1)) for k in range(top)] + [math.exp(-top)])
     assert stats.chisquare(obs, p * N_DRAWS).pvalue > FAIL_PROB
+
+
+def test_exponents_match_python_integers_on_every_path():
+    """⌊E⌋ and the remainder of E = U/t + (X − σ²/t)²/(2σ²) against Python integers, for the
+    int64 fast path, its per-entry overflow fallback, and the generic and big paths."""
+    from dpfair.mechanisms import discrete_gaussian as dg
+
+    g = np.random.default_rng(13)
+    for p, q in [(2**24 * 4096, 1), (9, 1), (7, 3), (2**80, 1), (2**50 * 2**25, 1)]:
+        t = dg._laplace_scale(p, q)
+        u = g.integers(0, t, size=50)
+        x = u + t * g.integers(0, 60, size=50)
+        x[:3] = [0, 2**40 + 5, 2**45 + 7]  # includes |e| ≥ 2^31 entries
+        fl, rem, den = dg._exponents(u, x, t, p, q, 2 * p * q * t * t)
+        for i in range(50):
+            e = Fraction(int(u[i]), t) + Fraction((int(x[i]) * t * q - p) ** 2, 2 * p * q * t * t)
+            assert min(math.floor(e), 2**62) == int(fl[i])
+            assert Fraction(int(rem[i]), den) == e - math.floor(e)
