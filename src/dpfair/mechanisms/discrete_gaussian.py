@@ -624,7 +624,8 @@ class LatticeNoise:
         P(T ≥ u) ≤ P(T′ ≥ u − w)/P(G ≥ −w), w = 8r‖a‖, P(G ≥ −w) = 1 − Φ̄(8).
         In real units σ⁺ = ‖a‖√(S + r²)·2^-bits, w = 8r‖a‖·2^-bits,
         f = (1 + η_v)^d/(1 − Φ̄(8)) (rounded up). With σ·2^bits ≥ 2^12 the shift is
-        w ≤ 0.4 % of std and σ⁺/std − 1 ≤ 3·10^-6.
+        w ≤ 0.4 % of std and σ⁺/std − 1 ≤ 1/√S + 40/S ≤ 2.5·10^-4 (S rounded up to a
+        multiple of t ≈ √S; 1e-4 at the median trees).
         """
         sd = np.asarray(std, dtype=np.float64)
         norm = sd / self.sigma  # ‖a‖₂

@@ -158,7 +158,7 @@ def cdf_interval(
     # The node noise is the exact discrete Gaussian (mechanisms.discrete_gaussian), so C̃_j
     # is c(g_j) plus a linear combination T of discrete Gaussians rather than N(0, σ_j²):
     # P(T ≥ u) ≤ f·Φ̄((u − w_j)/σ⁺_j) (LatticeNoise.combination_bound; w_j ≤ 0.4 % of σ_j,
-    # σ⁺_j/σ_j − 1 ≤ 3e-6, f − 1 ≤ 1e-12). The tests use this bound, so their level stays
+    # σ⁺_j/σ_j − 1 ≤ 2.5e-4, f − 1 ≤ 1e-12). The tests use this bound, so their level stays
     # ≤ α/2 for the executed noise; T is symmetric, so the same bound serves both ends.
     sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
     level = alpha / 2.0 / factor
