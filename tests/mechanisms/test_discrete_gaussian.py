@@ -13,6 +13,7 @@ from dpfair import InvalidParameterError
 from dpfair.mechanisms.discrete_gaussian import (
     approx_dp_sigma_target,
     bernoulli_exp_big,
+    delta_form_holds,
     discrete_gaussian_delta_slack,
     discrete_gaussian_noise_on_lattice,
     gaussian_noise_bits,
@@ -169,9 +170,9 @@ def test_delta_slack_is_astronomically_small():
     # (2 + 8e^ε)·d·η_s with η_s ≈ 2e^{−2π²·64}: log ≈ ε + log d − 1258
     assert discrete_gaussian_delta_slack(1.0, 1) < -1250
     assert discrete_gaussian_delta_slack(10.0, 2**30) < -1220
-    assert approx_dp_sigma_target(1.0, 1e-6, 1000) < 1e-6
-    with pytest.raises(InvalidParameterError, match="slack"):
-        approx_dp_sigma_target(1000.0, 1e-300, 1000)
+    assert approx_dp_sigma_target(1.0, 1e-6, 1000) == 1e-6 * (1 - 2.0**-40)
+    assert delta_form_holds(1.0, 1e-6, 2**40)
+    assert not delta_form_holds(1000.0, 1e-300, 1000)  # then the ε-form applies
 
 
 def test_same_seed_same_draws_and_shape():
@@ -208,3 +209,21 @@ def test_geometric_e_law():
     obs = np.bincount(np.minimum(v, top), minlength=top + 1)
     p = np.array([math.exp(-k) * (1 - math.exp(-1)) for k in range(top)] + [math.exp(-top)])
     assert stats.chisquare(obs, p * N_DRAWS).pvalue > FAIL_PROB
+
+
+def test_exponents_match_python_integers_on_every_path():
+    """⌊E⌋ and the remainder of E = U/t + (X − σ²/t)²/(2σ²) against Python integers, for the
+    int64 fast path, its per-entry overflow fallback, and the generic and big paths."""
+    from dpfair.mechanisms import discrete_gaussian as dg
+
+    g = np.random.default_rng(13)
+    for p, q in [(2**24 * 4096, 1), (9, 1), (7, 3), (2**80, 1), (2**50 * 2**25, 1)]:
+        t = dg._laplace_scale(p, q)
+        u = g.integers(0, t, size=50)
+        x = u + t * g.integers(0, 60, size=50)
+        x[:3] = [0, 2**40 + 5, 2**45 + 7]  # includes |e| ≥ 2^31 entries
+        fl, rem, den = dg._exponents(u, x, t, p, q, 2 * p * q * t * t)
+        for i in range(50):
+            e = Fraction(int(u[i]), t) + Fraction((int(x[i]) * t * q - p) ** 2, 2 * p * q * t * t)
+            assert min(math.floor(e), 2**62) == int(fl[i])
+            assert Fraction(int(rem[i]), den) == e - math.floor(e)

@@ -246,10 +246,12 @@ def test_noiseless_reconstruction_is_exact(depth: int, root: str) -> None:
     np.testing.assert_allclose(p_std, np.sqrt(pop_p), rtol=1e-15)
     np.testing.assert_allclose(s_std, np.sqrt(pop_s), rtol=1e-15)
 
-    # the release path with negligible noise
+    # the release path with negligible noise: the exact discrete Gaussian on the 2^-11
+    # lattice keeps a floor of variance 64·4^-11 (sd 0.0039, the (ε, δ) smoothing term),
+    # so "negligible" means |error| ≤ 0.05 (> 12 sd of any prefix here)
     tiny = NoisyBinaryTree(depth, 1e-12, root).release(counts, rng=3)  # type: ignore[arg-type]
-    np.testing.assert_allclose(tiny.consistent().prefix, _true_prefix(counts), atol=1e-6)
-    np.testing.assert_allclose(tiny.dyadic_suffix().estimate, _true_suffix(counts), atol=1e-6)
+    np.testing.assert_allclose(tiny.consistent().prefix, _true_prefix(counts), atol=0.05)
+    np.testing.assert_allclose(tiny.dyadic_suffix().estimate, _true_suffix(counts), atol=0.05)
 
 
 def test_release_is_seeded_and_keeps_public_root() -> None:

@@ -43,7 +43,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from dpfair._errors import InvalidParameterError
-from dpfair.mechanisms import analytic_gaussian_delta, analytic_gaussian_sigma
+from dpfair.mechanisms import analytic_gaussian_delta
+from dpfair.mechanisms.discrete_gaussian import discrete_gaussian_sigma
 from dpfair.privacy import Accountant, Budget
 
 __all__ = ["BudgetPlan", "LedgerRecord", "PrivacyLedger", "plan_budget"]
@@ -389,7 +390,9 @@ def plan_budget(
     else:
         eps1, eps2 = eps, eps
         limit = Budget.approx(2.0 * eps, dl, note="cross-fit composed (requested)")
-    sigma1 = analytic_gaussian_sigma(eps1, dl, 1.0)
+    # calibrated at δ(1 − 2^-40): the S1 noise is an exact discrete Gaussian on public
+    # lattices, (ε, δ_c + ξ)-DP with ξ ≤ δ·2^-41 (mechanisms.discrete_gaussian)
+    sigma1 = discrete_gaussian_sigma(eps1, dl, 1.0, 2**40)
     mu1 = 1.0 / sigma1
     # Re-check the exact guarantee of the composed Gaussian (μ₁² = μ_c² + μ_f²).
     mu_c = mu1 * math.sqrt(wc)

@@ -60,6 +60,7 @@ from dpfair.fairclass._linear import (
 )
 from dpfair.fairclass._model import (
     ReleasedFold,
+    _lattice_noise,
     bandwidth_rule,
     make_grid,
     release_s1,
@@ -502,7 +503,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             nt = rows_idx.size
             n1 = float(np.sum(A[rows_idx] == 1))
             if lin is not None:
-                n1 += float(rng.normal(0.0, lin.sigma_count))
+                # exact discrete Gaussian on a public lattice (n public): no float leak
+                n1 += _lattice_noise(nt, lin.sigma_count, rng)
             p1 = min(max(n1 / nt, 1.0 / nt), 1.0 - 1.0 / nt)
             theta = objective_perturbation_logistic(
                 design(U[rows_idx], A[rows_idx], R), yy[rows_idx], lin, rng

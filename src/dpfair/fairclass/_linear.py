@@ -422,7 +422,8 @@ def plan_linear_s1(
         raise InvalidParameterError(f"width={width!r}: expected a positive number of columns.")
     eps_c = count_share * epsilon
     d_c = delta / 2.0
-    sigma_c = analytic_gaussian_sigma(eps_c, d_c, 1.0)
+    # calibrated at δ_c(1 − 2^-40): the exact discrete count noise then holds (ε_c, δ_c)
+    sigma_c = analytic_gaussian_sigma(eps_c, approx_dp_sigma_target(eps_c, d_c, 1), 1.0)
     eps_lr = epsilon - eps_c
     eps_j = 0.1 * eps_lr
     eps_out = output_share * epsilon

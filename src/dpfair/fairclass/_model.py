@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
+from dpfair.mechanisms.discrete_gaussian import LatticeNoise
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 
 __all__ = [
@@ -194,8 +194,11 @@ def release_s1_from_sums(
     else:
         if sigma_count is None:
             raise InvalidParameterError("release_s1: sigma_count is required with a mechanism.")
-        n1_noisy = count1 + sigma_count * float(rng.standard_normal())
+        n1_noisy = count1 + _lattice_noise(n, sigma_count, rng)
         pi1 = n1_noisy / n
+        # the kernel sums here are floating-point values from the caller: this path uses the
+        # continuous GaussianProcessMechanism.release; no release of dpfair calls it (CDP-Fair
+        # in memory and out of core use release_s1_from_weights / release_binned)
         noisy = mechanism.release(sums, grid, rng)
         eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
     lo = 1.0 / n
@@ -203,9 +206,17 @@ def release_s1_from_sums(
     return eta, np.array([1.0 - pi1, pi1])
 
 
-def _lattice_noise(value: float, n: int, sigma: float) -> float:
-    """Count noise snapped to a public lattice (``snap_to_lattice``): integer + noise is exact."""
-    return float(snap_to_lattice(value, lattice_bits(float(n) + 64.0 * sigma)))
+def _lattice_noise(n: int, sigma: float, rng: np.random.Generator) -> float:
+    """Exact discrete Gaussian count noise on a public lattice (n public, σ public).
+
+    The lattice 2^-b·ℤ and the variance S ≥ σ²4^b + 64 come from n and σ only
+    (:class:`~dpfair.mechanisms.discrete_gaussian.LatticeNoise`); integer count + noise is
+    exact in binary64, so the released count is c + Z with Z independent of the data. With
+    sensitivity 1 (2^b lattice units) it is 1/(2σ²)-zCDP or less and satisfies every
+    (ε, δ_c + ξ) that N(0, σ²) satisfies, ξ ≤ 10e^ε·2e^{−2π²·64} (CKS 2020;
+    :mod:`dpfair.mechanisms.discrete_gaussian`).
+    """
+    return float(LatticeNoise.for_sigma(sigma, float(n) + 64.0 * sigma).sample(1, rng)[0])
 
 
 def release_s1_from_weights(
@@ -232,8 +243,7 @@ def release_s1_from_weights(
     else:
         if sigma_count is None:
             raise InvalidParameterError("release_s1: sigma_count is required with a mechanism.")
-        n1_noisy = count1 + _lattice_noise(sigma_count * float(rng.standard_normal()), n,
-                                           sigma_count)
+        n1_noisy = count1 + _lattice_noise(n, sigma_count, rng)
         pi1 = n1_noisy / n
         noisy = mechanism.release_binned(weights, grid, rng, total_mass=float(n))
         eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)

@@ -47,6 +47,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
+from dpfair.mechanisms.discrete_gaussian import (
+    SMOOTHING_VARIANCE,
+    LatticeNoise,
+    _round_to_scale,
+    lattice_variance,
+    sample_discrete_gaussian,
+)
 
 __all__ = [
     "MAX_FEATURES_DIM",
@@ -142,10 +149,15 @@ def release_rff_sums(
             f"release_rff_sums: N = {n_rows} rows with noise sd {sigma:g} exceed the exact "
             "int64 range of the lattice; use fewer rows per site or a larger budget."
         )
-    # No overflow: numpy's ziggurat normal never exceeds ~14 in absolute value, and the
-    # check above leaves room for |Z| ≤ 64 (the noise is not clipped: its law is exact).
-    z = rng.standard_normal(sums.shape)
-    noise = np.rint(z * (sigma * scale)).astype(np.int64)
+    # Exact discrete Gaussian N_Z(0, S) in lattice units, S = ⌈σ²4^q⌉ + 64 rounded up to the
+    # sampler's scale (LatticeNoise), added to the exact integer sums: an integer mechanism
+    # with L2 sensitivity 2·2^q, hence μ-GDP for μ = 2/σ up to the lattice slack of
+    # mechanisms.discrete_gaussian (the GDP plan is calibrated at δ(1 − 2^-40) for it).
+    # The check above leaves room for |Z| ≤ 64σ·2^q (probability of more < e^-2000; the
+    # noise is not clipped, int64 overflow would need |Z| ≥ 2^62 and raises).
+    lat = LatticeNoise(float(sigma), int(bits), _round_to_scale(
+        lattice_variance(sigma, bits, SMOOTHING_VARIANCE)))
+    noise = sample_discrete_gaussian(lat.variance, sums.shape, rng)
     return (sums + noise).astype(np.float64) / float(scale)
 
 

@@ -60,6 +60,7 @@ from scipy import special
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair.mechanisms.discrete_laplace import bernoulli_exp
+from dpfair.privacy import Budget
 
 __all__ = [
     "DELTA_SLACK_FRACTION",
@@ -67,8 +68,11 @@ __all__ = [
     "LatticeNoise",
     "approx_dp_variance",
     "bernoulli_exp_big",
+    "delta_form_holds",
     "discrete_gaussian_delta_slack",
     "discrete_gaussian_noise_on_lattice",
+    "discrete_gaussian_privacy_at",
+    "discrete_gaussian_sigma",
     "gaussian_noise_bits",
     "lattice_variance",
     "sample_discrete_gaussian",
@@ -150,22 +154,42 @@ def _as_variance(variance: int | Fraction) -> Fraction:
     return v
 
 
+def _raw(m: int, gen: np.random.Generator) -> NDArray[np.uint64]:
+    """``m`` uniform 64-bit words straight from the generator's bit generator (PCG64)."""
+    return gen.bit_generator.random_raw(m)
+
+
+def _uniform_below(bound: int, m: int, gen: np.random.Generator) -> NDArray[np.int64]:
+    """``m`` exact uniform integers on {0, …, bound − 1}, 1 ≤ bound ≤ 2^62.
+
+    The top L bits of a uniform 64-bit word (L = bit length of bound − 1) are uniform on
+    {0, …, 2^L − 1}; values ≥ bound are rejected and redrawn (probability < 1/2 each).
+    """
+    shift = np.uint64(64 - max((bound - 1).bit_length(), 1))
+    out = (_raw(m, gen) >> shift).view(np.int64)  # < 2^62: the same integers as int64
+    bad = np.flatnonzero(out >= bound)
+    while bad.size:
+        out[bad] = (_raw(bad.size, gen) >> shift).view(np.int64)
+        bad = bad[out[bad] >= bound]
+    return out
+
+
 def _bern_exp(a: NDArray[np.int64], d: int, gen: np.random.Generator) -> NDArray[np.bool_]:
     """Bernoulli(exp(−a/d)) per entry, 0 ≤ a ≤ d ≤ 2^62 (CKS Alg. 1; inputs trusted).
 
     Round k draws Bernoulli(a/d)·Bernoulli(1/k) = Bernoulli(a/(kd)) as one uniform integer
-    W < kd compared with a (while kd < 2^63; beyond, the two factors separately); the loop
+    W < kd compared with a (while kd ≤ 2^62; beyond, the two factors separately); the loop
     stops at the first failure and returns 1 iff that round is odd.
     """
     out = np.zeros(a.size, dtype=bool)
     active = np.arange(a.size)
     k = 1
     while active.size:
-        if k * d < 2**63:
-            hit = gen.integers(0, k * d, size=active.size) < a[active]
+        if k * d <= 2**62:
+            hit = _uniform_below(k * d, active.size, gen) < a[active]
         else:
-            hit = gen.integers(0, d, size=active.size) < a[active]
-            hit &= gen.integers(0, k, size=active.size) == 0
+            hit = _uniform_below(d, active.size, gen) < a[active]
+            hit &= _uniform_below(k, active.size, gen) == 0
         out[active[~hit]] = k % 2 == 1
         active = active[hit]
         k += 1
@@ -255,8 +279,8 @@ def _bernoulli_exp_int(
 
 
 def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
-    """``m`` uniform 62-bit integers (the generator's integers, a power-of-two range)."""
-    return gen.integers(0, 2**62, size=m, dtype=np.int64)
+    """``m`` uniform 62-bit integers (top 62 bits of uniform 64-bit words)."""
+    return (_raw(m, gen) >> np.uint64(2)).view(np.int64)
 
 
 def _candidates(
@@ -280,22 +304,56 @@ def _candidates(
 
 def _exponents(
     u: NDArray[np.int64], x: NDArray[np.int64], t: int, p: int, q: int, big_b: int
-) -> tuple[NDArray[np.int64], list[int] | NDArray[np.int64], bool]:
-    """⌊E⌋ (int64, capped at 2^62) and E·B − ⌊E⌋·B for E = U/t + A²/B, A = X·t·q − p.
+) -> tuple[NDArray[np.int64], list[int] | NDArray[np.int64], int]:
+    """(⌊E⌋ capped at 2^62, remainders r, denominator D) with E = ⌊E⌋ + r/D = U/t + A²/B.
 
-    int64 when B ≤ 2^62 and |A| < 2^31 for every entry (then 2pqt·U + A² < 2^63);
-    otherwise Python integers (exact, rare for the lattices used here).
+    A = X·t·q − p, B = 2pq·t². When q = 1 and t divides p (σ² = s₁t), A = t·e with
+    e = X − s₁ and E = (2s₁U + e²)/(2p), D = 2p; otherwise E = (2pqt·U + A²)/B, D = B.
+    Entries whose numerator fits int64 (|e| or |A| < 2^31) are computed in int64, the others
+    with Python integers (exact; r < D, so r is stored in int64 whenever D ≤ 2^62).
     """
+    m = u.size
+    if q == 1 and p % t == 0 and 2 * p <= 2**62:
+        s1, den = p // t, 2 * p
+        e = x - s1
+        fast = np.abs(e) < 2**31
+        ef = np.where(fast, e, 0)
+        num = (2 * s1) * u + ef * ef  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
+        fl = num // den
+        rem = num - fl * den
+        for i in np.flatnonzero(~fast):
+            f_i, r_i = divmod(2 * s1 * int(u[i]) + (int(x[i]) - s1) ** 2, den)
+            fl[i], rem[i] = min(f_i, 2**62), r_i
+        return fl, rem, den
     coef = 2 * p * q * t  # U/t = coef·U/B
-    if big_b <= 2**62 and p < 2**31 and int(x.max(initial=0)) * t * q < p + 2**31:
-        a = x * (t * q) - p
+    if big_b <= 2**62:
+        fast = (x < (2**31 + p) // (t * q)) if p < 2**31 else np.zeros(m, dtype=bool)
+        a = np.where(fast, x, 0) * (t * q) - np.where(fast, p, 0)
         num = coef * u + a * a
         fl = num // big_b
-        return fl, num - fl * big_b, True
+        rem = num - fl * big_b
+        for i in np.flatnonzero(~fast):
+            f_i, r_i = divmod(coef * int(u[i]) + (int(x[i]) * t * q - p) ** 2, big_b)
+            fl[i], rem[i] = min(f_i, 2**62), r_i
+        return fl, rem, big_b
     nums = [coef * int(ui) + (int(xi) * t * q - p) ** 2 for ui, xi in zip(u, x, strict=True)]
     fls = [nm // big_b for nm in nums]
     rems = [nm - f * big_b for nm, f in zip(nums, fls, strict=True)]
-    return np.array([min(f, 2**62) for f in fls], dtype=np.int64), rems, False
+    return np.array([min(f, 2**62) for f in fls], dtype=np.int64), rems, big_b
+
+
+def _laplace_scale(p: int, q: int) -> int:
+    """The discrete Laplace scale t of the sampler for σ² = p/q: a power of two near σ.
+
+    CKS take t = ⌊σ⌋ + 1; any t ≥ 1 gives the exact law (the acceptance probability is
+    ≤ 1 and the product is ∝ exp(−y²/(2σ²)) for every t). We take the power of two
+    t = 2^j nearest to σ on a log scale (2^j·√2 ≥ σ > 2^j/√2, decided in integers), so that
+    U and the sign are bit fields of one uniform word.
+    """
+    j = (math.isqrt(p // q) + 1).bit_length() - 1  # 2^j ≤ ⌊σ⌋ + 1
+    if 2 * 4**j * q < p:  # 2^j·√2 < σ
+        j += 1
+    return 1 << j
 
 
 #: Typical per-candidate acceptance of one round (about 0.4–0.55 with t within √2 of σ).
@@ -333,14 +391,7 @@ def sample_discrete_gaussian(
     gen = as_generator(rng)
     v = _as_variance(variance)
     p, q = v.numerator, v.denominator
-    # CKS take t = ⌊σ⌋ + 1; any t ≥ 1 gives the exact law (the acceptance probability is
-    # ≤ 1 and the product below is ∝ exp(−y²/(2σ²)) for every t). We take the power of two
-    # t = 2^j nearest to σ on a log scale (2^j·√2 ≥ σ > 2^j/√2, decided in integers), so that
-    # U and the sign are bit fields of one uniform word.
-    j = (math.isqrt(p // q) + 1).bit_length() - 1  # 2^j ≤ ⌊σ⌋ + 1
-    if 2 * 4**j * q < p:  # 2^j·√2 < σ
-        j += 1
-    t = 1 << j
+    t = _laplace_scale(p, q)
     # Y from CKS Alg. 2 (sign and magnitude), kept with probability exp(−(|Y| − σ²/t)²/(2σ²))
     shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
     count = int(np.prod(shape, dtype=np.int64))
@@ -354,15 +405,15 @@ def sample_discrete_gaussian(
         need = count - filled
         m = math.ceil(need / _ACCEPT_GUESS + 4.0 * math.sqrt(need)) + 16
         u, x, neg = _candidates(t, m, gen)
-        fl, rem, small = _exponents(u, x, t, p, q, big_b)
+        fl, rem, den = _exponents(u, x, t, p, q, big_b)
         ok = ~(neg & (x == 0))
         pos = np.flatnonzero(ok & (fl > 0))  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
         ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
         idx = np.flatnonzero(ok)
-        if small and big_b <= 2**62:
-            last = _bern_exp(np.asarray(rem, dtype=np.int64)[idx], big_b, gen)
+        if isinstance(rem, np.ndarray):
+            last = _bern_exp(rem[idx], den, gen)
         else:
-            last = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), big_b, gen)
+            last = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
         chosen = idx[last][:need]
         out[filled : filled + chosen.size] = np.where(neg[chosen], -x[chosen], x[chosen])
         filled += chosen.size
@@ -383,12 +434,12 @@ def lattice_variance(sigma: float, bits: int, extra: int = 0) -> int:
     return math.ceil(s * s * 4 ** int(bits)) + int(extra)
 
 
-def gaussian_noise_bits(sigma: float, magnitude: float) -> int:
+def gaussian_noise_bits(sigma: float, magnitude: float, scale_bits: int = 12) -> int:
     """Public lattice bits b for discrete Gaussian noise σ on a statistic of size ``magnitude``.
 
-    The smallest b ≥ 0 with σ·2^b ≥ 2^12 (the discrete Gaussian on 2^-b·ℤ is then
-    indistinguishable from the continuous one at the accuracy of any release, and the
-    sampler's integers stay in int64), capped by
+    The smallest b ≥ 0 with σ·2^b ≥ 2^scale_bits (default 12: the discrete Gaussian on
+    2^-b·ℤ is then indistinguishable from the continuous one at the accuracy of any
+    release, and the sampler's integers stay in int64 up to scale_bits = 26), capped by
     :func:`~dpfair.mechanisms.gaussian.lattice_bits` so that statistic + noise is an exact
     binary64 sum. σ and ``magnitude`` must be public.
     """
@@ -397,7 +448,7 @@ def gaussian_noise_bits(sigma: float, magnitude: float) -> int:
     s = float(sigma)
     if not (math.isfinite(s) and s > 0):
         raise InvalidParameterError(f"sigma={sigma!r}: must be finite and > 0.")
-    want = max(0, 12 - math.floor(math.log2(s)))
+    want = max(0, int(scale_bits) - math.floor(math.log2(s)))
     return int(min(want, lattice_bits(magnitude)))
 
 
@@ -456,21 +507,28 @@ def discrete_gaussian_delta_slack(
 
 
 def approx_dp_sigma_target(epsilon: float, delta: float, dim: int) -> float:
-    """The δ_c at which to calibrate the continuous σ_c for a charged (ε, δ).
+    """The δ_c at which to calibrate (or read ε off) the continuous σ_c for a charged (ε, δ).
 
-    δ_c = δ·(1 − 2^-40); checks that the discrete Gaussian's slack (with
-    s² = :data:`SMOOTHING_VARIANCE` lattice units² added to the variance) is
-    ≤ δ·2^-41, so that δ_c (rounded) + slack < δ: the charged δ is a true bound.
+    δ_c = δ·(1 − 2^-40). Two forms of the bound of the module docstring apply, with
+    d = ``dim`` noise values and s² = :data:`SMOOTHING_VARIANCE` lattice units² in the
+    variance:
+
+    * δ-form: (ε, δ_c + ξ)-DP with ξ ≤ (2 + 8e^ε)·d·η_s; when ξ ≤ δ·2^-41 (checked here;
+      true for d ≤ 2^40 whenever ε ≤ ~1200 + ln δ) the charged (ε, δ) holds exactly;
+    * ε-form, always: (ε + ln(1 + κ), (1 + η_s)^d δ_c)-DP with ln(1 + κ) ≤ 4dη_s < 10^-500
+      and (1 + η_s)^d δ_c < δ. Where the δ-form check fails (huge ε, no meaningful
+      privacy), this is the statement: the charged ε is exceeded by less than 10^-500.
     """
     d = float(delta)
     if not 0 < d < 1:
         raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
-    if discrete_gaussian_delta_slack(epsilon, dim) > math.log(d) - 41 * math.log(2.0):
-        raise InvalidParameterError(
-            f"epsilon={epsilon!r}, delta={delta!r}: the discrete Gaussian's δ slack is not "
-            "negligible here (ε above ~500 or δ below 1e-300); use a larger delta or epsilon."
-        )
     return d * (1.0 - DELTA_SLACK_FRACTION)
+
+
+def delta_form_holds(epsilon: float, delta: float, dim: int) -> bool:
+    """Whether the discrete Gaussian's δ slack ξ fits in δ·2^-41 (δ-form of the bound)."""
+    limit = math.log(float(delta)) - 41 * math.log(2.0)
+    return discrete_gaussian_delta_slack(epsilon, dim) <= limit
 
 
 def approx_dp_variance(sigma_c: float, bits: int) -> int:
@@ -479,6 +537,19 @@ def approx_dp_variance(sigma_c: float, bits: int) -> int:
 
 
 # --------------------------------------------------------------------------- noise object
+def _round_to_scale(s0: int) -> int:
+    """The least S ≥ s0 that is a multiple of its own Laplace scale t (fast integer path).
+
+    S − s0 < t ≤ √2·√S + 1, a relative variance overshoot below 2/√S.
+    """
+    s = s0
+    for _ in range(8):
+        t = _laplace_scale(s, 1)
+        s_new = -(-s0 // t) * t
+        if s_new == s and s % t == 0:
+            return s
+        s = s_new
+    return s
 #: r² (lattice units²) of the Gaussian smoothing in :meth:`LatticeNoise.combination_bound`.
 _TAIL_SMOOTHING = 4
 #: The smoothing Gaussian is bounded at this many of its standard deviations.
@@ -490,7 +561,9 @@ class LatticeNoise:
     r"""Exact discrete Gaussian noise of nominal scale σ on the public lattice 2^-bits·ℤ.
 
     In lattice units the noise is N_ℤ(0, S), S = ``variance`` = ⌈σ²4^bits⌉ + s²
-    (s² = :data:`SMOOTHING_VARIANCE`), so that both the zCDP statement (variance parameter
+    (s² = :data:`SMOOTHING_VARIANCE`) rounded up to a multiple of the sampler's Laplace
+    scale t ≈ √S (relative overshoot < (65 + 2√S)/S; this keeps the sampler's integers in
+    int64), so that both the zCDP statement (variance parameter
     S·4^-bits ≥ σ²) and the (ε, δ) statement (continuous part σ_c² = (S − s²)4^-bits ≥ σ²)
     of the module docstring hold for the nominal σ. Build it with :meth:`for_sigma` from
     public numbers only.
@@ -508,10 +581,15 @@ class LatticeNoise:
     variance: int
 
     @classmethod
-    def for_sigma(cls, sigma: float, magnitude: float) -> LatticeNoise:
-        """Noise for nominal σ added to statistics of absolute size ≤ ``magnitude`` (public)."""
-        bits = gaussian_noise_bits(sigma, magnitude)
-        return cls(float(sigma), bits, lattice_variance(sigma, bits, SMOOTHING_VARIANCE))
+    def for_sigma(cls, sigma: float, magnitude: float, scale_bits: int = 12) -> LatticeNoise:
+        """Noise for nominal σ added to statistics of absolute size ≤ ``magnitude`` (public).
+
+        ``scale_bits``: the lattice is the coarsest with σ·2^bits ≥ 2^scale_bits (capped so
+        that statistic + noise stays exact; :func:`gaussian_noise_bits`).
+        """
+        bits = gaussian_noise_bits(sigma, magnitude, scale_bits)
+        s0 = lattice_variance(sigma, bits, SMOOTHING_VARIANCE)
+        return cls(float(sigma), bits, _round_to_scale(s0))
 
     @property
     def scale(self) -> float:
@@ -546,7 +624,8 @@ class LatticeNoise:
         P(T ≥ u) ≤ P(T′ ≥ u − w)/P(G ≥ −w), w = 8r‖a‖, P(G ≥ −w) = 1 − Φ̄(8).
         In real units σ⁺ = ‖a‖√(S + r²)·2^-bits, w = 8r‖a‖·2^-bits,
         f = (1 + η_v)^d/(1 − Φ̄(8)) (rounded up). With σ·2^bits ≥ 2^12 the shift is
-        w ≤ 0.4 % of std and σ⁺/std − 1 ≤ 3·10^-6.
+        w ≤ 0.4 % of std and σ⁺/std − 1 ≤ 1/√S + 40/S ≤ 2.5·10^-4 (S rounded up to a
+        multiple of t ≈ √S; 1e-4 at the median trees).
         """
         sd = np.asarray(std, dtype=np.float64)
         norm = sd / self.sigma  # ‖a‖₂
@@ -558,3 +637,36 @@ class LatticeNoise:
         sig_plus = norm * math.sqrt(self.variance + r2) * self.step
         shift = norm * _TAIL_SHIFT_SDS * math.sqrt(r2) * self.step
         return sig_plus, shift, factor
+
+
+def discrete_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float, dim: int) -> float:
+    """Nominal σ of a d-dimensional lattice discrete Gaussian release that is (ε, δ)-DP.
+
+    The analytic-Gaussian σ at δ_c = :func:`approx_dp_sigma_target` (δ·(1 − 2^-40)); used
+    with :class:`LatticeNoise` (variance S ≥ σ²4^b + s²), the release is
+    (ε, δ_c + slack)-DP with slack ≤ δ·2^-41 (module docstring), so (ε, δ) holds.
+    """
+    from dpfair.mechanisms.gaussian import analytic_gaussian_sigma
+
+    return analytic_gaussian_sigma(
+        epsilon, approx_dp_sigma_target(epsilon, delta, dim), l2_sensitivity
+    )
+
+
+def discrete_gaussian_privacy_at(
+    sigma: float, l2_sensitivity: float, delta: float, dim: int
+) -> Budget:
+    """(ε, δ) of a d-dimensional :class:`LatticeNoise` release of nominal σ (true bound).
+
+    ε is the analytic-Gaussian ε of the continuous mechanism with σ at δ_c = δ(1 − 2^-40);
+    by :func:`approx_dp_sigma_target` the returned (ε, δ) holds for the executed discrete
+    mechanism (exactly where :func:`delta_form_holds`, else up to < 10^-500 in ε).
+    """
+    from dpfair.mechanisms.gaussian import GaussianMechanism
+
+    d = float(delta)
+    if not 0 < d < 1:
+        raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
+    cont = GaussianMechanism(sigma, l2_sensitivity).privacy_at(d * (1.0 - DELTA_SLACK_FRACTION))
+    eps = float(cont.epsilon or 0.0)
+    return Budget.approx(eps, d, note="discrete Gaussian (analytic Gaussian + lattice slack)")

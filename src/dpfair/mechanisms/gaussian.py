@@ -47,13 +47,11 @@ def snap_to_lattice(values: ArrayLike, bits: int) -> NDArray[np.float64]:
     magnitudes :func:`lattice_bits` allows), so the result is a deterministic function of
     ``values`` on a public lattice.
 
-    Floating-point model (``docs/floating_point.md``): noise is drawn as a binary64 normal,
-    snapped to the lattice *before* it meets the data, and added to an integer (or
-    lattice) statistic exactly. The released number is therefore c + Z with Z the snapped
-    noise, whose law does not depend on the data at all: the output law is an exact
-    translate, and the guarantee is that of the rounded Gaussian, a post-processing of
-    N(c, σ²) — assuming only that numpy's normal sampler is accurate at the resolution
-    2^-k/σ (the snapped value discards the low-order bits where a sampler's defects live).
+    Floating-point model (``docs/floating_point.md``): used to put a computed statistic
+    (the GP's whitened z) or a binary64 Laplace draw on the public lattice before it meets
+    the noise or the data; the sum of two lattice values is then exact. Gaussian noise is
+    no longer drawn in binary64 and snapped: releases use the exact discrete Gaussian
+    (:mod:`dpfair.mechanisms.discrete_gaussian`).
     """
     scale = float(2.0 ** int(bits))
     return np.asarray(np.rint(np.asarray(values, dtype=np.float64) * scale) / scale)
@@ -176,7 +174,13 @@ class GaussianMechanism:
         return self.sigma**2
 
     def release(self, value: ArrayLike, rng: RandomLike = None) -> NDArray[np.float64]:
-        """Return ``value`` plus fresh independent N(0, σ²) noise per coordinate."""
+        """Return ``value`` plus fresh independent N(0, σ²) noise per coordinate.
+
+        The continuous binary64 primitive (numpy's normal added in floating point): it is
+        *not* safe against floating-point attacks on data-dependent values and no release
+        of dpfair uses it. Releases add exact discrete Gaussian noise on a public lattice
+        (:class:`dpfair.mechanisms.discrete_gaussian.LatticeNoise`).
+        """
         gen = as_generator(rng)
         arr = np.asarray(value, dtype=np.float64)
         return arr + gen.normal(0.0, self.sigma, size=arr.shape)

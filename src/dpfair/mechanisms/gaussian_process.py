@@ -58,6 +58,14 @@ from threadpoolctl import ThreadpoolController
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_in_open_interval, check_positive
+from dpfair.mechanisms.discrete_gaussian import (
+    DELTA_SLACK_FRACTION,
+    SMOOTHING_VARIANCE,
+    LatticeNoise,
+    _round_to_scale,
+    gaussian_noise_bits,
+    lattice_variance,
+)
 from dpfair.mechanisms.gaussian import (
     analytic_gaussian_delta,
     analytic_gaussian_sigma,
@@ -570,8 +578,19 @@ class GaussianProcessMechanism:
         return Budget.zcdp(self.rkhs_sensitivity**2 / (2.0 * self.sigma**2))
 
     def privacy_at(self, delta: float) -> Budget:
-        """The exact (ε, δ) guarantee at this δ (smallest ε, analytic Gaussian)."""
+        """An (ε, δ) guarantee at this δ that holds for :meth:`release_binned` as executed.
+
+        ε is the analytic-Gaussian ε at δ_c = δ(1 − 2^-40): the exact discrete Gaussian
+        noise of :meth:`release_binned` is (ε, δ_c + ξ)-DP with ξ ≤ δ·2^-41 for any
+        practical ε (``mechanisms.discrete_gaussian.approx_dp_sigma_target``). For the
+        continuous :meth:`release` this is conservative by a relative 2^-40 in δ.
+        """
         dl = check_in_open_interval("delta", delta, 0.0, 1.0)
+        budget = self._privacy_at_continuous(dl * (1.0 - DELTA_SLACK_FRACTION))
+        eps = float(budget.epsilon or 0.0)
+        return Budget.approx(eps, dl, note="Gaussian process mechanism, discrete Gaussian noise")
+
+    def _privacy_at_continuous(self, dl: float) -> Budget:
         if analytic_gaussian_delta(self.sigma, self.rkhs_sensitivity, 0.0) <= dl:
             return Budget.approx(0.0, dl)
         lo, hi = 0.0, 1.0
@@ -677,9 +696,15 @@ class GaussianProcessMechanism:
         # snapping moves each coordinate by ≤ 2^-k/2 on each data set: slack sqrt(D)·2^-k
         scale = self.noise_scale_for(grid, total_mass, weights_l1_error, z.size // grid.size)
         gen = as_generator(rng)
-        noise = snap_to_lattice(scale * gen.standard_normal(z.shape), bits)
+        noise = self._lattice_noise(scale, bits).sample(z.shape, gen)
         noisy = snap_to_lattice(z, bits) + noise  # exact: both on 2^-k·Z, small enough
         return np.ascontiguousarray(grid._apply(grid.roots, noisy))
+
+    @staticmethod
+    def _lattice_noise(scale: float, bits: int) -> LatticeNoise:
+        """Exact discrete Gaussian white noise of nominal sd σ′ on 2^-k·ℤ (k = ``bits``)."""
+        s0 = lattice_variance(scale, bits, SMOOTHING_VARIANCE)
+        return LatticeNoise(float(scale), int(bits), _round_to_scale(s0))
 
     def lattice_bits_for(self, grid: KroneckerGaussianGrid, total_mass: float,
                          weights_l1_error: float = 0.0) -> int:
@@ -690,4 +715,8 @@ class GaussianProcessMechanism:
         """
         zmax = math.prod(f.max_abs for f in grid._factors) * (
             float(total_mass) + float(weights_l1_error)) * (1.0 + 1e-6)
-        return lattice_bits(zmax + 64.0 * 2.0 * self.sigma)
+        # ≤ 25 bits finer than σ: the discrete Gaussian sampler's integers stay in int64
+        # (σ′·2^k < 2^26), while the snapping slack sqrt(#values)·2^-k stays ≤ ~1e-4·σ
+        # relative for grids up to 2^20 values
+        return min(lattice_bits(zmax + 64.0 * 2.0 * self.sigma),
+                   gaussian_noise_bits(self.sigma, 0.0, 25))

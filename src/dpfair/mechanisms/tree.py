@@ -38,11 +38,10 @@ from dpfair._validation import (
     check_positive,
     check_positive_int,
 )
-from dpfair.mechanisms.gaussian import (
-    GaussianMechanism,
-    analytic_gaussian_sigma,
-    lattice_bits,
-    snap_to_lattice,
+from dpfair.mechanisms.discrete_gaussian import (
+    LatticeNoise,
+    discrete_gaussian_privacy_at,
+    discrete_gaussian_sigma,
 )
 from dpfair.privacy import Budget
 
@@ -609,6 +608,17 @@ class NoisyBinaryTree:
     σ² = D/ρ of ALGORITHMS.md §A2) and :meth:`for_approx` uses the analytic Gaussian
     σ (Balle & Wang 2018) for Δ₂.
 
+    As executed (``docs/floating_point.md``) the noise is the *exact discrete* Gaussian on
+    the public lattice 2^-b·ℤ (:class:`~dpfair.mechanisms.discrete_gaussian.LatticeNoise`,
+    b from σ and the public count bound 2^40 only): in lattice units every node is the
+    integer 2^b·c plus N_ℤ(0, S), S = ⌈σ²4^b⌉ + 64. The node vector is an integer vector
+    with L2 sensitivity 2^b·Δ₂, so (Canonne–Kamath–Steinke 2020; derivation in
+    :mod:`dpfair.mechanisms.discrete_gaussian`) the release is (4^bΔ₂²/(2S))-zCDP
+    ≤ Δ₂²/(2σ²) = :attr:`privacy` (an upper bound, S·4^-b ≥ σ²), and (ε, δ_c + ξ)-DP
+    whenever the continuous Gaussian with σ is (ε, δ_c)-DP, ξ ≤ (2 + 8e^ε)·N·2e^{−2π²·64}
+    (N noisy nodes): :meth:`for_approx` calibrates σ at δ_c = δ(1 − 2^-40) and
+    :meth:`privacy_at` reports ε at that δ_c, so the (ε, δ) they state holds as executed.
+
     With a public root the root's sensitivity is 0 (n does not change under replacement),
     so releasing it exactly costs nothing. With a noisy root, for one tree under
     replace-one the root does not change either and sqrt(2D) would suffice; sqrt(2(D + 1))
@@ -654,7 +664,9 @@ class NoisyBinaryTree:
         """Smallest σ for which the tree is (ε, δ)-DP (analytic Gaussian, Δ₂ = sqrt(2L))."""
         d = _check_depth(depth)
         sens = math.sqrt(2.0 * _n_noisy_levels(d, _check_root(root)))
-        return cls(depth=d, sigma=analytic_gaussian_sigma(epsilon, delta, sens), root=root)
+        n_noisy = (1 << (d + 1)) - (1 if _check_root(root) == "noisy" else 2)
+        sigma = discrete_gaussian_sigma(epsilon, delta, sens, n_noisy)
+        return cls(depth=d, sigma=sigma, root=root)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -678,8 +690,24 @@ class NoisyBinaryTree:
         return Budget.zcdp(self.l2_sensitivity**2 / (2.0 * self.sigma**2))
 
     def privacy_at(self, delta: float) -> Budget:
-        """The exact (ε, δ)-DP guarantee at this δ (analytic Gaussian for Δ₂)."""
-        return GaussianMechanism(self.sigma, self.l2_sensitivity).privacy_at(delta)
+        """An (ε, δ)-DP guarantee of the executed (discrete Gaussian) release at this δ.
+
+        ε is the analytic-Gaussian ε for Δ₂ at δ(1 − 2^-40); the discrete Gaussian's slack
+        (class notes) fits in the remaining δ·2^-40.
+        """
+        return discrete_gaussian_privacy_at(
+            self.sigma, self.l2_sensitivity, delta, self.n_noisy_nodes
+        )
+
+    @property
+    def n_noisy_nodes(self) -> int:
+        """Number of noisy nodes, 2^{D+1} − 2 (public root) or 2^{D+1} − 1 (noisy root)."""
+        return (1 << (self.depth + 1)) - (1 if self.root == "noisy" else 2)
+
+    @property
+    def noise(self) -> LatticeNoise:
+        """The exact discrete Gaussian noise added to every noisy node (public parameters)."""
+        return LatticeNoise.for_sigma(self.sigma, _COUNT_MAGNITUDE + 64.0 * self.sigma)
 
     def prefix_std(self) -> NDArray[np.float64]:
         """Exact std of the consistent prefix estimates (data-independent)."""
@@ -703,21 +731,21 @@ class NoisyBinaryTree:
 
         Notes
         -----
-        Floating point: every released node is c + Z exactly, Z the N(0, σ²) draw snapped
-        to a public lattice (``snap_to_lattice``), so its law does not depend on the data
-        beyond the integer count c. Running time depends only on D (public).
+        Floating point: every released node is c + Z exactly, Z an exact discrete Gaussian
+        draw on a public lattice (:attr:`noise`), so its law does not depend on the data
+        beyond the integer count c. Running time: fixed work for D (public) plus the
+        sampler's rejection rounds, whose number depends on the random draws only.
         """
         counts = _check_leaf_counts(leaf_counts, self.depth)
         gen = as_generator(rng)
         exact = _build_levels(counts)
         first = 0 if self.root == "noisy" else 1
         n_noisy = (1 << (self.depth + 1)) - (1 << first)
-        # Noise on the public lattice 2^-k·Z, then an exact sum with the integer counts
-        # (``snap_to_lattice``): the released values are c + Z exactly, no rounding that
-        # depends on the data (THREATS.md rule 6). k is fixed by public numbers only
+        # Exact discrete Gaussian noise on the public lattice 2^-b·Z, then an exact sum with
+        # the integer counts: the released values are c + Z exactly, no rounding that
+        # depends on the data (THREATS.md rule 6). b is fixed by public numbers only
         # (counts up to 2^40 and σ), never by the (possibly private) total.
-        bits = lattice_bits(_COUNT_MAGNITUDE + 64.0 * self.sigma)
-        noise = snap_to_lattice(gen.normal(0.0, self.sigma, size=n_noisy), bits)
+        noise = self.noise.sample(n_noisy, gen)
         levels: list[NDArray[np.float64]] = [exact[0].astype(np.float64)]
         offset = 0
         for ell in range(first, self.depth + 1):

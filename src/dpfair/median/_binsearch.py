@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError
 from dpfair.mechanisms import GaussianMechanism, leaf_edges
-from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
+from dpfair.mechanisms.discrete_gaussian import LatticeNoise
 from dpfair.median._ranks import (
     gaussian_union_tail,
     generic_lower_failure,
@@ -51,10 +51,26 @@ def grid_depth(range_width: float, granularity: float) -> int:
     return max(1, math.ceil(math.log2(range_width / granularity) - 1e-12))
 
 
+def _query_noise(n: int, sigma: float) -> LatticeNoise:
+    """Exact discrete Gaussian noise of the queries (public: from n and σ only)."""
+    return LatticeNoise.for_sigma(sigma, float(n) + 64.0 * sigma)
+
+
 @functools.lru_cache(maxsize=256)
 def binsearch_target_ranks(n: int, sigma: float, depth: int, alpha: float) -> tuple[int, int]:
-    """(kL, kU) for NoisyBinSearch with per-query noise σ and D queries per end."""
-    tail = gaussian_union_tail(sigma, depth)
+    """(kL, kU) for NoisyBinSearch with per-query noise σ and D queries per end.
+
+    The query noise is the exact discrete Gaussian of :func:`_query_noise`, whose tail is
+    P(Z ≥ t) ≤ Φ̄((t − 2^-b)/σ_S) for lattice points t > 0 (``LatticeNoise``; σ_S ≥ σ is
+    the lattice variance parameter's root, 2^-b the spacing). A wrong decision at rank
+    error t ≥ 1 needs |Z| ≥ t, so the union bound uses that tail.
+    """
+    noise = _query_noise(n, sigma)
+    base = gaussian_union_tail(noise.scale, depth)
+
+    def tail(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return base(np.asarray(t, dtype=np.float64) - noise.step)
+
     # Beyond t_max the Gaussian union bound is < 1e-300: negligible, and still bounded.
     # Capped at n + 1: P(B = k + t) = 0 for k + t > n, so the cap changes nothing (and keeps
     # a huge σ, from a tiny ρ, from overflowing).
@@ -79,17 +95,15 @@ def _search(
     side: str,
     mech: GaussianMechanism,
     acct: Accountant,
-    rng: np.random.Generator,
+    noise: NDArray[np.float64],
 ) -> tuple[int, list[tuple[float, float]]]:
     lo, hi = 0, grid.size - 1
     depth = round(np.log2(grid.size - 1))
-    # The D noises are independent of the data and of each other, so drawing them up
-    # front is the same as drawing each one fresh at its query.
-    # Noise snapped to a public lattice, added exactly to the integer prefix counts: the
-    # noisy counts in the diagnostics are c + Z with Z independent of the data
-    # (``snap_to_lattice``; THREATS.md rule 6). n is public here.
-    bits = lattice_bits(float(prefix[-1]) + 64.0 * mech.sigma)
-    noise = snap_to_lattice(rng.normal(0.0, mech.sigma, size=depth), bits)
+    # Exact discrete Gaussian noise on a public lattice, added exactly to the integer
+    # prefix counts: the noisy counts in the diagnostics are c + Z with Z independent of
+    # the data (THREATS.md rule 6). n is public here. In lattice units each query is an
+    # integer count (sensitivity 2^b) plus N_Z(0, S), S·4^-b ≥ σ²: (1/(2σ²))-zCDP or less
+    # (Canonne–Kamath–Steinke 2020), the mech.privacy charged below.
     queries: list[tuple[float, float]] = []
     for step in range(depth):
         mid = (lo + hi) // 2
@@ -128,8 +142,12 @@ def binsearch_interval(
     mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
     k_low, k_high = binsearch_target_ranks(n, mech.sigma, depth, alpha)
     acct = Accountant(Budget.zcdp(rho))
-    i_low, q_low = _search(prefix, grid, k_low, "lower", mech, acct, rng)
-    i_high, q_high = _search(prefix, grid, k_high, "upper", mech, acct, rng)
+    # The 2D noises of both searches are independent of the data and of each other:
+    # drawing them up front in one call (first D for the lower end) is the same as drawing
+    # each fresh at its query.
+    noise = _query_noise(n, mech.sigma).sample(2 * depth, rng)
+    i_low, q_low = _search(prefix, grid, k_low, "lower", mech, acct, noise[:depth])
+    i_high, q_high = _search(prefix, grid, k_high, "upper", mech, acct, noise[depth:])
     diagnostics: dict[str, Any] = {
         "target_ranks": (k_low, k_high),
         "depth": depth,

@@ -7,8 +7,12 @@ c(g_j) = #{x ≤ g_j} for j ≥ 1. Levels 1..D of the dyadic tree get N(0, σ²)
 the root n is public. Replacing one record moves two nodes per level by ±1, so the L2
 sensitivity of the released vector is sqrt(2D) and σ² = D/ρ gives exactly ρ-zCDP
 (2D/(2σ²) = ρ). Honaker's least-squares post-processing makes the tree consistent; each
-estimated prefix C̃_j is then *exactly* N(c(g_j), σ_j²) with σ_j known
-(:mod:`dpfair.mechanisms.tree`).
+estimated prefix C̃_j is then c(g_j) plus a known linear combination of the node noises,
+with nominal sd σ_j (:mod:`dpfair.mechanisms.tree`). The node noise is the exact discrete
+Gaussian (no floating-point leak), so C̃_j − c(g_j) is not exactly N(0, σ_j²); the tests
+below use the proven bound P(C̃_j − c ≥ u) ≤ f·Φ̄((u − w_j)/σ⁺_j)
+(:meth:`~dpfair.mechanisms.discrete_gaussian.LatticeNoise.combination_bound`), i.e. σ_j,
+c and α/2 replaced by σ⁺_j, c − w_j and α/(2f).
 
 Upper end. If g_j < med(P) then c(g_j) ~ Bin(n, F(g_j)) with F(g_j) ≤ 1/2, stochastically
 dominated by B ~ Bin(n, 1/2); so C̃_j is dominated by B + N(0, σ_j²). Reject "g_j < med"
@@ -151,14 +155,21 @@ def cdf_interval(
     below = prefix[inner]  # C̃_j: records ≤ g_j
     above = n - below  # records > g_j
     sig = std[inner]
+    # The node noise is the exact discrete Gaussian (mechanisms.discrete_gaussian), so C̃_j
+    # is c(g_j) plus a linear combination T of discrete Gaussians rather than N(0, σ_j²):
+    # P(T ≥ u) ≤ f·Φ̄((u − w_j)/σ⁺_j) (LatticeNoise.combination_bound; w_j ≤ 0.4 % of σ_j,
+    # σ⁺_j/σ_j − 1 ≤ 2.5e-4, f − 1 ≤ 1e-12). The tests use this bound, so their level stays
+    # ≤ α/2 for the executed noise; T is symmetric, so the same bound serves both ends.
+    sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
+    level = alpha / 2.0 / factor
     if envelope:
-        s_min, s_max = float(sig.min()), float(sig.max())
-        thresh = _envelope_threshold(n, s_min, s_max, alpha / 2.0)
+        s_min, s_max = float(sig_plus.min()), float(sig_plus.max())
+        thresh = _envelope_threshold(n, s_min, s_max, level) + float(shift.max())
         reject_upper = below >= thresh
         reject_lower = above >= thresh
     else:
-        reject_upper = mixture_sf(below, sig, n) <= alpha / 2.0
-        reject_lower = mixture_sf(above, sig, n) <= alpha / 2.0
+        reject_upper = mixture_sf(below - shift, sig_plus, n) <= level
+        reject_lower = mixture_sf(above - shift, sig_plus, n) <= level
 
     keep_u = inner[~reject_upper]
     j_star = int(keep_u.max()) if keep_u.size else 0

@@ -60,7 +60,11 @@ from dpfair.fairclass.federated._messages import (
     ProtocolError,
 )
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
-from dpfair.mechanisms import analytic_gaussian_delta, analytic_gaussian_sigma
+from dpfair.mechanisms import analytic_gaussian_delta
+from dpfair.mechanisms.discrete_gaussian import (
+    approx_dp_sigma_target,
+    discrete_gaussian_sigma,
+)
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 from dpfair.privacy import Accountant, Budget
 
@@ -102,9 +106,24 @@ DEFAULT_CONFIDENCE_DEPTH = 8
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest ε with μ-GDP ⇒ (ε, δ)-DP (analytic Gaussian with σ = 1/μ, Δ = 1)."""
+    """Smallest ε with μ-GDP ⇒ (ε, δ(1 − 2^-40))-DP (analytic Gaussian, σ = 1/μ, Δ = 1).
+
+    Every release of a site is an exact *discrete* Gaussian on a public lattice, which is
+    (ε, δ_c + ξ)-DP whenever the continuous mechanism is (ε, δ_c)-DP, with ξ ≤ δ·2^-41 for
+    every ε ≤ ~1200 + ln δ (:func:`~dpfair.mechanisms.discrete_gaussian.approx_dp_sigma_target`;
+    beyond, ε is exceeded by < 10^-500). So the ε returned makes (ε, δ) a true bound.
+    """
     if mu <= 0:
         return 0.0
+    return _gdp_epsilon_continuous(mu, approx_dp_sigma_target(0.0, delta, _MAX_NOISE_VALUES))
+
+
+#: Public bound on the number of noise values a site ever draws (for the lattice slack).
+_MAX_NOISE_VALUES = 2**40
+
+
+def _gdp_epsilon_continuous(mu: float, delta: float) -> float:
+    """Smallest ε with μ-GDP ⇒ (ε, δ)-DP for the continuous Gaussian (σ = 1/μ, Δ = 1)."""
     sigma = 1.0 / mu
     if analytic_gaussian_delta(sigma, 1.0, 0.0) <= delta:
         return 0.0
@@ -188,7 +207,8 @@ def site_plan(
     ``function_sensitivity``: L2 sensitivity of the four function sums — √2 in the RKHS for
     the kernel grid, 2 (φ units) for random Fourier features (``fairclass/_rff.py``).
     """
-    mu_star = 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
+    # calibrated at δ(1 − 2^-40): the discrete Gaussian's lattice slack fits in the rest
+    mu_star = 1.0 / discrete_gaussian_sigma(epsilon, delta, 1.0, _MAX_NOISE_VALUES)
     if cross_fit:
         mu1 = mu_star * math.sqrt(s1_share)
         mu2 = mu_star * math.sqrt(1.0 - s1_share)

@@ -289,8 +289,7 @@ class Site:
         counts, sums, n_train = [], [], []
         for tr, _cal in folds:
             n1, cell_sums, n_rows = self._training_stats(tr, grid)
-            counts.append(float(n1) + _lattice_noise(
-                plan.sigma_count * float(rng.standard_normal()), n_rows, plan.sigma_count))
+            counts.append(float(n1) + _lattice_noise(n_rows, plan.sigma_count, rng))
             sums.append(mech.release_binned(cell_sums, grid, rng, total_mass=float(n_rows)))
             n_train.append(n_rows)
         return self._round1_envelope(counts, sums, n_train)
@@ -323,8 +322,7 @@ class Site:
         counts, sums, n_train = [], [], []
         for tr, _cal in folds:
             n1, cell_sums, n_rows = self._rff_training_stats(tr)
-            counts.append(float(n1) + _lattice_noise(
-                plan.sigma_count * float(rng.standard_normal()), n_rows, plan.sigma_count))
+            counts.append(float(n1) + _lattice_noise(n_rows, plan.sigma_count, rng))
             sums.append(release_rff_sums(cell_sums, n_rows, plan.sigma_function, rng))
             n_train.append(n_rows)
         return self._round1_envelope(counts, sums, n_train)
