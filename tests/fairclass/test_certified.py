@@ -115,8 +115,11 @@ def test_uncertified_fit_warns_and_says_so():
 
 def test_certified_fit_no_warning_and_ledger_has_the_check():
     X, y, A = unseen(6000, np.random.default_rng(4))
+    # A fixed seed whose fit certifies (about 9 in 10 seeds do here: 18 of seeds 0–19 after
+    # the exact samplers of issue 11 changed the draw streams; the certification *rate* is
+    # tested with exact binomial bounds elsewhere in this file).
     clf = CDPFairClassifier(epsilon=4.0, delta=1e-6, alpha=0.2, feature_bounds=BOUNDS,
-                            random_state=0)
+                            random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncertifiedFairnessWarning)
         clf.fit(X, y, sensitive_features=A)

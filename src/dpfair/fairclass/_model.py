@@ -40,7 +40,6 @@ __all__ = [
     "kernel_cell_weights",
     "make_grid",
     "release_s1",
-    "release_s1_from_sums",
     "release_s1_from_weights",
     "row_uniforms",
 ]
@@ -170,42 +169,6 @@ def release_s1(
     )
 
 
-def release_s1_from_sums(
-    grid: KroneckerGaussianGrid,
-    sums: NDArray[np.float64],
-    *,
-    n: int,
-    n1: int,
-    sigma_count: float | None,
-    mechanism: GaussianProcessMechanism | None,
-    rng: np.random.Generator,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """S1 from the four cell sums F_{a,y} (shape ``grid.shape + (2, 2)``) and the counts.
-
-    The data enter only through ``sums``, ``n`` (the public half size) and ``n1`` (rows of
-    group 1): :func:`release_s1` calls this with in-memory sums, the out-of-core fit
-    (:mod:`dpfair.fairclass.outofcore`) with ``grid.kernel_apply`` of DuckDB-aggregated
-    weights. Same noise, drawn from ``rng`` in the same order (count, then the process).
-    """
-    count1 = float(n1)
-    if mechanism is None:
-        pi1 = count1 / n
-        eta = eta_from_sums(sums, 0.0)
-    else:
-        if sigma_count is None:
-            raise InvalidParameterError("release_s1: sigma_count is required with a mechanism.")
-        n1_noisy = count1 + _lattice_noise(n, sigma_count, rng)
-        pi1 = n1_noisy / n
-        # the kernel sums here are floating-point values from the caller: this path uses the
-        # continuous GaussianProcessMechanism.release; no release of dpfair calls it (CDP-Fair
-        # in memory and out of core use release_s1_from_weights / release_binned)
-        noisy = mechanism.release(sums, grid, rng)
-        eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
-    lo = 1.0 / n
-    pi1 = float(min(max(pi1, lo), 1.0 - lo))
-    return eta, np.array([1.0 - pi1, pi1])
-
-
 def _lattice_noise(n: int, sigma: float, rng: np.random.Generator) -> float:
     """Exact discrete Gaussian count noise on a public lattice (n public, σ public).
 
@@ -231,7 +194,8 @@ def release_s1_from_weights(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """S1 from the exact binned weights W_{a,y} (:func:`kernel_cell_weights`) and counts.
 
-    As :func:`release_s1_from_sums`, but the kernel sums are released with
+    The data enter only through ``weights``, ``n`` (the public half size) and ``n1``
+    (rows of group 1); the kernel sums are released with
     :meth:`GaussianProcessMechanism.release_binned`: the noise is added in the whitened
     space where the sensitivity √2 is proven for the computed values (rule 6 of
     THREATS.md), and ``n`` (the public half size) is the total mass of W.

@@ -667,6 +667,7 @@ def discrete_gaussian_privacy_at(
     d = float(delta)
     if not 0 < d < 1:
         raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
-    cont = GaussianMechanism(sigma, l2_sensitivity).privacy_at(d * (1.0 - DELTA_SLACK_FRACTION))
+    cont = GaussianMechanism(sigma, l2_sensitivity).continuous_privacy_at(
+        d * (1.0 - DELTA_SLACK_FRACTION))
     eps = float(cont.epsilon or 0.0)
     return Budget.approx(eps, d, note="discrete Gaussian (analytic Gaussian + lattice slack)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -13,6 +14,9 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_in_open_interval, check_positive
 from dpfair.privacy import Budget
+
+if TYPE_CHECKING:
+    from dpfair.mechanisms.discrete_gaussian import LatticeNoise
 
 __all__ = [
     "GaussianMechanism",
@@ -153,8 +157,12 @@ class GaussianMechanism:
         """The zCDP guarantee, ρ = Δ²/(2σ²)."""
         return Budget.zcdp(self.l2_sensitivity**2 / (2.0 * self.sigma**2))
 
-    def privacy_at(self, delta: float) -> Budget:
-        """The exact (ε, δ) guarantee at this δ (analytic Gaussian, smallest such ε)."""
+    def continuous_privacy_at(self, delta: float) -> Budget:
+        """(ε, δ) of the *continuous* mechanism N(f(D), σ²) (analytic Gaussian, smallest ε).
+
+        The building block of the discrete statements (:meth:`privacy_at`,
+        :func:`~dpfair.mechanisms.discrete_gaussian.discrete_gaussian_privacy_at`).
+        """
         dl = check_in_open_interval("delta", delta, 0.0, 1.0)
 
         def gap(eps: float) -> float:
@@ -168,19 +176,80 @@ class GaussianMechanism:
         eps = optimize.brentq(gap, 0.0, hi, xtol=1e-13, rtol=1e-13)
         return Budget.approx(float(eps) * (1 + 1e-12), dl, note="analytic Gaussian")
 
+    def privacy_at(self, delta: float) -> Budget:
+        """The (ε, δ) guarantee of :meth:`release` as executed, at this δ.
+
+        :meth:`release` adds exact discrete Gaussian noise on a lattice whose continuous
+        part has scale ≥ σ for the lattice sensitivity (:meth:`lattice_noise`), so the
+        analytic-Gaussian ε read at δ(1 − 2^-40) holds for the executed release (the
+        discrete slack ≤ δ·2^-41, ``mechanisms/discrete_gaussian.py``).
+        """
+        from dpfair.mechanisms.discrete_gaussian import DELTA_SLACK_FRACTION
+
+        dl = check_in_open_interval("delta", delta, 0.0, 1.0)
+        cont = self.continuous_privacy_at(dl * (1.0 - DELTA_SLACK_FRACTION))
+        return Budget.approx(float(cont.epsilon or 0.0), dl,
+                             note="discrete Gaussian on a lattice (analytic + slack)")
+
+    def lattice_noise(self, dim: int = 1) -> LatticeNoise:
+        """The public lattice 2^-b·ℤ and exact noise of :meth:`release` for ``dim`` values.
+
+        b = clip(20 − ⌊log2 min(σ, Δ)⌋, 0, 44 − ⌈log2 σ⌉): public. Snapping moves each
+        coordinate by ≤ 2^-b/2, so neighbours' snapped vectors differ by
+        ≤ Δ·2^b + √dim lattice units = 2^b·Δ·(σ′/σ) with σ′ = σ(1 + √dim·2^-b/Δ); the
+        noise is N_ℤ(0, S)^dim with S·4^-b ≥ σ′² (+ the smoothing term of
+        :class:`~dpfair.mechanisms.discrete_gaussian.LatticeNoise`), so the zCDP ρ of the
+        integer mechanism is ≤ (2^bΔσ′/σ)²/(2σ′²4^b) = Δ²/(2σ²) exactly as stated by
+        :attr:`privacy`. The extra noise σ′/σ − 1 = √dim·2^-b/Δ is ≤ √dim·2^-20 unless
+        σ/Δ > 2^24 (where the cap on b keeps the sampler's integers below 2^45).
+        """
+        from dpfair.mechanisms.discrete_gaussian import (
+            SMOOTHING_VARIANCE,
+            LatticeNoise,
+            _round_to_scale,
+            lattice_variance,
+        )
+
+        d = int(dim)
+        if d < 1:
+            raise InvalidParameterError(f"dim={dim!r}: expected a positive number of values.")
+        low = math.floor(math.log2(min(self.sigma, self.l2_sensitivity)))
+        cap = 44 - math.ceil(math.log2(self.sigma))
+        b = int(min(max(20 - low, 0), max(cap, 0)))
+        sig = self.sigma * (1.0 + math.sqrt(d) * 2.0**-b / self.l2_sensitivity) * (1 + 2**-50)
+        variance = _round_to_scale(lattice_variance(sig, b, SMOOTHING_VARIANCE))
+        return LatticeNoise(float(sig), b, variance)
+
     @property
     def variance(self) -> float:
         """Variance of the added noise."""
         return self.sigma**2
 
     def release(self, value: ArrayLike, rng: RandomLike = None) -> NDArray[np.float64]:
-        """Return ``value`` plus fresh independent N(0, σ²) noise per coordinate.
+        """``value`` plus Gaussian noise, ρ-zCDP as executed (Mironov's fix, done exactly).
 
-        The continuous binary64 primitive (numpy's normal added in floating point): it is
-        *not* safe against floating-point attacks on data-dependent values and no release
-        of dpfair uses it. Releases add exact discrete Gaussian noise on a public lattice
-        (:class:`dpfair.mechanisms.discrete_gaussian.LatticeNoise`).
+        ``value`` is snapped to the public lattice 2^-b·ℤ of :meth:`lattice_noise`
+        (K = rint(value·2^b), exact: scaling by a power of two and ``rint`` are exact), an
+        exact discrete Gaussian vector Z (``sample_discrete_gaussian``, integer arithmetic
+        only) is added in int64, and (K + Z)·2^-b is converted to
+        binary64 — a function of the private integer vector K + Z, i.e. post-processing.
+        The output depends on ``value`` only through K, never through its low-order bits;
+        the noise is larger than σ by a relative √dim·2^-b/Δ (:meth:`lattice_noise`).
         """
         gen = as_generator(rng)
         arr = np.asarray(value, dtype=np.float64)
-        return arr + gen.normal(0.0, self.sigma, size=arr.shape)
+        if not np.all(np.isfinite(arr)):
+            raise InvalidParameterError("value: must be finite.")
+        noise = self.lattice_noise(max(arr.size, 1))
+        scaled = arr * 2.0**noise.bits
+        limit = 2.0**61
+        if arr.size and float(np.max(np.abs(scaled))) >= limit:
+            raise InvalidParameterError(
+                f"value: |value| must stay below 2^61·2^-{noise.bits} = {limit * noise.step:.3g} "
+                f"for the public lattice of sigma={self.sigma:g}; rescale the query."
+            )
+        from dpfair.mechanisms.discrete_gaussian import sample_discrete_gaussian
+
+        k = np.rint(scaled).astype(np.int64)
+        z = sample_discrete_gaussian(noise.variance, arr.shape, gen)
+        return np.asarray((k + z).astype(np.float64) * noise.step, dtype=np.float64)

@@ -612,7 +612,12 @@ class GaussianProcessMechanism:
         grid: KroneckerGaussianGrid,
         rng: RandomLike = None,
     ) -> NDArray[np.float64]:
-        """Return ``values + σ·W`` on ``grid`` with fresh, exact Gaussian-process noise.
+        """Return ``values + σ·W`` on ``grid`` with fresh Gaussian-process noise (continuous).
+
+        The continuous binary64 primitive, for simulation and analysis: rounding of
+        arbitrary ``values`` lands in the covariance's small-eigenvalue directions and
+        the noise is numpy's normal, so it is not safe against floating-point attacks
+        (``docs/floating_point.md``). Releases use :meth:`release_binned`.
 
         Parameters
         ----------
