@@ -319,6 +319,41 @@ def private_fair_threshold(
     return ThresholdResult(tau, abs(dd_tau) <= alpha, dd_tau)
 
 
+
+def _public_cell(
+    lo: float, hi: float, rate: Fraction, gen: np.random.Generator,
+    bins: int = SCORE_LATTICE_BINS,
+) -> tuple[float, float]:
+    """A cell of the finest *public* partition inside the piece [lo, hi], ∝ its length.
+
+    A piece's edges are public points (score-lattice points −1 + 2k/B, ±r, 0, base edges),
+    but *which* lattice points are edges depends on the data. A uniform point computed as
+    lo + u·(hi − lo) would then round on a data-dependent grid (a piece [0, 1] yields
+    multiples of 2^-53 where its halves [0, ½], [½, 1] yield odd multiples of 2^-54 in
+    [¼, ½)): Mironov's leak in miniature. So the point is drawn in two exact steps: a public
+    cell — the first partial cell [lo, p], one of the m full lattice cells (an exact uniform
+    integer), or the last [q, hi], chosen with probabilities ∝ their exact lengths by
+    :func:`~dpfair.mechanisms.exact_choice.choose_piece` — and then the uniform point of that
+    cell, computed from the cell's own (public) edges. Given the piece, the cell law is
+    exactly length-proportional, so the released law is unchanged.
+    """
+    h = Fraction(2, int(bins))
+    first = math.floor((Fraction(lo) + 1) / h) + 1  # first lattice index strictly above lo
+    last = math.ceil((Fraction(hi) + 1) / h) - 1  # last lattice index strictly below hi
+    if first > last:
+        return lo, hi
+    p = float(-1 + first * h)  # exact: k·2^-15 with |k| ≤ 2^16
+    q = float(-1 + last * h)
+    part = choose_piece(PieceMasses.lengths(np.array([lo, p, q, hi])),
+                        np.zeros(3, dtype=np.int64), rate, gen)
+    if part == 0:
+        return lo, p
+    if part == 2:
+        return q, hi
+    k = first + int(gen.integers(0, last - first))
+    return float(-1 + k * h), float(-1 + (k + 1) * h)
+
+
 @dataclass(frozen=True, eq=False)
 class ThresholdLaw:
     """Exact output law of :func:`private_fair_threshold`: an atom at 0 plus pieces.
@@ -362,7 +397,7 @@ class ThresholdLaw:
         edges = self.continuous.edges
         if j == edges.size - 1:
             return 0.0
-        lo, hi = float(edges[j]), float(edges[j + 1])
+        lo, hi = _public_cell(float(edges[j]), float(edges[j + 1]), self.rate, gen)
         return float(min(lo + gen.random() * (hi - lo), hi))
 
 
