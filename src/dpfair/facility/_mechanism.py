@@ -198,13 +198,19 @@ class _OutputGrid:
     def release(
         self, a: NDArray[np.float64], b: NDArray[np.float64], rng: np.random.Generator
     ) -> NDArray[np.float64]:
-        """A uniform point of the public cell of a uniform point of each piece [a, b]."""
+        """A uniform point of the public cell of a uniform point of each piece [a, b].
+
+        The point is fl(E_c + u·(E_{c+1} − E_c)) (u uniform on [0, 1), 53 bits), lowered
+        to the largest double below E_{c+1} when it rounds up to that edge, so it lies in
+        [E_c, E_{c+1}) and :meth:`index` of it is c: a function of c and u only.
+        """
         if a.size == 1:  # the same decisions on Python floats (public branch: size only)
-            lo_e, hi_e = self._edges1(_choose_cell1(self, float(a[0]), float(b[0]), rng))
-            return np.array([min(lo_e + rng.random() * (hi_e - lo_e), hi_e)])
+            e0, e1 = self._edges1(_choose_cell1(self, float(a[0]), float(b[0]), rng))
+            return np.array([min(e0 + rng.random() * (e1 - e0), math.nextafter(e1, -math.inf))])
         c = _choose_cells(self, a, b, rng)
         lo_e, hi_e = self.edge(c), self.edge(c + 1)
-        return np.minimum(lo_e + rng.random(c.size) * (hi_e - lo_e), hi_e)
+        top = np.nextafter(hi_e, -np.inf)  # keep the point in [E_c, E_{c+1}): index(point) = c
+        return np.minimum(lo_e + rng.random(c.size) * (hi_e - lo_e), top)
 
     def _edges1(self, c: int) -> tuple[float, float]:
         j = self.first + c
