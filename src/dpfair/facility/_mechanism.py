@@ -52,6 +52,22 @@ W depends on the public (ε, α, n) only, so the work done does not depend on th
 (beyond that 1e-12 branch). With α = 0 there is no such bound: a tie block around the
 median makes every piece of any window empty, so :meth:`DPExpMed.sample` then sorts and
 draws from the full law (O(n log n), the same work whatever the data).
+
+Privacy as executed (issue 11; ``docs/proofs/facility_dpexpmed.md`` §5a)
+------------------------------------------------------------------------
+The edges are g⁻(x_i) = clip(fl(x_i − b)) and g⁺(x_i) = clip(fl(x_i + b)), b = fl(αm),
+computed per record; g^± are non-decreasing and g⁻ ≤ g⁺. On the piece holding v the
+executed loss is exactly L̂(v) = min{cap, max(0, k − #{i : g⁻(x_i) ≤ v},
+#{i : g⁺(x_i) ≤ v} + 1 − k)}: two counts of per-record events, each moved by ≤ 1 by a
+neighbour, so L̂ has sensitivity 1 — no property of the rounded edges beyond monotonicity
+and g⁻ ≤ g⁺ is needed (not that they are translates by 2αm). The piece is chosen with
+probability ∝ exact length × e^{−r·loss}, r = ε(1 − 2^-50)/2 exactly; then the released
+public cell is chosen *exactly* with probability (overlap with the piece)/(piece length)
+(:func:`_choose_cells`), and the released number is a uniform point of that cell computed
+from the cell index and public numbers only. So the cell law is exactly
+∫_cell e^{−r L̂}/Ẑ — the law :meth:`DPExpMed.distribution` returns (its rate is ε/2) —
+and every cell-probability ratio between neighbours is ≤ e^{2r} < e^ε: pure ε-DP (and
+ε-bounded range) as executed, with no argued step.
 """
 
 from __future__ import annotations
@@ -411,6 +427,11 @@ class DPExpMed:
     :mod:`dpfair.facility._mechanism` and ``docs/proofs/facility_dpexpmed.md``). It is also
     ε-bounded-range, hence ε²/8-zCDP (:attr:`privacy_zcdp`). Drawing ``size`` locations
     from one data set is ``size`` releases: ``size·ε`` by basic composition.
+
+    As executed: the loss built from the computed binary64 edges fl(x_i ∓ αm) is itself a
+    sensitivity-1 loss (counts of per-record monotone transforms), the piece and then the
+    public output cell are chosen by exact samplers, and the released number is computed
+    from the cell index and public numbers only (module docstring; §5a of the proof).
 
     Cost: :meth:`sample` is O(n) expected (selection, no full sort) and exact;
     :meth:`distribution` is O(n log n) (one sort) and O(n) after it.
