@@ -398,3 +398,50 @@ def test_old_float_location_lands_in_the_wrong_cell_on_crafted_cases():
                 assert one == want == ca
             else:  # a block cell, never the last cell want + 1 that fl gave
                 assert ca < one <= want
+
+
+# ------------------------------------------------------------------ the public grid
+@pytest.mark.parametrize("domain", [(-0.3, 0.77), (0.0, 1.0), (-1e-300, 3e-300),
+                                    (-(2.0**60), 3.0), (1e5, 1e5 + 7.0)])
+def test_public_grid_is_exact_on_any_domain(domain):
+    """Edges are exact, strictly increasing, interior cells exactly θ_g long, ``index`` is
+    exact at and just below every edge checked, and the cell law is the overlap law on a
+    piece that starts at lo (a partial first cell) and on one that holds a subnormal or
+    zero end."""
+    lo, hi = domain
+    g = fm._OutputGrid.for_domain(lo, hi)
+    th = Fraction(g.cell)
+    n = g.n_cells
+    cs = np.unique(np.array([0, 1, 2, 3, n // 2, n - 3, n - 2, n - 1, n]).clip(0, n))
+    e = g.edge(cs)
+    assert e[0] == lo and g.edge(n) == hi and np.all(np.diff(e) > 0)
+    for c, ec in zip(cs, e, strict=True):
+        if 0 < c < n:
+            assert Fraction(float(ec)) == (g.first + int(c)) * th
+            assert int(g.index(np.array([ec]))[0]) == c
+            assert int(g.index(np.array([np.nextafter(ec, -np.inf)]))[0]) == c - 1
+        if 0 < c < n - 1:
+            assert Fraction(float(g.edge(c + 1))) - Fraction(float(ec)) == th
+    b = float(g.edge(min(3, n))) if n > 3 else hi
+    b = float(np.nextafter(b, np.inf)) if b < hi else b
+    pieces = [(lo, b)]
+    if lo < 0.0 < hi:
+        pieces.append((-5e-324, float(g.edge(min(n, -g.first + 2)))))
+    for a_, b_ in pieces:
+        cells = fm._choose_cells(g, np.full(50_000, a_), np.full(50_000, b_),
+                                 np.random.default_rng(3))
+        fa, fb = Fraction(a_), Fraction(b_)
+        probs = {}
+        for c in range(int(g.index(np.array([a_]))[0]), int(g.index(np.array([b_]))[0]) + 1):
+            ov = (min(fb, Fraction(float(g.edge(c + 1)))) - max(fa, Fraction(float(g.edge(c)))))
+            if ov > 0:
+                probs[c] = ov / (fb - fa)
+        _check_counts(_counts(cells), probs, 50_000)
+        for s in range(50):
+            one = fm._choose_cell1(g, a_, b_, np.random.default_rng(s))
+            vec = fm._choose_cells(g, np.array([a_]), np.array([b_]), np.random.default_rng(s))
+            assert one == int(vec[0]) and one in probs
+        pts = g.release(np.full(2000, a_), np.full(2000, b_), np.random.default_rng(4))
+        assert np.all((pts >= a_ - 2 * g.cell) & (pts <= b_ + 2 * g.cell))
+        c_pts = g.index(pts)
+        assert np.all((g.edge(c_pts) <= pts) & (pts < g.edge(c_pts + 1)))

@@ -274,10 +274,13 @@ def _choose_cells(
     """
     inv = 1.0 / grid.cell  # a power of two: exact
     qa, qb = a * inv, b * inv
-    ja = np.floor(qa) - ((qa == 0) & (a < 0))
-    jb = np.ceil(qb) - 1.0 + ((qb == 0) & (b > 0))
-    ca = np.maximum(ja - grid.first, 0)
-    cb = np.minimum(jb - grid.first, grid.n_cells - 1)
+    ja = np.floor(qa)
+    jb = np.ceil(qb) - 1.0
+    if grid.cell > 1.0:  # public: only then can a non-zero a/θ_g underflow to ±0
+        ja -= (qa == 0) & (a < 0)
+        jb += (qb == 0) & (b > 0)
+    ca = ja - grid.first  # in 0 … N − 1 since lo ≤ a < b ≤ hi
+    cb = jb - grid.first
     total = b - a
     e1 = np.minimum((ja + 1.0) * grid.cell, b)  # = min(E_{ca+1}, b)
     eb = np.maximum(jb * grid.cell, grid.low)  # = E_cb
@@ -309,8 +312,8 @@ def _choose_cell1(grid: _OutputGrid, a: float, b: float, rng: np.random.Generato
     qa, qb = a / cell, b / cell
     ja = math.floor(qa) - (qa == 0 and a < 0)
     jb = math.ceil(qb) - 1 + (qb == 0 and b > 0)
-    ca = max(ja - grid.first, 0)
-    cb = min(jb - grid.first, grid.n_cells - 1)
+    ca = ja - grid.first
+    cb = jb - grid.first
     e1 = min((ja + 1) * cell, b)
     eb = max(jb * cell, grid.low)
     total = b - a
