@@ -32,10 +32,11 @@ INVENTORY: dict[tuple[str, str], str] = {
         "sample_order_statistic_cell (public cell edges only)",
     ("fairclass/_threshold.py", "ThresholdLaw.sample"):
         "uniform point of a public cell chosen exactly by _public_cell (public edges only)",
-    ("facility/_mechanism.py", "_OutputGrid.snap"): PUBLIC_CELL,
+    ("facility/_mechanism.py", "_OutputGrid.release"):
+        PUBLIC_CELL + " (the cell itself is chosen exactly by _choose_cells)",
     ("facility/_mechanism.py", "_sample_windowed"):
-        "DPExpMed's point inside its (data-dependent) piece; snapped to a public cell "
-        "before release (docs/floating_point.md, DPExpMed)",
+        "the continuous draw of DPExpMed's law inside a data-dependent piece, kept for the "
+        "analysis/attack tests; DPExpMed.sample chooses a public cell exactly instead",
     ("facility/_families.py", "TriangularLaw._draw"): SIMULATION,
     ("facility/_families.py", "TruncatedNormalLaw._draw"): SIMULATION,
     ("facility/_families.py", "CustomSinglePeakedLaw._draw"): SIMULATION,

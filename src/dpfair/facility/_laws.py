@@ -302,9 +302,9 @@ class FacilityDistribution(OutputDistribution):
     epsilon: float
     widening: float
     median: str = "lower"
-    #: P(p_α(D, ℓ) = v), v = 0..cap, at the exponential mechanism's draw ℓ, when
-    #: :attr:`law` is the public-cell law of the released location (``DPExpMed``: the
-    #: released L lies in ℓ's public cell, see ``_OutputGrid``) and not indexed by ranks.
+    #: P(p_α(D, L) = v), v = 0..cap, at the released location L, when :attr:`law` is the
+    #: public-cell law of the release (``DPExpMed``: computed with that law by
+    #: ``_cell_average``) and not indexed by ranks.
     loss_probabilities: NDArray[np.float64] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ location law

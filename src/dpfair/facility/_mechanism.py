@@ -52,10 +52,27 @@ W depends on the public (ε, α, n) only, so the work done does not depend on th
 (beyond that 1e-12 branch). With α = 0 there is no such bound: a tie block around the
 median makes every piece of any window empty, so :meth:`DPExpMed.sample` then sorts and
 draws from the full law (O(n log n), the same work whatever the data).
+
+Privacy as executed (issue 11; ``docs/proofs/facility_dpexpmed.md`` §5a)
+------------------------------------------------------------------------
+The edges are g⁻(x_i) = clip(fl(x_i − b)) and g⁺(x_i) = clip(fl(x_i + b)), b = fl(αm),
+computed per record; g^± are non-decreasing and g⁻ ≤ g⁺. On the piece holding v the
+executed loss is exactly L̂(v) = min{cap, max(0, k − #{i : g⁻(x_i) ≤ v},
+#{i : g⁺(x_i) ≤ v} + 1 − k)}: two counts of per-record events, each moved by ≤ 1 by a
+neighbour, so L̂ has sensitivity 1 — no property of the rounded edges beyond monotonicity
+and g⁻ ≤ g⁺ is needed (not that they are translates by 2αm). The piece is chosen with
+probability ∝ exact length × e^{−r·loss}, r = ε(1 − 2^-50)/2 exactly; then the released
+public cell is chosen *exactly* with probability (overlap with the piece)/(piece length)
+(:func:`_choose_cells`), and the released number is a uniform point of that cell computed
+from the cell index and public numbers only. So the cell law is exactly
+∫_cell e^{−r L̂}/Ẑ — the law :meth:`DPExpMed.distribution` returns (its rate is ε/2) —
+and every cell-probability ratio between neighbours is ≤ e^{2r} < e^ε: pure ε-DP (and
+ε-bounded range) as executed, with no argued step.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -144,46 +161,200 @@ def _law_from_sorted(
 
 #: The public output grid has cells of width 2^-44 of the domain's scale (256 ulps).
 _CELL_BITS = 44
+_U53 = 2.0**-53
+#: Relative margin of the fast cell decision: |p̂ − p| ≤ 3.01u·p for p̂ = fl(fl(L)/fl(T)),
+#: plus u for the product with (1 ± margin).
+_CELL_TOL = 8.0 * _U53
+_WORD_MAX = 2**64 - 1
 
 
 @dataclass(frozen=True)
 class _OutputGrid:
-    r"""Public cells of width θ_g = 2^(⌊log2 s⌋ − 44), s = max(|lo|, |hi|, hi − lo).
+    r"""Public cells: multiples of θ_g = 2^(⌊log2 s⌋ − 44), s = max(|lo|, |hi|, hi − lo).
 
-    Floating-point model (``docs/floating_point.md``). The released location is
-    lo + (c + u)θ_g (the last cell is cut at hi) for a cell index c and a uniform u: the
-    output is computed from the integer c and public numbers only. c is the cell of a
-    draw ℓ of the real-arithmetic mechanism, so the output law is that law averaged over
-    each cell (:func:`_cell_average`) — a post-processing, hence still pure ε-DP, and the
-    density ratio of the averaged laws is checked exactly by the tests. The one argued
-    step: ℓ is computed in floating point from data-dependent piece edges, so which cell
-    it falls in can differ from real arithmetic only when ℓ is within a few ulps
-    (≤ 2^-7 θ_g) of a cell boundary, an event of probability ≤ 2^-50 per draw.
+    The cell edges are E_0 = lo, E_c = (J_0 + c)·θ_g for 0 < c < N, E_N = hi, with
+    J_0 = ⌊lo/θ_g⌋ and N = ⌈hi/θ_g⌉ − J_0. Every E_c is an exact binary64 number
+    (|J_0 + c| < 2^47, θ_g a power of two), they are strictly increasing, and every cell
+    except the first and the last has length exactly θ_g. All of it depends on (lo, hi)
+    only.
+
+    Floating-point model (``docs/floating_point.md``). :meth:`release` chooses the cell
+    of a uniform point of a piece [a, b] *exactly* (probabilities = exact overlap lengths
+    / (b − a), :func:`_choose_cells`) and returns E_c + u·(E_{c+1} − E_c) for a uniform u:
+    the output is computed from the integer c and public numbers only, and its cell law
+    is exactly the mechanism's law averaged over each cell (:func:`_cell_average`).
     """
 
     low: float
     high: float
     cell: float
+    first: int
     n_cells: int
 
     @classmethod
     def for_domain(cls, lo: float, hi: float) -> _OutputGrid:
-        scale = max(abs(lo), abs(hi), hi - lo)
-        cell = 2.0 ** (math.floor(math.log2(scale)) - _CELL_BITS)
-        return cls(lo, hi, cell, max(math.ceil((hi - lo) / cell), 1))
+        return _grid_for_domain(float(lo), float(hi))
 
-    def index(self, t: NDArray[np.float64]) -> NDArray[np.int64]:
-        c = np.floor((np.asarray(t, dtype=np.float64) - self.low) / self.cell)
+    def edge(self, c: ArrayLike) -> NDArray[np.float64]:
+        """E_c (exact; E_c = lo for c ≤ 0 and hi for c ≥ N)."""
+        ci = np.asarray(c, dtype=np.float64)
+        return np.clip((ci + self.first) * self.cell, self.low, self.high)
+
+    def index(self, t: ArrayLike) -> NDArray[np.int64]:
+        """The cell c with E_c ≤ t < E_{c+1} (clipped to 0 … N − 1), exactly.
+
+        t/θ_g is a scaling by a power of two, exact unless it is subnormal; then its floor
+        is still right (0 or −1) unless it rounded to −0, which the correction catches.
+        """
+        tt = np.asarray(t, dtype=np.float64)
+        q = tt / self.cell
+        c = np.floor(q) - ((q == 0) & (tt < 0)) - self.first
         return np.clip(c, 0, self.n_cells - 1).astype(np.int64)
 
-    def edge(self, c: NDArray[np.int64]) -> NDArray[np.float64]:
-        return np.minimum(self.low + np.asarray(c, dtype=np.float64) * self.cell, self.high)
+    def release(
+        self, a: NDArray[np.float64], b: NDArray[np.float64], rng: np.random.Generator
+    ) -> NDArray[np.float64]:
+        """A uniform point of the public cell of a uniform point of each piece [a, b].
 
-    def snap(self, draws: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
-        """A uniform point of the public cell of each draw (public numbers only)."""
-        c = self.index(draws)
-        a, b = self.edge(c), self.edge(c + 1)
-        return np.minimum(a + rng.random(c.size) * (b - a), b)
+        The point is fl(E_c + u·(E_{c+1} − E_c)) (u uniform on [0, 1), 53 bits), lowered
+        to the largest double below E_{c+1} when it rounds up to that edge, so it lies in
+        [E_c, E_{c+1}) and :meth:`index` of it is c: a function of c and u only.
+        """
+        if a.size == 1:  # the same decisions on Python floats (public branch: size only)
+            e0, e1 = self._edges1(_choose_cell1(self, float(a[0]), float(b[0]), rng))
+            return np.array([min(e0 + rng.random() * (e1 - e0), math.nextafter(e1, -math.inf))])
+        c = _choose_cells(self, a, b, rng)
+        lo_e, hi_e = self.edge(c), self.edge(c + 1)
+        top = np.nextafter(hi_e, -np.inf)  # keep the point in [E_c, E_{c+1}): index(point) = c
+        return np.minimum(lo_e + rng.random(c.size) * (hi_e - lo_e), top)
+
+    def _edges1(self, c: int) -> tuple[float, float]:
+        j = self.first + c
+        lo_e = self.low if c <= 0 else min(j * self.cell, self.high)
+        hi_e = self.high if c + 1 >= self.n_cells else max((j + 1) * self.cell, self.low)
+        return lo_e, hi_e
+
+
+@functools.lru_cache(maxsize=64)
+def _grid_for_domain(lo: float, hi: float) -> _OutputGrid:
+    scale = max(abs(lo), abs(hi), hi - lo)
+    # a normal power of two (so 1/θ_g and every E_c are exact), also on tiny domains
+    cell = 2.0 ** max(math.floor(math.log2(scale)) - _CELL_BITS, -1022)
+    first = math.floor(Fraction(lo) / Fraction(cell))  # exact
+    last = math.ceil(Fraction(hi) / Fraction(cell))
+    return _OutputGrid(lo, hi, cell, first, max(last - first, 1))
+
+
+def _choose_cells(
+    grid: _OutputGrid, a: NDArray[np.float64], b: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.int64]:
+    r"""The public cell of V uniform on [a_i, b_i] (a_i < b_i binary64 in V), exactly.
+
+    The piece meets the cell c_a ∋ a (*first*, overlap L_1 = min(b, E_{c_a+1}) − a), the
+    cells c_a + 1 … c_b − 1 (the *block*, each exactly θ_g long) and the cell c_b with
+    E_{c_b} < b ≤ E_{c_b+1} (*last*, overlap L_3 = b − E_{c_b}); T = b − a. With U uniform
+    on [0, 1) the cell is first if U·T < L_1, last if U·T ≥ T − L_3, otherwise a block
+    cell, then uniform on the block (equal lengths θ_g): P(c) = |[a, b] ∩ cell c| / T,
+    exactly. In absolute grid units c_a + J_0 = ⌊a/θ_g⌋ and c_b + J_0 = ⌈b/θ_g⌉ − 1
+    (exact scalings; a quotient that underflows to 0 is corrected by its sign).
+
+    U is revealed from 64-bit words: the first word's top 53 bits B put U in
+    [B·2^-53, (B + 1)·2^-53); the fast path compares that interval with p̂_1 = fl(L_1/T)
+    and q̂_3 = fl(L_3/T), each within 3.01u relatively of the exact ratio if normal (two
+    correctly rounded differences and a quotient; a subnormal quotient is below every
+    non-zero multiple of 2^-53, and the strict comparisons never decide against 0), and
+    decides only beyond the margin 8u·p̂. Otherwise (probability ≈ 2^-49 per cell edge
+    in the piece, near the draw) the comparison is done in exact rationals
+    (``fractions``) with 64 more bits of U per round until it is certain (U·T hits an
+    edge with probability 0). Every comparison returned is certain, so the output law
+    is exact; the output is a deterministic function of (a, b), the public grid and the
+    generator's words. Block cells come from one exact uniform integer per draw
+    (``Generator.integers``, drawn for every draw, so the number of generator calls
+    depends on the public size only, except in the exact branch).
+    """
+    inv = 1.0 / grid.cell  # a power of two: exact
+    qa, qb = a * inv, b * inv
+    ja = np.floor(qa)
+    jb = np.ceil(qb) - 1.0
+    if grid.cell > 1.0:  # public: only then can a non-zero a/θ_g underflow to ±0
+        ja -= (qa == 0) & (a < 0)
+        jb += (qb == 0) & (b > 0)
+    ca = ja - grid.first  # in 0 … N − 1 since lo ≤ a < b ≤ hi
+    cb = jb - grid.first
+    total = b - a
+    e1 = np.minimum((ja + 1.0) * grid.cell, b)  # = min(E_{ca+1}, b)
+    eb = np.maximum(jb * grid.cell, grid.low)  # = E_cb
+    p1 = (e1 - a) / total
+    q3 = (b - eb) / total
+    words = rng.integers(0, _WORD_MAX, size=a.size, dtype=np.uint64, endpoint=True)
+    u_lo = (words >> np.uint64(11)).astype(np.float64) * _U53
+    u_hi = u_lo + _U53
+    first = u_hi < p1 * (1.0 - _CELL_TOL)
+    not_first = u_lo > p1 * (1.0 + _CELL_TOL)
+    last = (1.0 - u_lo) < q3 * (1.0 - _CELL_TOL)
+    not_last = (1.0 - u_hi) > q3 * (1.0 + _CELL_TOL)
+    count = cb - ca - 1.0  # block size (≥ 0 when cb > ca)
+    # 0 first, 1 block, 2 last, −1 undecided; cb ≤ ca: one cell, nothing to decide
+    part = np.where(first | (cb <= ca), 0,
+                    np.where(not_first & (last | (count <= 0)), 2,
+                             np.where(not_first & not_last, 1, -1)))
+    undecided = np.flatnonzero(part < 0)
+    for i in undecided:
+        part[i] = _cell_part_exact(float(a[i]), float(b[i]), float(e1[i]), float(eb[i]),
+                                   int(words[i]), rng)
+    offset = rng.integers(0, np.maximum(count, 1.0).astype(np.int64))
+    return np.where(part == 0, ca, np.where(part == 2, cb, ca + 1.0 + offset)).astype(np.int64)
+
+
+def _choose_cell1(grid: _OutputGrid, a: float, b: float, rng: np.random.Generator) -> int:
+    """One draw of :func:`_choose_cells` on Python floats (the same decisions)."""
+    cell = grid.cell
+    qa, qb = a / cell, b / cell
+    ja = math.floor(qa) - (qa == 0 and a < 0)
+    jb = math.ceil(qb) - 1 + (qb == 0 and b > 0)
+    ca = ja - grid.first
+    cb = jb - grid.first
+    e1 = min((ja + 1) * cell, b)
+    eb = max(jb * cell, grid.low)
+    total = b - a
+    p1 = (e1 - a) / total
+    q3 = (b - eb) / total
+    word = int(rng.integers(0, _WORD_MAX, dtype=np.uint64, endpoint=True))
+    u_lo = (word >> 11) * _U53
+    u_hi = u_lo + _U53
+    count = cb - ca - 1
+    if cb <= ca or u_hi < p1 * (1.0 - _CELL_TOL):
+        part = 0
+    elif u_lo > p1 * (1.0 + _CELL_TOL) and (count <= 0 or (1.0 - u_lo) < q3 * (1.0 - _CELL_TOL)):
+        part = 2
+    elif u_lo > p1 * (1.0 + _CELL_TOL) and (1.0 - u_hi) > q3 * (1.0 + _CELL_TOL):
+        part = 1
+    else:
+        part = _cell_part_exact(a, b, e1, eb, word, rng)
+    offset = int(rng.integers(0, max(count, 1)))
+    return ca if part == 0 else cb if part == 2 else ca + 1 + offset
+
+
+def _cell_part_exact(
+    a: float, b: float, e1: float, eb: float, word: int, rng: np.random.Generator
+) -> int:
+    """First (0), block (1) or last (2) by exact comparisons (:func:`_choose_cells`)."""
+    fa = Fraction(a)
+    total = Fraction(b) - fa
+    c1 = Fraction(e1) - fa  # U·T < c1: first
+    c2 = Fraction(eb) - fa  # U·T ≥ c2: last (c2 = c1 when the block is empty)
+    num, bits = word, 64
+    while True:
+        lo = Fraction(num, 1 << bits) * total
+        hi = Fraction(num + 1, 1 << bits) * total
+        if hi <= c1:
+            return 0
+        if lo >= c2:
+            return 2
+        if lo >= c1 and hi <= c2:
+            return 1
+        num = (num << 64) | int(rng.integers(0, _WORD_MAX, dtype=np.uint64, endpoint=True))
+        bits += 64
 
 
 def _cell_average(
@@ -259,6 +430,11 @@ class DPExpMed:
     :mod:`dpfair.facility._mechanism` and ``docs/proofs/facility_dpexpmed.md``). It is also
     ε-bounded-range, hence ε²/8-zCDP (:attr:`privacy_zcdp`). Drawing ``size`` locations
     from one data set is ``size`` releases: ``size·ε`` by basic composition.
+
+    As executed: the loss built from the computed binary64 edges fl(x_i ∓ αm) is itself a
+    sensitivity-1 loss (counts of per-record monotone transforms), the piece and then the
+    public output cell are chosen by exact samplers, and the released number is computed
+    from the cell index and public numbers only (module docstring; §5a of the proof).
 
     Cost: :meth:`sample` is O(n) expected (selection, no full sort) and exact;
     :meth:`distribution` is O(n log n) (one sort) and O(n) after it.
@@ -436,7 +612,7 @@ class DPExpMed:
         xc = check_locations(x, self.domain)
         if accountant is not None:
             accountant.charge(Budget.pure(self.epsilon * count), label="facility/DPExpMed")
-        draws = _sample_windowed(
+        a, b = _choose_piece_edges(
             xc,
             epsilon=self.epsilon,
             domain=self.domain,
@@ -445,8 +621,8 @@ class DPExpMed:
             size=count,
             rng=gen,
         )
-        # Released: a uniform point of the draw's public cell (THREATS.md rule 6).
-        draws = _OutputGrid.for_domain(*self.domain).snap(draws, gen)
+        # Released: a uniform point of an exactly chosen public cell (THREATS.md rule 6).
+        draws = _OutputGrid.for_domain(*self.domain).release(a, b, gen)
         if size is None:
             return float(draws[0])
         return draws
@@ -472,7 +648,30 @@ def _sample_windowed(
     rng: np.random.Generator,
     half_width: int | None = None,
 ) -> NDArray[np.float64]:
-    """Exact draws of DPExpMed on unsorted validated data ``xc`` (modified in place).
+    """Draws ℓ of the mechanism's continuous law before the public cell (analysis, tests).
+
+    The piece is chosen exactly (:func:`_choose_piece_edges`); the point inside it is
+    fl(a + u(b − a)), a binary64 computation on data-dependent edges that no release uses
+    (:meth:`DPExpMed.sample` chooses the cell exactly instead).
+    """
+    a, b = _choose_piece_edges(xc, epsilon=epsilon, domain=domain, alpha=alpha, k=k,
+                               size=size, rng=rng, half_width=half_width)
+    return np.minimum(a + rng.random(a.size) * (b - a), b)
+
+
+def _choose_piece_edges(
+    xc: NDArray[np.float64],
+    *,
+    epsilon: float,
+    domain: tuple[float, float],
+    alpha: float,
+    k: int,
+    size: int,
+    rng: np.random.Generator,
+    half_width: int | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Edges (a, b) of exactly chosen pieces of DPExpMed on unsorted validated data ``xc``
+    (modified in place); P(piece j) ∝ (e_{j+1} − e_j)·e^{−c·loss_j}, exactly.
 
     ``half_width`` overrides the window (tests use a tiny one to exercise the fallback).
     """
@@ -492,8 +691,7 @@ def _sample_windowed(
         law = _law_from_sorted(xc, k, band, epsilon, lo, hi)
         units = np.minimum(np.abs(np.arange(n_pieces) - k), cap)
         idx = choose_pieces(PieceMasses.lengths(law.edges), units, rate, rng, size)
-        a, b = law.edges[idx], law.edges[idx + 1]
-        return np.minimum(a + rng.random(idx.size) * (b - a), b)
+        return law.edges[idx], law.edges[idx + 1]
     w = _window_half_width(epsilon, alpha, n) if half_width is None else int(half_width)
     xc.partition(k - 1)  # xc[k-1] = T; left part ≤ T, right part ≥ T
 
@@ -543,5 +741,4 @@ def _sample_windowed(
     if not inside.all():
         a[~inside] = full_edges[0][idx[~inside]]
         b[~inside] = full_edges[0][idx[~inside] + 1]
-    u = rng.random(idx.size)
-    return np.minimum(a + u * (b - a), b)
+    return a, b
