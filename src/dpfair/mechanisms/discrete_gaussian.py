@@ -59,6 +59,7 @@ from scipy import special
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
+from dpfair.mechanisms._exp_tables import accept_exp
 from dpfair.mechanisms.discrete_laplace import bernoulli_exp
 from dpfair.privacy import Budget
 
@@ -157,43 +158,6 @@ def _as_variance(variance: int | Fraction) -> Fraction:
 def _raw(m: int, gen: np.random.Generator) -> NDArray[np.uint64]:
     """``m`` uniform 64-bit words straight from the generator's bit generator (PCG64)."""
     return gen.bit_generator.random_raw(m)
-
-
-def _uniform_below(bound: int, m: int, gen: np.random.Generator) -> NDArray[np.int64]:
-    """``m`` exact uniform integers on {0, …, bound − 1}, 1 ≤ bound ≤ 2^62.
-
-    The top L bits of a uniform 64-bit word (L = bit length of bound − 1) are uniform on
-    {0, …, 2^L − 1}; values ≥ bound are rejected and redrawn (probability < 1/2 each).
-    """
-    shift = np.uint64(64 - max((bound - 1).bit_length(), 1))
-    out = (_raw(m, gen) >> shift).view(np.int64)  # < 2^62: the same integers as int64
-    bad = np.flatnonzero(out >= bound)
-    while bad.size:
-        out[bad] = (_raw(bad.size, gen) >> shift).view(np.int64)
-        bad = bad[out[bad] >= bound]
-    return out
-
-
-def _bern_exp(a: NDArray[np.int64], d: int, gen: np.random.Generator) -> NDArray[np.bool_]:
-    """Bernoulli(exp(−a/d)) per entry, 0 ≤ a ≤ d ≤ 2^62 (CKS Alg. 1; inputs trusted).
-
-    Round k draws Bernoulli(a/d)·Bernoulli(1/k) = Bernoulli(a/(kd)) as one uniform integer
-    W < kd compared with a (while kd ≤ 2^62; beyond, the two factors separately); the loop
-    stops at the first failure and returns 1 iff that round is odd.
-    """
-    out = np.zeros(a.size, dtype=bool)
-    active = np.arange(a.size)
-    k = 1
-    while active.size:
-        if k * d <= 2**62:
-            hit = _uniform_below(k * d, active.size, gen) < a[active]
-        else:
-            hit = _uniform_below(d, active.size, gen) < a[active]
-            hit &= _uniform_below(k, active.size, gen) == 0
-        out[active[~hit]] = k % 2 == 1
-        active = active[hit]
-        k += 1
-    return out
 
 
 # --------------------------------------------------------------------------- U < e^{-v}
@@ -356,8 +320,41 @@ def _laplace_scale(p: int, q: int) -> int:
     return 1 << j
 
 
-#: Typical per-candidate acceptance of one round (about 0.4–0.55 with t within √2 of σ).
-_ACCEPT_GUESS = 0.38
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Per-variance constants of the sampler (public; cached)."""
+
+    p: int
+    q: int
+    t: int
+    big_b: int
+    #: P(a candidate is accepted), in floating point: sizes the batches only, never the law.
+    accept: float
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(p: int, q: int) -> _Plan:
+    """t, B = 2pq·t² and the acceptance rate of one candidate for σ² = p/q.
+
+    A candidate (U, V, sign) has P(X = x, Alg. 2 keeps it) = (1 − e^{−1})/t·e^{−x/t}, and
+    e^{−x/t − γ(x)} = e^{−x²/(2σ²) − σ²/(2t²)}; with −0 rejected, P(accept) =
+    (1 − e^{−1})/t·e^{−σ²/(2t²)}·θ/2, θ = Σ_z e^{−z²/(2σ²)} (≈ σ√(2π) for σ ≥ 2 by
+    Poisson summation): between 0.41 and 0.48 for σ ≥ 2 with t within √2 of σ.
+    """
+    t = _laplace_scale(p, q)
+    s2 = p / q
+    if s2 >= 4.0:
+        theta = math.sqrt(2.0 * math.pi * s2)
+    else:
+        z = np.arange(-40, 41, dtype=np.float64)
+        theta = float(np.exp(-(z * z) / (2.0 * s2)).sum())
+    accept = -math.expm1(-1.0) / t * math.exp(-s2 / (2.0 * t * t)) * theta / 2.0
+    return _Plan(p, q, t, 2 * p * q * t * t, min(max(accept, 0.05), 1.0))
+
+
+#: Largest number of outputs per round (keeps the working arrays cache-sized; the batching
+#: never changes the law, only how the uniforms are grouped).
+_ROUND_MAX = 16384
 
 
 def sample_discrete_gaussian(
@@ -380,41 +377,45 @@ def sample_discrete_gaussian(
 
     Notes
     -----
-    Each round, for the pending draws only: |Y| from CKS Algorithm 2 with scale
-    t = ⌊σ⌋ + 1, then acceptance with probability exp(−(|Y| − σ²/t)²/(2σ²)) computed in
-    integers (module docstring), then a fair sign. Privacy statements are in the module
-    docstring: Δ²/(2σ²)-zCDP on integer vectors with L2 sensitivity Δ.
+    Each round draws a batch of i.i.d. candidates: |Y| from CKS Algorithm 2 with a
+    power-of-two scale t within √2 of σ, accepted with probability
+    exp(−U/t)·exp(−(|Y| − σ²/t)²/(2σ²)) = exp(−E), E = ⌊E⌋ + r/D computed in integers
+    (module docstring), and a fair sign (−0 rejected). When D ≤ 2^62 the Bernoulli(exp(−E))
+    is one comparison per factor of exp(−⌊E⌋)·Π_j exp(−r_j2^{bj}/D) against exact
+    per-D tables (:mod:`dpfair.mechanisms._exp_tables`; ties, probability 2^-62 per factor,
+    continue exactly with further bits); otherwise ⌊E⌋ by the exact e^{−k} table and r/D by
+    :func:`bernoulli_exp_big`. The accepted candidates, in order, are i.i.d. N_ℤ(0, σ²);
+    the batch size (from the known acceptance rate, so that one round usually suffices)
+    changes only how many uniforms are consumed, never the law. Privacy statements are in
+    the module docstring: Δ²/(2σ²)-zCDP on integer vectors with L2 sensitivity Δ.
 
-    Timing: the number of rounds and of Bernoulli trials depends on the uniform draws only
-    (the sampler never sees the statistic the noise is added to).
+    Timing: the number of rounds and of tie continuations depends on the uniform draws
+    only (the sampler never sees the statistic the noise is added to).
     """
     gen = as_generator(rng)
     v = _as_variance(variance)
-    p, q = v.numerator, v.denominator
-    t = _laplace_scale(p, q)
-    # Y from CKS Alg. 2 (sign and magnitude), kept with probability exp(−(|Y| − σ²/t)²/(2σ²))
+    plan = _plan(v.numerator, v.denominator)
+    p, q, t, big_b = plan.p, plan.q, plan.t, plan.big_b
     shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
     count = int(np.prod(shape, dtype=np.int64))
     out = np.empty(count, dtype=np.int64)
-    big_b = 2 * p * q * t * t
     filled = 0
     while filled < count:
-        # i.i.d. candidates; the accepted ones, in order, are i.i.d. N_ℤ(0, σ²). Each is
-        # accepted with probability exp(−U/t)·exp(−γ(X)) (Alg. 2's test times Alg. 3's,
-        # one Bernoulli of the product), and rejected if it is −0 (Alg. 2).
-        need = count - filled
-        m = math.ceil(need / _ACCEPT_GUESS + 4.0 * math.sqrt(need)) + 16
+        need = min(count - filled, _ROUND_MAX)
+        m = math.ceil((need + 3.0 * math.sqrt(need) + 4.0) / plan.accept)
         u, x, neg = _candidates(t, m, gen)
         fl, rem, den = _exponents(u, x, t, p, q, big_b)
-        ok = ~(neg & (x == 0))
-        pos = np.flatnonzero(ok & (fl > 0))  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
-        ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
-        idx = np.flatnonzero(ok)
-        if isinstance(rem, np.ndarray):
-            last = _bern_exp(rem[idx], den, gen)
+        if isinstance(rem, np.ndarray):  # D ≤ 2^62: one table comparison per factor
+            ok = accept_exp(fl, rem, den, gen)
+            ok &= ~(neg & (x == 0))
         else:
+            ok = ~(neg & (x == 0))
+            pos = np.flatnonzero(ok & (fl > 0))  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
+            ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
+            idx = np.flatnonzero(ok)
             last = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
-        chosen = idx[last][:need]
+            ok[idx] = last
+        chosen = np.flatnonzero(ok)[:need]
         out[filled : filled + chosen.size] = np.where(neg[chosen], -x[chosen], x[chosen])
         filled += chosen.size
     return out.reshape(shape)
