@@ -218,7 +218,7 @@ def decide_exp(
     """
     n = fl.size
     c = np.empty((tables.rows, n), dtype=np.int64)
-    np.take(_INT_TABLE, np.minimum(fl, _INT_MAX), out=c[0], mode="clip")
+    np.take(_INT_TABLE, fl, out=c[0], mode="clip")  # index min(F, 43): c_43 = 0
     if tables.rows > 1:
         idx = (rem >> tables.shifts) & ((1 << tables.digit_bits) - 1)
         idx += tables.offsets
@@ -226,6 +226,8 @@ def decide_exp(
     np.subtract(c, words, out=c)  # > 0: U_f < p_f; < 0: U_f > p_f; 0: tie
     low = c.min(axis=0)
     out = low > 0
+    if not (low == 0).any():
+        return out
     for i in np.flatnonzero(low == 0):  # no factor fails, some tie: exact continuation
         ok = True
         for f in np.flatnonzero(c[:, i] == 0):

@@ -59,7 +59,7 @@ from scipy import special
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
-from dpfair.mechanisms._exp_tables import accept_exp
+from dpfair.mechanisms._exp_tables import ExpTables, decide_exp, exp_tables
 from dpfair.mechanisms.discrete_laplace import bernoulli_exp
 from dpfair.privacy import Budget
 
@@ -194,6 +194,9 @@ _EXP_TABLE = [_exp_neg_floor(v, 62) for v in range(43)]
 _VMAX = 42
 _EXP_C = np.array(_EXP_TABLE, dtype=np.int64)
 _EXP_ASC = np.array(_EXP_TABLE[1:][::-1], dtype=np.int64)  # c_42 … c_1, increasing
+#: 0, c_42, …, c_1 (the sentinel 0 ≤ every u) and, shifted by one, the entry just below.
+_EXP_ASC0 = np.concatenate(([0], _EXP_ASC))
+_EXP_BELOW = np.concatenate(([-1], _EXP_ASC0))
 
 
 class _Uniform:
@@ -212,22 +215,30 @@ class _Uniform:
             self.bits += 62
 
 
-def _geometric_e(u62: NDArray[np.int64], gen: np.random.Generator) -> NDArray[np.int64]:
+def _geometric_e(
+    u62: NDArray[np.int64], gen: np.random.Generator, limit: int | None = None
+) -> NDArray[np.int64]:
     """V = max{v ≥ 0 : U < e^{−v}} per entry, P(V ≥ v) = e^{−v}, from U's first 62 bits u62.
 
-    Vectorised: V = #{1 ≤ v ≤ 42 : u < c_v}, exact unless u equals some c_v or u < c_42
-    (probability < 2^-56 per entry); those entries continue exactly with further digits.
+    Vectorised: V = #{1 ≤ v ≤ 42 : u < c_v} (one ``searchsorted``), exact unless u equals
+    some c_v or u = 0 (probability < 2^-56 per entry; u = 1 gives V = 42 exactly since
+    c_43 = 0 < 2^62e^{−43} < 1 ≤ u < c_42); those entries continue exactly with further
+    digits (:class:`_Uniform`). A continued V above ``limit`` (only these can exceed 42;
+    probability < e^{−limit}) raises OverflowError.
     """
-    idx = np.searchsorted(_EXP_ASC, u62, side="right")  # #{c_v ≤ u}
-    v = _VMAX - idx  # #{c_v > u}
-    tie = (idx > 0) & (_EXP_ASC[np.maximum(idx - 1, 0)] == u62)
-    for i in np.flatnonzero(tie | (u62 < _EXP_ASC[0])):
-        uni = _Uniform(int(u62[i]), gen)
-        k = 0
-        while uni.below_exp_neg(k + 1):
-            k += 1
-        v[i] = k
-    return v.astype(np.int64)
+    idx = np.searchsorted(_EXP_ASC0, u62, side="right")  # 1 + #{v ≤ 42 : c_v ≤ u} ≥ 1
+    v = (_VMAX + 1) - idx  # #{c_v > u}
+    bad = _EXP_BELOW[idx] == u62  # the largest c_v ≤ u equals u, or u = 0 (sentinel)
+    if bad.any():
+        for i in np.flatnonzero(bad):
+            uni = _Uniform(int(u62[i]), gen)
+            k = 0
+            while uni.below_exp_neg(k + 1):
+                k += 1
+                if limit is not None and k > limit:
+                    raise OverflowError("discrete Laplace draw beyond 2^62 (probability < e^-512).")
+            v[i] = k
+    return v
 
 
 def _bernoulli_exp_int(
@@ -250,20 +261,27 @@ def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
 def _candidates(
     t: int, m: int, gen: np.random.Generator
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
-    """(U, X = U + tV, Y negative) for ``m`` candidates of CKS Algorithm 2 (before its tests).
+    """(U, X = U + tV, Y positive) for ``m`` candidates of CKS Algorithm 2 (before its tests).
 
     t is a power of two ≤ 2^52: U (uniform on {0..t−1}) and the sign are independent bit
     fields of one uniform 62-bit word; V ~ Geometric(1 − e^{−1}), P(V ≥ v) = e^{−v}, from a
     second word (:func:`_geometric_e`). V large enough to overflow X in int64 (probability
     < e^{−2^9}) raises.
     """
-    w = _raw62(m, gen)
+    w = _raw62(2 * m, gen).reshape(2, m)
+    return _candidates_from(w[0], w[1], t, gen)
+
+
+def _candidates_from(
+    w: NDArray[np.int64], w_geo: NDArray[np.int64], t: int, gen: np.random.Generator
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """:func:`_candidates` from given uniform 62-bit words (bit 61 of ``w`` is the sign)."""
     u = w & (t - 1)
-    neg = (w >> 61) & 1 == 1
-    v = _geometric_e(_raw62(m, gen), gen)
-    if int(v.max(initial=0)) > (2**62 - t) // t:
-        raise OverflowError("discrete Laplace draw beyond 2^62 (probability < e^-512).")
-    return u, u + t * v, neg
+    positive = w < 2**61
+    v = _geometric_e(w_geo, gen, (2**62 - t) // t)
+    v *= t
+    v += u
+    return u, v, positive
 
 
 def _exponents(
@@ -280,12 +298,18 @@ def _exponents(
     if q == 1 and p % t == 0 and 2 * p <= 2**62:
         s1, den = p // t, 2 * p
         e = x - s1
-        fast = np.abs(e) < 2**31
-        ef = np.where(fast, e, 0)
-        num = (2 * s1) * u + ef * ef  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
-        fl = num // den
-        rem = num - fl * den
-        for i in np.flatnonzero(~fast):
+        slow = None
+        if s1 < 2**31 and (not x.size or int(x.max()) < s1 + 2**31):  # every |e| < 2^31
+            e *= e
+        else:
+            fast = np.abs(e) < 2**31
+            slow = np.flatnonzero(~fast)
+            e = np.where(fast, e, 0)
+            e *= e
+        num = (2 * s1) * u
+        num += e  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
+        fl, rem = np.divmod(num, den)
+        for i in () if slow is None else slow:
             f_i, r_i = divmod(2 * s1 * int(u[i]) + (int(x[i]) - s1) ** 2, den)
             fl[i], rem[i] = min(f_i, 2**62), r_i
         return fl, rem, den
@@ -328,6 +352,8 @@ class _Plan:
     q: int
     t: int
     big_b: int
+    #: Exact Bernoulli(exp(−r/D)) tables when the denominator D ≤ 2^62 (else None).
+    tables: ExpTables | None
     #: P(a candidate is accepted), in floating point: sizes the batches only, never the law.
     accept: float
 
@@ -349,12 +375,15 @@ def _plan(p: int, q: int) -> _Plan:
         z = np.arange(-40, 41, dtype=np.float64)
         theta = float(np.exp(-(z * z) / (2.0 * s2)).sum())
     accept = -math.expm1(-1.0) / t * math.exp(-s2 / (2.0 * t * t)) * theta / 2.0
-    return _Plan(p, q, t, 2 * p * q * t * t, min(max(accept, 0.05), 1.0))
+    big_b = 2 * p * q * t * t
+    den = 2 * p if (q == 1 and p % t == 0 and 2 * p <= 2**62) else big_b  # as in _exponents
+    tables = exp_tables(den) if den <= 2**62 else None
+    return _Plan(p, q, t, big_b, tables, min(max(accept, 0.05), 1.0))
 
 
-#: Largest number of outputs per round (keeps the working arrays cache-sized; the batching
+#: Largest number of outputs per round (4096: keeps the working arrays cache-sized; the batching
 #: never changes the law, only how the uniforms are grouped).
-_ROUND_MAX = 16384
+_ROUND_MAX = 4096
 
 
 def sample_discrete_gaussian(
@@ -397,27 +426,31 @@ def sample_discrete_gaussian(
     plan = _plan(v.numerator, v.denominator)
     p, q, t, big_b = plan.p, plan.q, plan.t, plan.big_b
     shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     out = np.empty(count, dtype=np.int64)
+    tables = plan.tables
     filled = 0
     while filled < count:
         need = min(count - filled, _ROUND_MAX)
         m = math.ceil((need + 3.0 * math.sqrt(need) + 4.0) / plan.accept)
-        u, x, neg = _candidates(t, m, gen)
-        fl, rem, den = _exponents(u, x, t, p, q, big_b)
-        if isinstance(rem, np.ndarray):  # D ≤ 2^62: one table comparison per factor
-            ok = accept_exp(fl, rem, den, gen)
-            ok &= ~(neg & (x == 0))
+        if tables is not None:  # D ≤ 2^62: one table comparison per factor of exp(−E)
+            w = _raw62((2 + tables.rows) * m, gen).reshape(2 + tables.rows, m)
+            u, x, positive = _candidates_from(w[0], w[1], t, gen)
+            fl, rem, den = _exponents(u, x, t, p, q, big_b)
+            tab = tables if den == tables.den else exp_tables(den)  # (always equal here)
+            ok = decide_exp(fl, np.asarray(rem, dtype=np.int64), tab, w[2:], gen)
         else:
-            ok = ~(neg & (x == 0))
-            pos = np.flatnonzero(ok & (fl > 0))  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
+            u, x, positive = _candidates(t, m, gen)
+            fl, rem, den = _exponents(u, x, t, p, q, big_b)
+            ok = np.ones(m, dtype=bool)
+            pos = np.flatnonzero(fl > 0)  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
             ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
             idx = np.flatnonzero(ok)
-            last = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
-            ok[idx] = last
-        chosen = np.flatnonzero(ok)[:need]
-        out[filled : filled + chosen.size] = np.where(neg[chosen], -x[chosen], x[chosen])
-        filled += chosen.size
+            ok[idx] = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
+        ok &= (x > 0) | positive  # Alg. 2 rejects −0
+        z = np.where(positive, x, -x)[ok][:need]
+        out[filled : filled + z.size] = z
+        filled += z.size
     return out.reshape(shape)
 
 
