@@ -2,16 +2,24 @@ r"""Exact discrete Gaussian sampling (Canonne, Kamath & Steinke 2020) and its la
 
 The discrete Gaussian N_ℤ(0, σ²) has P(Z = z) = exp(−z²/(2σ²)) / Σ_{y∈ℤ} exp(−y²/(2σ²)).
 :func:`sample_discrete_gaussian` draws it exactly for a rational variance σ² = p/q
-(CKS 2020, Algorithm 3): with t = ⌊σ⌋ + 1, draw Y from the discrete Laplace law
+(CKS 2020, Algorithm 3): with t = ⌊σ⌋ + 1 (here a power of two within √2 of σ; any
+integer t ≥ 1 gives the exact law), draw Y from the discrete Laplace law
 P(Y = y) ∝ exp(−|y|/t) and accept it with probability exp(−γ),
 γ = (|Y| − σ²/t)²/(2σ²); then P(accept, Y = y) ∝ exp(−|y|/t − (|y| − σ²/t)²/(2σ²))
 = exp(−y²/(2σ²) − σ²/(2t²)), proportional to the target. Written with integers,
-γ = A²/B with A = |Y|·t·q − p and B = 2pq·t², so ⌊γ⌋ and the remainder r = A² − ⌊γ⌋B
-are exact (int64 when provably in range, Python integers otherwise) and
-exp(−γ) = e^{−1·⌊γ⌋}·exp(−r/B) is drawn as ⌊γ⌋ Bernoulli(e^{−1}) (stopping at the first
-failure) and one Bernoulli(exp(−r/B)), all from uniform integers (CKS Algorithm 1). No
-floating-point number enters the law; the only assumption is that
-``numpy.random.Generator.integers`` gives uniform integers.
+γ = A²/B with A = |Y|·t·q − p and B = 2pq·t². Algorithm 2's own test (keep U with
+probability exp(−U/t)) and Algorithm 3's are fused into one Bernoulli(exp(−E)),
+E = U/t + γ = ⌊E⌋ + r/D, with ⌊E⌋ and the remainder r computed exactly (int64 when
+provably in range, Python integers otherwise). When D ≤ 2^62 (D = 2σ² for an integer σ²
+that is a multiple of t, as :class:`LatticeNoise` makes it, else D = B ≈ 2σ⁴)
+exp(−E) = e^{−⌊E⌋}·Π_j exp(−r_j 2^{bj}/D) over the base-2^b digits r_j of r, and each
+factor is one independent Bernoulli [U_f < p_f] decided by comparing the first 62 bits of
+a uniform U_f with the exact integer ⌊2^62 p_f⌋ from a table (built once per D in exact
+integer arithmetic; :mod:`dpfair.mechanisms._exp_tables`); only a tie (probability 2^-62
+per factor) needs further bits of U_f, which are drawn and compared with further exactly
+computed bits of p_f. For D > 2^62, ⌊E⌋ uses the same e^{−k} table and exp(−r/D) CKS
+Algorithm 1 (:func:`bernoulli_exp_big`). No floating-point number enters the law; the only
+assumption is that the generator's raw 64-bit words (and ``integers``) are uniform.
 
 Privacy (used by every release that adds this noise to an integer statistic; here
 σ² is the variance *parameter*, the true variance of N_ℤ(0, σ²) is smaller):
@@ -437,8 +445,11 @@ def sample_discrete_gaussian(
             w = _raw62((2 + tables.rows) * m, gen).reshape(2 + tables.rows, m)
             u, x, positive = _candidates_from(w[0], w[1], t, gen)
             fl, rem, den = _exponents(u, x, t, p, q, big_b)
-            tab = tables if den == tables.den else exp_tables(den)  # (always equal here)
-            ok = decide_exp(fl, np.asarray(rem, dtype=np.int64), tab, w[2:], gen)
+            tab, words = tables, w[2:]
+            if den != tables.den:  # never for the plan's own (p, q); guards the table index
+                tab = exp_tables(den)
+                words = _raw62(tab.rows * m, gen).reshape(tab.rows, m)
+            ok = decide_exp(fl, np.asarray(rem, dtype=np.int64), tab, words, gen)
         else:
             u, x, positive = _candidates(t, m, gen)
             fl, rem, den = _exponents(u, x, t, p, q, big_b)
