@@ -241,8 +241,8 @@ def test_batch_sizing_matches_the_acceptance_rate():
         m = 40_000
         w = dg._raw62((2 + plan.tables.rows) * m, g).reshape(2 + plan.tables.rows, m)
         u, x, positive = dg._candidates_from(w[0], w[1], plan.t, g)
-        fl, rem, den = dg._exponents(u, x, plan.t, s, 1, plan.big_b)
-        ok = dg.decide_exp(fl, rem, plan.tables, w[2:], g) & ((x > 0) | positive)
+        fl, rem, _den = dg._exponents(u, x, plan.t, s, 1, plan.big_b)
+        ok = dg.decide_exp(fl, np.asarray(rem), plan.tables, w[2:], g) & ((x > 0) | positive)
         k = int(ok.sum())
         lo = stats.binom.ppf(FAIL_PROB / 2, m, plan.accept)
         hi = stats.binom.isf(FAIL_PROB / 2, m, plan.accept)

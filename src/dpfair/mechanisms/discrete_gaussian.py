@@ -626,11 +626,13 @@ class LatticeNoise:
     variance: int
 
     @classmethod
+    @functools.lru_cache(maxsize=256)
     def for_sigma(cls, sigma: float, magnitude: float, scale_bits: int = 12) -> LatticeNoise:
         """Noise for nominal σ added to statistics of absolute size ≤ ``magnitude`` (public).
 
         ``scale_bits``: the lattice is the coarsest with σ·2^bits ≥ 2^scale_bits (capped so
-        that statistic + noise stays exact; :func:`gaussian_noise_bits`).
+        that statistic + noise stays exact; :func:`gaussian_noise_bits`). Cached: a pure
+        function of public numbers returning an immutable object.
         """
         bits = gaussian_noise_bits(sigma, magnitude, scale_bits)
         s0 = lattice_variance(sigma, bits, SMOOTHING_VARIANCE)
