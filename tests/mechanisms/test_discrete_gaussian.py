@@ -80,11 +80,29 @@ def _chi2_pvalue(z: np.ndarray, variance: Fraction) -> float:
 
 @pytest.mark.parametrize(
     "variance",
-    [Fraction(1, 4), Fraction(1), Fraction(9), Fraction(7, 3), Fraction(10**8), Fraction(2**80)],
-    ids=["sigma0.5", "sigma1", "sigma3", "var7/3", "sigma1e4", "sigma2^40"],
+    [
+        Fraction(1, 4),
+        Fraction(1),
+        Fraction(9),
+        Fraction(16),
+        Fraction(7, 3),
+        Fraction(4097 * 4096),
+        Fraction(10**8),
+        Fraction(2**50),
+        Fraction(2**80),
+    ],
+    ids=[
+        "sigma0.5", "sigma1", "sigma3", "sigma4-t|S", "var7/3", "4^12-t|S", "sigma1e4",
+        "sigma2^25-t|S", "sigma2^40",
+    ],
 )
 def test_matches_exact_pmf(variance):
-    """Chi-square of 60,000 draws against the exact pmf (p-value > 1e-6 for a correct sampler)."""
+    """Chi-square of 60,000 draws against the exact pmf (p-value > 1e-6 for a correct sampler).
+
+    Covers every path: D = 2σ² with t | σ² (16, 4097·4096 as ``LatticeNoise`` makes it,
+    2^50 as the GP's), D = 2pq·t² ≤ 2^62 (1/4, 1, 9, 7/3, 10^8) — both with the exact
+    digit tables — and D > 2^62 (2^80: CKS Algorithm 1 on Python integers); 60,000 draws
+    take 15 rounds of at most 4,096 outputs."""
     z = sample_discrete_gaussian(variance, N_DRAWS, np.random.default_rng(11))
     assert z.dtype == np.int64 and z.shape == (N_DRAWS,)
     assert _chi2_pvalue(z, variance) > FAIL_PROB
@@ -197,6 +215,38 @@ def test_exp_table_and_exact_tie_continuation():
     # ⌊E⌋ above the table: exact e^{-43} with a zero prefix decided by further digits
     out = dg._bernoulli_exp_int(np.array([43, 0, 1]), np.array([0, 5, 2**62 - 1]), g)
     assert out[1] and not out[2]
+
+
+def test_geometric_overflow_guard_and_forced_continuation():
+    """u = 0 (and ties u = c_v) continue with further digits; a continued V above the
+    int64 limit raises instead of wrapping."""
+    from dpfair.mechanisms import discrete_gaussian as dg
+
+    g = np.random.default_rng(14)
+    u = np.array([0, dg._EXP_TABLE[3], 1, dg._EXP_TABLE[3] + 1], dtype=np.int64)
+    v = dg._geometric_e(u, g)
+    assert v[0] >= 42 and v[1] in (2, 3) and v[2] == 42 and v[3] == 2
+    with pytest.raises(OverflowError):
+        dg._geometric_e(np.array([0], dtype=np.int64), g, limit=10)
+
+
+def test_batch_sizing_matches_the_acceptance_rate():
+    """The float acceptance rate only sizes the batches; it is close to the empirical one."""
+    from dpfair.mechanisms import discrete_gaussian as dg
+
+    for s in (16, 4097 * 4096, 2**50):
+        plan = dg._plan(s, 1)
+        assert plan.tables is not None and plan.tables.den == 2 * s
+        g = np.random.default_rng(15)
+        m = 40_000
+        w = dg._raw62((2 + plan.tables.rows) * m, g).reshape(2 + plan.tables.rows, m)
+        u, x, positive = dg._candidates_from(w[0], w[1], plan.t, g)
+        fl, rem, _den = dg._exponents(u, x, plan.t, s, 1, plan.big_b)
+        ok = dg.decide_exp(fl, np.asarray(rem), plan.tables, w[2:], g) & ((x > 0) | positive)
+        k = int(ok.sum())
+        lo = stats.binom.ppf(FAIL_PROB / 2, m, plan.accept)
+        hi = stats.binom.isf(FAIL_PROB / 2, m, plan.accept)
+        assert lo <= k <= hi, (s, k / m, plan.accept)
 
 
 def test_geometric_e_law():

@@ -2,16 +2,24 @@ r"""Exact discrete Gaussian sampling (Canonne, Kamath & Steinke 2020) and its la
 
 The discrete Gaussian N_ℤ(0, σ²) has P(Z = z) = exp(−z²/(2σ²)) / Σ_{y∈ℤ} exp(−y²/(2σ²)).
 :func:`sample_discrete_gaussian` draws it exactly for a rational variance σ² = p/q
-(CKS 2020, Algorithm 3): with t = ⌊σ⌋ + 1, draw Y from the discrete Laplace law
+(CKS 2020, Algorithm 3): with t = ⌊σ⌋ + 1 (here a power of two within √2 of σ; any
+integer t ≥ 1 gives the exact law), draw Y from the discrete Laplace law
 P(Y = y) ∝ exp(−|y|/t) and accept it with probability exp(−γ),
 γ = (|Y| − σ²/t)²/(2σ²); then P(accept, Y = y) ∝ exp(−|y|/t − (|y| − σ²/t)²/(2σ²))
 = exp(−y²/(2σ²) − σ²/(2t²)), proportional to the target. Written with integers,
-γ = A²/B with A = |Y|·t·q − p and B = 2pq·t², so ⌊γ⌋ and the remainder r = A² − ⌊γ⌋B
-are exact (int64 when provably in range, Python integers otherwise) and
-exp(−γ) = e^{−1·⌊γ⌋}·exp(−r/B) is drawn as ⌊γ⌋ Bernoulli(e^{−1}) (stopping at the first
-failure) and one Bernoulli(exp(−r/B)), all from uniform integers (CKS Algorithm 1). No
-floating-point number enters the law; the only assumption is that
-``numpy.random.Generator.integers`` gives uniform integers.
+γ = A²/B with A = |Y|·t·q − p and B = 2pq·t². Algorithm 2's own test (keep U with
+probability exp(−U/t)) and Algorithm 3's are fused into one Bernoulli(exp(−E)),
+E = U/t + γ = ⌊E⌋ + r/D, with ⌊E⌋ and the remainder r computed exactly (int64 when
+provably in range, Python integers otherwise). When D ≤ 2^62 (D = 2σ² for an integer σ²
+that is a multiple of t, as :class:`LatticeNoise` makes it, else D = B ≈ 2σ⁴)
+exp(−E) = e^{−⌊E⌋}·Π_j exp(−r_j 2^{bj}/D) over the base-2^b digits r_j of r, and each
+factor is one independent Bernoulli [U_f < p_f] decided by comparing the first 62 bits of
+a uniform U_f with the exact integer ⌊2^62 p_f⌋ from a table (built once per D in exact
+integer arithmetic; :mod:`dpfair.mechanisms._exp_tables`); only a tie (probability 2^-62
+per factor) needs further bits of U_f, which are drawn and compared with further exactly
+computed bits of p_f. For D > 2^62, ⌊E⌋ uses the same e^{−k} table and exp(−r/D) CKS
+Algorithm 1 (:func:`bernoulli_exp_big`). No floating-point number enters the law; the only
+assumption is that the generator's raw 64-bit words (and ``integers``) are uniform.
 
 Privacy (used by every release that adds this noise to an integer statistic; here
 σ² is the variance *parameter*, the true variance of N_ℤ(0, σ²) is smaller):
@@ -59,6 +67,7 @@ from scipy import special
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
+from dpfair.mechanisms._exp_tables import ExpTables, decide_exp, exp_tables
 from dpfair.mechanisms.discrete_laplace import bernoulli_exp
 from dpfair.privacy import Budget
 
@@ -159,43 +168,6 @@ def _raw(m: int, gen: np.random.Generator) -> NDArray[np.uint64]:
     return gen.bit_generator.random_raw(m)
 
 
-def _uniform_below(bound: int, m: int, gen: np.random.Generator) -> NDArray[np.int64]:
-    """``m`` exact uniform integers on {0, …, bound − 1}, 1 ≤ bound ≤ 2^62.
-
-    The top L bits of a uniform 64-bit word (L = bit length of bound − 1) are uniform on
-    {0, …, 2^L − 1}; values ≥ bound are rejected and redrawn (probability < 1/2 each).
-    """
-    shift = np.uint64(64 - max((bound - 1).bit_length(), 1))
-    out = (_raw(m, gen) >> shift).view(np.int64)  # < 2^62: the same integers as int64
-    bad = np.flatnonzero(out >= bound)
-    while bad.size:
-        out[bad] = (_raw(bad.size, gen) >> shift).view(np.int64)
-        bad = bad[out[bad] >= bound]
-    return out
-
-
-def _bern_exp(a: NDArray[np.int64], d: int, gen: np.random.Generator) -> NDArray[np.bool_]:
-    """Bernoulli(exp(−a/d)) per entry, 0 ≤ a ≤ d ≤ 2^62 (CKS Alg. 1; inputs trusted).
-
-    Round k draws Bernoulli(a/d)·Bernoulli(1/k) = Bernoulli(a/(kd)) as one uniform integer
-    W < kd compared with a (while kd ≤ 2^62; beyond, the two factors separately); the loop
-    stops at the first failure and returns 1 iff that round is odd.
-    """
-    out = np.zeros(a.size, dtype=bool)
-    active = np.arange(a.size)
-    k = 1
-    while active.size:
-        if k * d <= 2**62:
-            hit = _uniform_below(k * d, active.size, gen) < a[active]
-        else:
-            hit = _uniform_below(d, active.size, gen) < a[active]
-            hit &= _uniform_below(k, active.size, gen) == 0
-        out[active[~hit]] = k % 2 == 1
-        active = active[hit]
-        k += 1
-    return out
-
-
 # --------------------------------------------------------------------------- U < e^{-v}
 @functools.lru_cache(maxsize=4096)
 def _exp_neg_floor(v: int, bits: int) -> int:
@@ -230,6 +202,9 @@ _EXP_TABLE = [_exp_neg_floor(v, 62) for v in range(43)]
 _VMAX = 42
 _EXP_C = np.array(_EXP_TABLE, dtype=np.int64)
 _EXP_ASC = np.array(_EXP_TABLE[1:][::-1], dtype=np.int64)  # c_42 … c_1, increasing
+#: 0, c_42, …, c_1 (the sentinel 0 ≤ every u) and, shifted by one, the entry just below.
+_EXP_ASC0 = np.concatenate(([0], _EXP_ASC))
+_EXP_BELOW = np.concatenate(([-1], _EXP_ASC0))
 
 
 class _Uniform:
@@ -248,22 +223,30 @@ class _Uniform:
             self.bits += 62
 
 
-def _geometric_e(u62: NDArray[np.int64], gen: np.random.Generator) -> NDArray[np.int64]:
+def _geometric_e(
+    u62: NDArray[np.int64], gen: np.random.Generator, limit: int | None = None
+) -> NDArray[np.int64]:
     """V = max{v ≥ 0 : U < e^{−v}} per entry, P(V ≥ v) = e^{−v}, from U's first 62 bits u62.
 
-    Vectorised: V = #{1 ≤ v ≤ 42 : u < c_v}, exact unless u equals some c_v or u < c_42
-    (probability < 2^-56 per entry); those entries continue exactly with further digits.
+    Vectorised: V = #{1 ≤ v ≤ 42 : u < c_v} (one ``searchsorted``), exact unless u equals
+    some c_v or u = 0 (probability < 2^-56 per entry; u = 1 gives V = 42 exactly since
+    c_43 = 0 < 2^62e^{−43} < 1 ≤ u < c_42); those entries continue exactly with further
+    digits (:class:`_Uniform`). A continued V above ``limit`` (only these can exceed 42;
+    probability < e^{−limit}) raises OverflowError.
     """
-    idx = np.searchsorted(_EXP_ASC, u62, side="right")  # #{c_v ≤ u}
-    v = _VMAX - idx  # #{c_v > u}
-    tie = (idx > 0) & (_EXP_ASC[np.maximum(idx - 1, 0)] == u62)
-    for i in np.flatnonzero(tie | (u62 < _EXP_ASC[0])):
-        uni = _Uniform(int(u62[i]), gen)
-        k = 0
-        while uni.below_exp_neg(k + 1):
-            k += 1
-        v[i] = k
-    return v.astype(np.int64)
+    idx = np.searchsorted(_EXP_ASC0, u62, side="right")  # 1 + #{v ≤ 42 : c_v ≤ u} ≥ 1
+    v = (_VMAX + 1) - idx  # #{c_v > u}
+    bad = _EXP_BELOW[idx] == u62  # the largest c_v ≤ u equals u, or u = 0 (sentinel)
+    if bad.any():
+        for i in np.flatnonzero(bad):
+            uni = _Uniform(int(u62[i]), gen)
+            k = 0
+            while uni.below_exp_neg(k + 1):
+                k += 1
+                if limit is not None and k > limit:
+                    raise OverflowError("discrete Laplace draw beyond 2^62 (probability < e^-512).")
+            v[i] = k
+    return v
 
 
 def _bernoulli_exp_int(
@@ -286,20 +269,27 @@ def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
 def _candidates(
     t: int, m: int, gen: np.random.Generator
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
-    """(U, X = U + tV, Y negative) for ``m`` candidates of CKS Algorithm 2 (before its tests).
+    """(U, X = U + tV, Y positive) for ``m`` candidates of CKS Algorithm 2 (before its tests).
 
     t is a power of two ≤ 2^52: U (uniform on {0..t−1}) and the sign are independent bit
     fields of one uniform 62-bit word; V ~ Geometric(1 − e^{−1}), P(V ≥ v) = e^{−v}, from a
     second word (:func:`_geometric_e`). V large enough to overflow X in int64 (probability
     < e^{−2^9}) raises.
     """
-    w = _raw62(m, gen)
+    w = _raw62(2 * m, gen).reshape(2, m)
+    return _candidates_from(w[0], w[1], t, gen)
+
+
+def _candidates_from(
+    w: NDArray[np.int64], w_geo: NDArray[np.int64], t: int, gen: np.random.Generator
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """:func:`_candidates` from given uniform 62-bit words (bit 61 of ``w`` is the sign)."""
     u = w & (t - 1)
-    neg = (w >> 61) & 1 == 1
-    v = _geometric_e(_raw62(m, gen), gen)
-    if int(v.max(initial=0)) > (2**62 - t) // t:
-        raise OverflowError("discrete Laplace draw beyond 2^62 (probability < e^-512).")
-    return u, u + t * v, neg
+    positive = w < 2**61
+    v = _geometric_e(w_geo, gen, (2**62 - t) // t)
+    v *= t
+    v += u
+    return u, v, positive
 
 
 def _exponents(
@@ -316,12 +306,18 @@ def _exponents(
     if q == 1 and p % t == 0 and 2 * p <= 2**62:
         s1, den = p // t, 2 * p
         e = x - s1
-        fast = np.abs(e) < 2**31
-        ef = np.where(fast, e, 0)
-        num = (2 * s1) * u + ef * ef  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
-        fl = num // den
-        rem = num - fl * den
-        for i in np.flatnonzero(~fast):
+        slow = None
+        if s1 < 2**31 and (not x.size or int(x.max()) < s1 + 2**31):  # every |e| < 2^31
+            e *= e
+        else:
+            fast = np.abs(e) < 2**31
+            slow = np.flatnonzero(~fast)
+            e = np.where(fast, e, 0)
+            e *= e
+        num = (2 * s1) * u
+        num += e  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
+        fl, rem = np.divmod(num, den)
+        for i in () if slow is None else slow:
             f_i, r_i = divmod(2 * s1 * int(u[i]) + (int(x[i]) - s1) ** 2, den)
             fl[i], rem[i] = min(f_i, 2**62), r_i
         return fl, rem, den
@@ -356,8 +352,46 @@ def _laplace_scale(p: int, q: int) -> int:
     return 1 << j
 
 
-#: Typical per-candidate acceptance of one round (about 0.4–0.55 with t within √2 of σ).
-_ACCEPT_GUESS = 0.38
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Per-variance constants of the sampler (public; cached)."""
+
+    p: int
+    q: int
+    t: int
+    big_b: int
+    #: Exact Bernoulli(exp(−r/D)) tables when the denominator D ≤ 2^62 (else None).
+    tables: ExpTables | None
+    #: P(a candidate is accepted), in floating point: sizes the batches only, never the law.
+    accept: float
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(p: int, q: int) -> _Plan:
+    """t, B = 2pq·t² and the acceptance rate of one candidate for σ² = p/q.
+
+    A candidate (U, V, sign) has P(X = x, Alg. 2 keeps it) = (1 − e^{−1})/t·e^{−x/t}, and
+    e^{−x/t − γ(x)} = e^{−x²/(2σ²) − σ²/(2t²)}; with −0 rejected, P(accept) =
+    (1 − e^{−1})/t·e^{−σ²/(2t²)}·θ/2, θ = Σ_z e^{−z²/(2σ²)} (≈ σ√(2π) for σ ≥ 2 by
+    Poisson summation): between 0.41 and 0.48 for σ ≥ 2 with t within √2 of σ.
+    """
+    t = _laplace_scale(p, q)
+    s2 = p / q
+    if s2 >= 4.0:
+        theta = math.sqrt(2.0 * math.pi * s2)
+    else:
+        z = np.arange(-40, 41, dtype=np.float64)
+        theta = float(np.exp(-(z * z) / (2.0 * s2)).sum())
+    accept = -math.expm1(-1.0) / t * math.exp(-s2 / (2.0 * t * t)) * theta / 2.0
+    big_b = 2 * p * q * t * t
+    den = 2 * p if (q == 1 and p % t == 0 and 2 * p <= 2**62) else big_b  # as in _exponents
+    tables = exp_tables(den) if den <= 2**62 else None
+    return _Plan(p, q, t, big_b, tables, min(max(accept, 0.05), 1.0))
+
+
+#: Largest number of outputs per round (4096: keeps the working arrays cache-sized; the batching
+#: never changes the law, only how the uniforms are grouped).
+_ROUND_MAX = 4096
 
 
 def sample_discrete_gaussian(
@@ -380,43 +414,54 @@ def sample_discrete_gaussian(
 
     Notes
     -----
-    Each round, for the pending draws only: |Y| from CKS Algorithm 2 with scale
-    t = ⌊σ⌋ + 1, then acceptance with probability exp(−(|Y| − σ²/t)²/(2σ²)) computed in
-    integers (module docstring), then a fair sign. Privacy statements are in the module
-    docstring: Δ²/(2σ²)-zCDP on integer vectors with L2 sensitivity Δ.
+    Each round draws a batch of i.i.d. candidates: |Y| from CKS Algorithm 2 with a
+    power-of-two scale t within √2 of σ, accepted with probability
+    exp(−U/t)·exp(−(|Y| − σ²/t)²/(2σ²)) = exp(−E), E = ⌊E⌋ + r/D computed in integers
+    (module docstring), and a fair sign (−0 rejected). When D ≤ 2^62 the Bernoulli(exp(−E))
+    is one comparison per factor of exp(−⌊E⌋)·Π_j exp(−r_j2^{bj}/D) against exact
+    per-D tables (:mod:`dpfair.mechanisms._exp_tables`; ties, probability 2^-62 per factor,
+    continue exactly with further bits); otherwise ⌊E⌋ by the exact e^{−k} table and r/D by
+    :func:`bernoulli_exp_big`. The accepted candidates, in order, are i.i.d. N_ℤ(0, σ²);
+    the batch size (from the known acceptance rate, so that one round usually suffices)
+    changes only how many uniforms are consumed, never the law. Privacy statements are in
+    the module docstring: Δ²/(2σ²)-zCDP on integer vectors with L2 sensitivity Δ.
 
-    Timing: the number of rounds and of Bernoulli trials depends on the uniform draws only
-    (the sampler never sees the statistic the noise is added to).
+    Timing: the number of rounds and of tie continuations depends on the uniform draws
+    only (the sampler never sees the statistic the noise is added to).
     """
     gen = as_generator(rng)
     v = _as_variance(variance)
-    p, q = v.numerator, v.denominator
-    t = _laplace_scale(p, q)
-    # Y from CKS Alg. 2 (sign and magnitude), kept with probability exp(−(|Y| − σ²/t)²/(2σ²))
+    plan = _plan(v.numerator, v.denominator)
+    p, q, t, big_b = plan.p, plan.q, plan.t, plan.big_b
     shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     out = np.empty(count, dtype=np.int64)
-    big_b = 2 * p * q * t * t
+    tables = plan.tables
     filled = 0
     while filled < count:
-        # i.i.d. candidates; the accepted ones, in order, are i.i.d. N_ℤ(0, σ²). Each is
-        # accepted with probability exp(−U/t)·exp(−γ(X)) (Alg. 2's test times Alg. 3's,
-        # one Bernoulli of the product), and rejected if it is −0 (Alg. 2).
-        need = count - filled
-        m = math.ceil(need / _ACCEPT_GUESS + 4.0 * math.sqrt(need)) + 16
-        u, x, neg = _candidates(t, m, gen)
-        fl, rem, den = _exponents(u, x, t, p, q, big_b)
-        ok = ~(neg & (x == 0))
-        pos = np.flatnonzero(ok & (fl > 0))  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
-        ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
-        idx = np.flatnonzero(ok)
-        if isinstance(rem, np.ndarray):
-            last = _bern_exp(rem[idx], den, gen)
+        need = min(count - filled, _ROUND_MAX)
+        m = math.ceil((need + 3.0 * math.sqrt(need) + 4.0) / plan.accept)
+        if tables is not None:  # D ≤ 2^62: one table comparison per factor of exp(−E)
+            w = _raw62((2 + tables.rows) * m, gen).reshape(2 + tables.rows, m)
+            u, x, positive = _candidates_from(w[0], w[1], t, gen)
+            fl, rem, den = _exponents(u, x, t, p, q, big_b)
+            tab, words = tables, w[2:]
+            if den != tables.den:  # never for the plan's own (p, q); guards the table index
+                tab = exp_tables(den)
+                words = _raw62(tab.rows * m, gen).reshape(tab.rows, m)
+            ok = decide_exp(fl, np.asarray(rem, dtype=np.int64), tab, words, gen)
         else:
-            last = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
-        chosen = idx[last][:need]
-        out[filled : filled + chosen.size] = np.where(neg[chosen], -x[chosen], x[chosen])
-        filled += chosen.size
+            u, x, positive = _candidates(t, m, gen)
+            fl, rem, den = _exponents(u, x, t, p, q, big_b)
+            ok = np.ones(m, dtype=bool)
+            pos = np.flatnonzero(fl > 0)  # Bernoulli(e^{-⌊E⌋}) = [U < e^{-⌊E⌋}]
+            ok[pos] = _bernoulli_exp_int(fl[pos], _raw62(pos.size, gen), gen)
+            idx = np.flatnonzero(ok)
+            ok[idx] = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
+        ok &= (x > 0) | positive  # Alg. 2 rejects −0
+        z = np.where(positive, x, -x)[ok][:need]
+        out[filled : filled + z.size] = z
+        filled += z.size
     return out.reshape(shape)
 
 
@@ -581,11 +626,13 @@ class LatticeNoise:
     variance: int
 
     @classmethod
+    @functools.lru_cache(maxsize=256)
     def for_sigma(cls, sigma: float, magnitude: float, scale_bits: int = 12) -> LatticeNoise:
         """Noise for nominal σ added to statistics of absolute size ≤ ``magnitude`` (public).
 
         ``scale_bits``: the lattice is the coarsest with σ·2^bits ≥ 2^scale_bits (capped so
-        that statistic + noise stays exact; :func:`gaussian_noise_bits`).
+        that statistic + noise stays exact; :func:`gaussian_noise_bits`). Cached: a pure
+        function of public numbers returning an immutable object.
         """
         bits = gaussian_noise_bits(sigma, magnitude, scale_bits)
         s0 = lattice_variance(sigma, bits, SMOOTHING_VARIANCE)
