@@ -79,3 +79,26 @@ def test_cell_choice_is_proportional_to_length():
         lo_b = stats.binom.ppf(per, n, float(pk))
         hi_b = stats.binom.isf(per, n, float(pk))
         assert lo_b <= c <= hi_b, (c, float(pk) * n)
+
+
+def test_raw_scores_through_the_public_api_cannot_leak_their_last_bits():
+    """The attacker's case (review of issue 11): a raw calibration score as a piece edge.
+
+    D has one group-0 score at 1e-10, D′ moves it by 2^-70 (its last 16 mantissa bits).
+    ``private_fair_threshold`` now rounds scores to the public lattice itself, so both give
+    bit-identical thresholds under common seeds; before, 77 of 400 draws on D were
+    impossible under D′ by an exact reachability oracle.
+    """
+    from dpfair.fairclass import private_fair_threshold
+
+    r = 2.0**-15
+    z1 = np.full(50, 0.9)
+
+    def z0(v: float) -> np.ndarray:
+        return np.concatenate(([v], np.full(50, -0.9)))
+
+    for s in range(200):
+        a = private_fair_threshold(z1, z0(1e-10), 50.0, 51.0, 0.0, 400.0, r, rng=s).tau
+        b = private_fair_threshold(z1, z0(1e-10 + 2.0**-70), 50.0, 51.0, 0.0, 400.0, r,
+                                   rng=s).tau
+        assert a == b

@@ -42,7 +42,11 @@ from scipy import integrate, optimize, special
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._laplace_count import count_lattice
 from dpfair.fairclass._threshold import DDSteps
-from dpfair.mechanisms.discrete_laplace import discrete_laplace_scale, lattice_laplace
+from dpfair.mechanisms.discrete_laplace import (
+    SAFE_SCALE,
+    discrete_laplace_scale,
+    lattice_laplace,
+)
 from dpfair.mechanisms.gaussian import lattice_bits
 
 __all__ = [
@@ -72,8 +76,8 @@ def check_lattice(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]
     it (c ≤ n); rint adds ≤ ½ unit each. So |S − S′| ≤ Δ_L = ⌊Δ(1 + n·2^-50)·2^k⌋ + 1 and
     t = ⌈Δ_L/ε_k⌉ gives a pmf ratio ≤ e^{ε_k} exactly, as executed. t·2^-k ≈
     (Δ + 2^-k)/ε_k: the same noise as the real-arithmetic Laplace(Δ/ε_k) up to 2^-k.
-    k comes from public numbers only: k = lattice_bits(2 + 64(Δ + 1)/ε_k), which also
-    keeps t ≤ 2^46.
+    k comes from public numbers only: k = lattice_bits(2 + 64(Δ + 1)/ε_k), lowered while
+    t > 2^33 (``SAFE_SCALE``), so the sampler's int64 guard never binds.
     """
     k, units = check_units(m1, m0, epsilon_check)
     return k, discrete_laplace_scale(units, epsilon_check)
@@ -84,7 +88,11 @@ def check_units(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]:
     delta = Fraction(1) / Fraction(m1) + Fraction(1) / Fraction(m0)
     n = Fraction(m1) + Fraction(m0)
     k = lattice_bits(2.0 + 64.0 * (float(delta) + 1.0) / epsilon_check)
-    return k, math.floor(delta * (1 + n / 2**50) * 2**k) + 1
+    while True:  # keep t ≤ SAFE_SCALE: the uncapped sampler's int64 guard never binds
+        units = math.floor(delta * (1 + n / 2**50) * 2**k) + 1
+        if k == 0 or discrete_laplace_scale(units, epsilon_check) <= SAFE_SCALE:
+            return k, units
+        k -= 1
 
 
 #: γ = GAMMA_SCALE · Δ · (1/ε_k + 1/ε_e): how far below α − t the EM aims, so that the

@@ -19,7 +19,7 @@ import numpy as np
 
 from dpfair._errors import InvalidParameterError
 from dpfair.mechanisms.discrete_laplace import (
-    MAX_SCALE,
+    SAFE_SCALE,
     discrete_laplace_scale,
     lattice_laplace,
 )
@@ -32,17 +32,18 @@ def count_lattice(n_public: int, epsilon: float) -> tuple[int, int]:
     """(k, t): the lattice bits and the integer noise scale ⌈2^k/ε⌉ of the count.
 
     k = ``lattice_bits(2 n + 10^6)`` (the lattice of the former snapped noise), lowered
-    only if t would exceed the sampler's 2^52 (ε < 2^-20). Public: n and ε only.
+    while t would exceed the sampler's uncapped limit 2^33 (``SAFE_SCALE``: beyond it the
+    int64 guard could clip the noise). Public: n and ε only.
     """
     if not epsilon > 0:
         raise InvalidParameterError(f"epsilon_count={epsilon!r}: must be > 0.")
     k = lattice_bits(2.0 * float(n_public) + 1e6)
-    while k > 0 and discrete_laplace_scale(2**k, epsilon) > MAX_SCALE:
+    while k > 0 and discrete_laplace_scale(2**k, epsilon) > SAFE_SCALE:
         k -= 1
     t = discrete_laplace_scale(2**k, epsilon)
-    if t > MAX_SCALE:
+    if t > SAFE_SCALE:
         raise InvalidParameterError(
-            f"epsilon_count={epsilon!r}: too small for the exact count noise (need >= 2^-52)."
+            f"epsilon_count={epsilon!r}: too small for the exact count noise (need >= 2^-33)."
         )
     return k, t
 

@@ -254,7 +254,9 @@ def private_fair_threshold(
     Parameters
     ----------
     z1, z0 : arrays
-        Calibration scores of groups 1 and 0.
+        Calibration scores of groups 1 and 0 in [−1, 1]; each is rounded to the public
+        lattice (2/B)ℤ ∩ [−1, 1] (:func:`snap_scores`, B = 2^16) before use, a per-record
+        map, so the guarantee holds for raw scores too.
     m1, m0 : float
         *Public* (privately released) group sizes used as denominators, > 0.
     alpha : float
@@ -426,7 +428,12 @@ def threshold_law(
         raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
     if not (m1 > 0 and m0 > 0):
         raise InvalidParameterError("m1 and m0 must be > 0.")
-    steps = dd_steps(z1, z0, m1, m0)
+    # Scores are rounded per record to the public lattice (2/B)ℤ ∩ [−1, 1] here, whoever
+    # calls (idempotent on scores the estimators already snapped): with raw scores as
+    # piece edges, the point drawn inside a piece would round on a grid set by a record's
+    # low-order bits (docs/floating_point.md, threshold).
+    steps = dd_steps(snap_scores(np.asarray(z1, dtype=np.float64)),
+                     snap_scores(np.asarray(z0, dtype=np.float64)), m1, m0)
     n_cal = max(int(np.size(z1) + np.size(z0)), 1)
     return threshold_law_from_steps(
         steps, m1, m0, alpha, eps, r, n_cal=n_cal, atom_mass=atom_mass, base=base

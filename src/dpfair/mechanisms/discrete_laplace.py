@@ -35,6 +35,7 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 
 __all__ = [
+    "SAFE_SCALE",
     "ClippedDiscreteLaplaceLaw",
     "bernoulli_exp",
     "discrete_laplace_scale",
@@ -44,6 +45,11 @@ __all__ = [
 
 #: Largest integer scale t the vectorised sampler accepts (keeps u + t·v in int64).
 MAX_SCALE = 2**52
+#: Largest scale accepted without an explicit ``cap``: the int64 guard clips |Z| at
+#: MAX_SCALE = 2^52 ≥ 2^19·t, an event of probability ≤ e^{−2^19} (a δ below 10^-227000),
+#: so the uncapped law is exact up to that. Larger scales must pass a ``cap`` whose
+#: clipping the caller's release absorbs (e.g. clip(K + Z, 0, N) with cap = N).
+SAFE_SCALE = 2**33
 
 
 #: Outputs per batch: keeps the working arrays cache-sized (2× faster at 10^5 draws than
@@ -182,6 +188,11 @@ def sample_discrete_laplace(
     t = int(scale)
     if t < 1 or t > MAX_SCALE:
         raise InvalidParameterError(f"scale={scale!r}: expected an integer in [1, 2^52].")
+    if cap is None and t > SAFE_SCALE:
+        raise InvalidParameterError(
+            f"scale={scale!r}: above 2^33 without a cap the int64 range would clip the noise "
+            "with non-negligible probability; use a coarser lattice or pass cap."
+        )
     c = MAX_SCALE if cap is None else int(cap)
     if c < 0 or c > MAX_SCALE:
         raise InvalidParameterError(f"cap={cap!r}: expected an integer in [0, 2^52].")

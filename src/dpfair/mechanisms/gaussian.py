@@ -233,6 +233,7 @@ class GaussianMechanism:
         exact discrete Gaussian vector Z (``sample_discrete_gaussian``, integer arithmetic
         only) is added in int64, and (K + Z)·2^-b is converted to
         binary64 — a function of the private integer vector K + Z, i.e. post-processing.
+        Values beyond ±2^61 steps (±2^61·2^-b) are clamped to that public range first.
         The output depends on ``value`` only through K, never through its low-order bits;
         the noise is larger than σ by a relative √dim·2^-b/Δ (:meth:`lattice_noise`).
         """
@@ -241,15 +242,14 @@ class GaussianMechanism:
         if not np.all(np.isfinite(arr)):
             raise InvalidParameterError("value: must be finite.")
         noise = self.lattice_noise(max(arr.size, 1))
-        scaled = arr * 2.0**noise.bits
+        # Clamped to the public range ±2^61 lattice steps first (a 1-Lipschitz map of each
+        # value, so the sensitivity is unchanged): no data-dependent refusal, and K + Z
+        # stays in int64.
         limit = 2.0**61
-        if arr.size and float(np.max(np.abs(scaled))) >= limit:
-            raise InvalidParameterError(
-                f"value: |value| must stay below 2^61·2^-{noise.bits} = {limit * noise.step:.3g} "
-                f"for the public lattice of sigma={self.sigma:g}; rescale the query."
-            )
+        with np.errstate(over="ignore"):
+            scaled = np.clip(arr * 2.0**noise.bits, -limit, limit)
         from dpfair.mechanisms.discrete_gaussian import sample_discrete_gaussian
 
-        k = np.rint(scaled).astype(np.int64)
+        k = np.rint(scaled).astype(np.int64)  # |k| ≤ 2^61: exact in int64
         z = sample_discrete_gaussian(noise.variance, arr.shape, gen)
         return np.asarray((k + z).astype(np.float64) * noise.step, dtype=np.float64)
