@@ -16,10 +16,25 @@ from pathlib import Path
 import dpfair
 
 SAMPLERS = {
+    # every continuous sampler of numpy.random.Generator (and the legacy module functions)
     "normal", "standard_normal", "laplace", "exponential", "standard_exponential",
     "gumbel", "random", "uniform", "lognormal", "beta", "gamma", "standard_gamma",
-    "logistic", "standard_cauchy", "standard_t", "chisquare", "weibull", "triangular",
+    "logistic", "standard_cauchy", "standard_t", "chisquare", "noncentral_chisquare",
+    "f", "noncentral_f", "weibull", "triangular", "pareto", "power", "rayleigh", "wald",
+    "vonmises", "multivariate_normal", "dirichlet", "random_sample", "rand", "randn",
+    # scipy.stats distributions
+    "rvs",
 }
+
+#: Receivers whose attribute named like a sampler is a constructor, not a random draw.
+CONSTRUCTORS = {"KroneckerGaussianGrid"}
+#: Modules whose attributes of those names are functions or submodules (``np.power``,
+#: ``np.random``, ``math.gamma``); a draw through them (``np.random.laplace``) is still
+#: found. ``stats.uniform(...)`` (building a frozen law) is listed in the inventory.
+MODULES = {"np", "numpy", "math", "special", "scipy"}
+#: Names that are also ordinary attributes (``cfg.beta``, a failure probability): counted
+#: only when called; the other sampler names count even when merely mentioned (aliases).
+AMBIGUOUS = {"beta", "f", "power", "gamma", "random", "rand"}
 
 PUBLIC_CELL = "uniform point of a public cell/interval: computed from public numbers only"
 SIMULATION = "simulates data or a law for studies/tests; never meets private data"
@@ -44,6 +59,11 @@ INVENTORY: dict[tuple[str, str], str] = {
     ("data/synthetic.py", "lognormal_sample"): SIMULATION,
     ("data/synthetic.py", "normal_sample"): SIMULATION,
     ("data/synthetic.py", "uniform_sample"): SIMULATION,
+    ("data/synthetic.py", "pareto_sample"): SIMULATION,
+    ("data/synthetic.py", "<module>"): "scipy.stats laws of the synthetic generators (no draw)",
+    ("experiments/_median_paper.py", "<module>"):
+        "scipy.stats laws of the paper's data designs (no draw)",
+    ("experiments/_median_paper.py", "_coverage_cell"): SIMULATION,
     ("experiments/_median_paper.py", "lognormal_population.sample"): SIMULATION,
     ("fairclass/_threshold.py", "paper_vertical_shift_threshold"):
         "the paper's non-private S2 rule, kept to document that it is not private; "
@@ -70,18 +90,27 @@ def _continuous_draws() -> set[tuple[str, str]]:
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        called = {id(c.func) for c in ast.walk(tree) if isinstance(c, ast.Call)}
         stack: list[str] = []
 
-        def visit(node: ast.AST, rel: str = rel, stack: list[str] = stack) -> None:
+        def visit(node: ast.AST, rel: str = rel, stack: list[str] = stack,
+                  called: set[int] = called) -> None:
             named = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
             if named:
                 stack.append(node.name)  # type: ignore[union-attr]
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in SAMPLERS
-                    and not (isinstance(node.func.value, ast.Name)
-                             and (node.func.value.id in {"np", "numpy", "stats", "st", "math"}
-                                  or node.func.value.id[:1].isupper()))):
-                funcs = [s for s in stack]
+            # any *mention* of a sampler, called or not (``draw = gen.normal``), on any
+            # receiver, and ``getattr(x, "normal")``; class constructors named like a
+            # sampler (``KroneckerGaussianGrid.uniform``) are excluded by name below
+            hit = (isinstance(node, ast.Attribute) and node.attr in SAMPLERS
+                   and not (isinstance(node.value, ast.Name)
+                            and node.value.id in CONSTRUCTORS | MODULES)
+                   and (node.attr not in AMBIGUOUS or id(node) in called))
+            hit = hit or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                          and node.func.id == "getattr" and len(node.args) >= 2
+                          and isinstance(node.args[1], ast.Constant)
+                          and node.args[1].value in SAMPLERS)
+            if hit:
+                funcs = list(stack)
                 found.add((rel, ".".join(funcs[-2:]) if len(funcs) > 1 else funcs[0]
                            if funcs else "<module>"))
             for child in ast.iter_child_nodes(node):
@@ -114,6 +143,15 @@ def test_the_scan_finds_a_planted_draw(tmp_path, monkeypatch):
     (pkg / "__init__.py").write_text("")
     (pkg / "leak.py").write_text(
         "def release(count, gen):\n    return count + gen.laplace(0.0, 1.0)\n"
+        "def alias(count, G):\n    draw = G.normal\n    return count + draw()\n"
+        "def by_name(count, gen):\n    return count + getattr(gen, 'normal')()\n"
+        "def module_level(count):\n    import numpy as np\n"
+        "    return count + np.random.laplace()\n"
+        "def scipy_rvs(count, gen):\n    from scipy import stats\n"
+        "    return count + stats.laplace.rvs(random_state=gen)\n"
+        "def other(count, rng):\n    return count + rng.pareto(3.0) + rng.wald(1, 1)\n"
     )
     monkeypatch.setattr(dpfair, "__file__", str(pkg / "__init__.py"))
-    assert ("leak.py", "release") in _continuous_draws()
+    found = _continuous_draws()
+    for name in ("release", "alias", "by_name", "module_level", "scipy_rvs", "other"):
+        assert ("leak.py", name) in found, name
