@@ -81,15 +81,17 @@ def test_session_median_equals_duckdb_path(client: Any, frame: pd.DataFrame, par
         assert (a.low, a.high) == (c.low, c.high)
 
 
-def test_dask_missing_values_refused_and_nothing_charged(client: Any,
-                                                         frame: pd.DataFrame) -> None:
+def test_dask_missing_values_refused_charged_without_details(client: Any,
+                                                              frame: pd.DataFrame) -> None:
+    """A failure on the data is a release: charged, and its message names no count."""
     bad = frame.copy()
     bad.loc[17, "v"] = np.nan
     bad.loc[4000, "v"] = np.inf
     s = Session(ddf_mod.from_pandas(bad, npartitions=3), budget=Budget.zcdp(1.0))
-    with pytest.raises(InvalidDataError, match="1 missing and 1 NaN/infinite"):
+    with pytest.raises(InvalidDataError, match="withheld") as err:
         s.median_ci("v", rho=0.5, bounds=BOUNDS, method="cdf")
-    assert s.records == []
+    assert "missing" not in str(err.value) and "4000" not in str(err.value)
+    assert s.spent.rho == pytest.approx(0.5)
 
 
 def test_dask_facility_and_refusal(client: Any, frame: pd.DataFrame) -> None:
@@ -145,7 +147,7 @@ def test_session_fair_classifier_on_cluster_equals_duckdb_path(
     assert sum("_scores_task" in k for k in keys) == 5
 
 
-def test_fair_bad_rows_on_cluster_refused_nothing_charged(client: Any,
+def test_fair_bad_rows_on_cluster_refused_and_charged(client: Any,
                                                           fair_frame: pd.DataFrame) -> None:
     bad = fair_frame.copy()
     bad.loc[10, "a"] = 2
@@ -155,5 +157,5 @@ def test_fair_bad_rows_on_cluster_refused_nothing_charged(client: Any,
     with pytest.raises(InvalidDataError) as err:
         s.fit_fair_classifier(**FAIR)
     msg = str(err.value)
-    assert "1 row(s) with NULL" in msg and "not 0/1" in msg and "outside its public" in msg
-    assert s.records == []
+    assert "withheld" in msg and "NULL" not in msg and "1.5" not in msg
+    assert s.spent.epsilon > 0  # the failure is a release: charged

@@ -250,11 +250,41 @@ def test_bad_release_parameters_charge_nothing(x: np.ndarray, rho: float) -> Non
     assert s.records == [] and s.spent.rho == 0.0
 
 
-def test_bad_data_charges_nothing() -> None:
+def test_a_failure_on_the_data_is_charged_and_names_no_value() -> None:
+    """A data-dependent error is a release (attack review of issue 11): its message must
+    not name rows, values or counts, and probing by errors must cost budget."""
     s = Session({"v": np.array([1.0, np.nan, 3.0] * 50)}, budget=Budget.zcdp(1.0))
-    with pytest.raises(InvalidDataError):
+    with pytest.raises(InvalidDataError) as err:
         s.median_ci("v", rho=0.1, bounds=BOUNDS)
-    assert s.records == []
+    msg = str(err.value)
+    assert "withheld" in msg and "nan" not in msg.lower() and "index" not in msg
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    assert s.spent.rho == pytest.approx(0.1)
+    assert s.records[-1].label == "median_ci (failed on the data)"
+
+
+def test_out_of_domain_locations_are_clamped_not_reported() -> None:
+    """Before: ``place_facility`` refused out-of-domain data naming the first such value,
+    so repeated free calls recovered max(x) by bisection. Now the values are clamped."""
+    x = np.random.default_rng(0).uniform(0.0, 0.8, 1000)
+    s = Session({"v": x}, budget=Budget.pure(10.0))
+    loc = s.place_facility("v", epsilon=1.0, domain=(0.0, 0.2), rng=1)
+    assert 0.0 <= loc <= 0.2
+    assert s.spent.epsilon == pytest.approx(1.0)
+
+
+@pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
+def test_out_of_box_features_are_clamped_in_a_session(fair_frame: pd.DataFrame) -> None:
+    frame = fair_frame.copy()
+    frame.loc[:4, "x1"] = 7.5  # outside the public box [0, 1]
+    s = Session(frame, budget=Budget.approx(2.0, 1e-5))
+    clf = s.fit_fair_classifier(**FAIR, random_state=0)  # clamped, no refusal
+    assert clf.privacy_spent_.epsilon == pytest.approx(1.0)
+    s2 = Session(frame, budget=Budget.approx(2.0, 1e-5))
+    with pytest.raises(InvalidDataError) as err:
+        s2.fit_fair_classifier(**FAIR, random_state=0, clip=False)
+    assert "7.5" not in str(err.value) and "withheld" in str(err.value)
+    assert s2.spent.epsilon == pytest.approx(1.0)
 
 
 def test_columns_and_sources(tmp_path: Path, x: np.ndarray) -> None:

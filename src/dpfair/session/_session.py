@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from dpfair._errors import InvalidParameterError, LedgerError
+from dpfair._errors import InvalidDataError, InvalidParameterError, LedgerError
 from dpfair._validation import check_in_open_interval, check_positive
 from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.privacy import Budget, Ledger, LedgerFile, LedgerRecord
@@ -288,10 +288,33 @@ class Session:
         spent_of: Callable[[T], Budget],
         params: Callable[[T], dict[str, Any]],
     ) -> T:
-        """Pre-check ``planned``, compute, charge what was spent, then return."""
+        """Pre-check ``planned``, compute, charge what was spent, then return.
+
+        A release that fails *on the data* (:class:`~dpfair.InvalidDataError`: a NaN, a
+        label outside {0, 1}, too few rows of a group, …) is itself an output that depends
+        on the data. So its message is replaced by one that names no value, row or count,
+        and the planned cost is charged before it is raised: an analyst cannot probe the
+        data for free by provoking errors (found by the issue-11 attack review). Values
+        outside the public bounds never raise in a session: they are clamped (see each
+        release).
+        """
         self._ledger.check(planned, label=label, bounded_range=bounded_range)
         self._check_binding()
-        result = compute()
+        try:
+            result = compute()
+        except InvalidDataError:
+            with self._lock:
+                self._ledger.charge(
+                    planned, label=f"{label} (failed on the data)",
+                    params={"failed_on_data": True}, bounded_range=bounded_range,
+                )
+            raise InvalidDataError(
+                f"{label}: the data failed this release's checks (non-finite values, labels "
+                "or groups outside {0, 1}, too few rows of a group, ...). The details depend "
+                "on the data and are withheld; the planned cost "
+                f"{planned} was charged because the failure is itself a release. The data "
+                "owner can check the data outside the session."
+            ) from None
         cost = spent_of(result)
         with self._lock:  # LedgerFile.charge also locks the file across processes
             self._ledger.charge(
@@ -419,7 +442,10 @@ class Session:
         column : hashable, optional
             The locations (may be omitted when the data have one column).
         epsilon, domain, widening, median
-            As in :class:`dpfair.facility.DPExpMed`.
+            As in :class:`dpfair.facility.DPExpMed`. Locations outside ``domain`` are
+            clamped to it (per record, so the guarantee holds; unlike
+            :class:`~dpfair.facility.DPExpMed`, which refuses them, since a refusal that
+            names the records would be a release of them).
         rng : None, int, SeedSequence or Generator
             Testing tool; never stored in the ledger.
 
@@ -436,7 +462,9 @@ class Session:
         n_rows: list[int] = []
 
         def compute() -> float:
-            x = source.column(col)
+            # clamped to the public domain (a per-record map, so ε-DP is unchanged): a
+            # refusal naming out-of-domain records would leak them (attack review)
+            x = np.clip(np.asarray(source.column(col), dtype=np.float64), *mech.domain)
             n_rows.append(int(x.size))
             return float(mech.sample(x, rng=rng))
 
@@ -497,9 +525,11 @@ class Session:
             weights and score histograms on the cluster).
         **options
             Other :class:`~dpfair.fairclass.CDPFairClassifier` parameters (``bandwidth``,
-            ``clip``, ``alpha_margin``, ``cross_fit_budget``, ``s1_share``, ``count_share``,
-            ``threshold_count_share``, ``threshold_rule``, ``fail_prob``, ``check_share``,
-            ``estimator``, ``categories``, ``grid_resolution``, ``max_grid_nodes``).
+            ``clip`` — **True by default in a session**: features outside
+            ``feature_bounds`` are clamped, per record —, ``alpha_margin``,
+            ``cross_fit_budget``, ``s1_share``, ``count_share``, ``threshold_count_share``,
+            ``threshold_rule``, ``fail_prob``, ``check_share``, ``estimator``,
+            ``categories``, ``grid_resolution``, ``max_grid_nodes``).
 
         Notes
         -----
@@ -548,6 +578,10 @@ class Session:
                               **plan_opts).limit
         use_aggregates = self._use_aggregates(_check_aggregate(aggregate))
         source = self._source
+        # In a session features outside the public box are clamped (clip=True) unless the
+        # caller asks otherwise: with clip=False an out-of-box value fails the release,
+        # which is then charged and reported without details (see _release).
+        options.setdefault("clip", True)
         settings = dict(epsilon=eps, delta=dl, alpha=alpha, feature_bounds=feature_bounds,
                         random_state=random_state, cross_fit=cross_fit, **options)
         held: list[warnings.WarningMessage] = []
