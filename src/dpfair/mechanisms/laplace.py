@@ -253,6 +253,11 @@ class LaplaceMechanism:
                 "than 1/8 extra noise; use a larger epsilon."
             )
         lam = math.ldexp(1.0, math.frexp(self.sensitivity)[1] - 1 - k)
+        if not lam > 0.0:
+            raise InvalidParameterError(
+                f"sensitivity={self.sensitivity!r}: too small for a binary64 lattice; "
+                "rescale the query (e.g. report it in smaller units)."
+            )
         t = math.ceil((Fraction(self.sensitivity) / Fraction(lam) + 1) / Fraction(self.epsilon))
         return lam, int(t)
 
