@@ -30,7 +30,6 @@ from dpfair._errors import DPFairError
 
 __all__ = ["app", "main"]
 
-_AGGREGATE_BYTES = 256 * 2**20  # files above this size are aggregated by default
 _REPORT_DELTA = 1e-6  # δ at which the table also shows the (ε, δ)-DP equivalent of ρ-zCDP
 
 
@@ -162,7 +161,7 @@ def median_ci(
             help=(
                 "auto | always | never. Aggregate the column to bin counts with DuckDB "
                 "(out of core, O(bins) memory) instead of loading it; 'auto' does so for "
-                f"files over {_AGGREGATE_BYTES // 2**20} MiB. Identical results for the tree "
+                "files over 2^24 rows (a public count). Identical results for the tree "
                 "methods; ExpMech then runs on bin-rounded records (see the Python API: "
                 "dpfair.median, counts-based interval)."
             ),
@@ -183,8 +182,8 @@ def median_ci(
             )
         led = open_ledger(ledger, data)
         led.precheck(dpfair.privacy.Budget.zcdp(rho), label="median_ci")
-        big = data.is_file() and data.stat().st_size > _AGGREGATE_BYTES
-        if aggregate == "always" or (aggregate == "auto" and big):
+        # decided by the public row count, never by the file's size (dpfair.data._paths)
+        if dpfair.data.use_out_of_core(data, aggregate):
             depth = dpfair.median.aggregation_depth(method, bounds, granularity)
 
             def refine(sub: tuple[float, float], d: int) -> Any:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from dpfair.data._aggregate import histogram_counts
     from dpfair.data._bundled import BUNDLED, BundledDataset, bundled_path, load_bundled
     from dpfair.data._io import FileFormat, detect_format, list_columns, read_column
+    from dpfair.data._paths import AGGREGATE_ROWS, row_count, use_out_of_core
     from dpfair.data.export import export_dataset
     from dpfair.data.synthetic import DESIGNS, Design, get_design, lognormal_sample
 
@@ -36,6 +37,9 @@ _WHERE = {
     "detect_format": "dpfair.data._io",
     "list_columns": "dpfair.data._io",
     "read_column": "dpfair.data._io",
+    "AGGREGATE_ROWS": "dpfair.data._paths",
+    "row_count": "dpfair.data._paths",
+    "use_out_of_core": "dpfair.data._paths",
     "export_dataset": "dpfair.data.export",
     "DESIGNS": "dpfair.data.synthetic",
     "Design": "dpfair.data.synthetic",
@@ -59,6 +63,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AGGREGATE_ROWS",
     "BUNDLED",
     "DESIGNS",
     "BundledDataset",
@@ -73,5 +78,7 @@ __all__ = [
     "load_bundled",
     "lognormal_sample",
     "read_column",
+    "row_count",
     "synthetic",
+    "use_out_of_core",
 ]

@@ -33,7 +33,6 @@ from dpfair._warnings import UncertifiedFairnessWarning
 
 __all__ = ["register"]
 
-_AGGREGATE_BYTES = 256 * 2**20  # training files above this size are aggregated by default
 
 
 # --------------------------------------------------------------------------- parsing
@@ -231,7 +230,7 @@ def fair_classify(
             help=(
                 "auto | always | never. Fit from DuckDB aggregates of TRAIN (out of core: "
                 "O(grid + score bins + batch) memory) instead of loading it; 'auto' does so "
-                f"for training files over {_AGGREGATE_BYTES // 2**20} MiB. Same privacy; the "
+                "for training files over 2^24 rows (a public count). Same privacy; the "
                 "halves come from a seeded hash of the row position and the calibration "
                 "scores are rounded to a 2^-15 lattice (see the Python API: "
                 "dpfair.fairclass, fit from file). TEST is always loaded."
@@ -268,8 +267,10 @@ def fair_classify(
                               has_s2=True)
         led.precheck(planned.limit, label="fit_fair_classifier")
         te = read_columns(test, cols) if ledger is not None else None  # fail before charging
-        big = train.is_file() and train.stat().st_size > _AGGREGATE_BYTES
-        use_aggregates = aggregate == "always" or (aggregate == "auto" and big)
+        # decided by the public row count, never by the file's size (dpfair.data._paths)
+        from dpfair.data import use_out_of_core
+
+        use_aggregates = use_out_of_core(train, aggregate)
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always", UncertifiedFairnessWarning)
             if use_aggregates:

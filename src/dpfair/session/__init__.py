@@ -7,6 +7,6 @@ papers and charge each one, in its own measure converted by
 :class:`~dpfair.privacy.LedgerFile`, the same budget is shared with ``dpfair ... --ledger``.
 """
 
-from dpfair.session._session import AGGREGATE_BYTES, Session
+from dpfair.session._session import AGGREGATE_ROWS, Session
 
-__all__ = ["AGGREGATE_BYTES", "Session"]
+__all__ = ["AGGREGATE_ROWS", "Session"]

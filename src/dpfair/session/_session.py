@@ -18,12 +18,13 @@ from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.privacy import Budget, Ledger, LedgerFile, LedgerRecord
 from dpfair.session._sources import DataSource, FileSource, as_source
 
-__all__ = ["AGGREGATE_BYTES", "Session"]
+__all__ = ["AGGREGATE_ROWS", "Session"]
 
 T = TypeVar("T")
 
-#: Files above this size are aggregated (DuckDB, out of core) by ``aggregate="auto"``.
-AGGREGATE_BYTES = 256 * 2**20
+#: ``aggregate="auto"`` reads files with more rows than this out of core: the row count is
+#: public (replace-one neighbours), a file's size in bytes is not (``dpfair.data._paths``).
+AGGREGATE_ROWS = 2**24
 
 _AGGREGATE_CHOICES = ("auto", "always", "never")
 
@@ -327,7 +328,7 @@ class Session:
             return aggregate != "never"
         if isinstance(self._source, FileSource):
             return aggregate == "always" or (
-                aggregate == "auto" and self._source.size_bytes() > AGGREGATE_BYTES
+                aggregate == "auto" and self._source.row_count() > AGGREGATE_ROWS
             )
         return False
 
@@ -360,8 +361,9 @@ class Session:
             it is never stored in the ledger.
         aggregate : {"auto", "always", "never"}
             For a file: aggregate with DuckDB instead of loading the column ("auto": files
-            over 256 MiB). For a Dask DataFrame: "never" brings the column back instead of
-            the bin counts. Ignored for in-memory data.
+            over 2^24 rows, a public count, never the byte size). For a Dask DataFrame:
+            "never" brings the column back instead of the bin counts. Ignored for
+            in-memory data.
 
         Returns
         -------
@@ -520,9 +522,10 @@ class Session:
             threshold rule's default). ``random_state`` is a testing tool, never stored in
             the ledger.
         aggregate : {"auto", "always", "never"}
-            For a file: fit from DuckDB aggregates ("auto": files over 256 MiB). For a Dask
-            DataFrame: "never" brings the columns back (the default computes the kernel-grid
-            weights and score histograms on the cluster).
+            For a file: fit from DuckDB aggregates ("auto": files over 2^24 rows, a public
+            count, never the byte size). For a Dask DataFrame: "never" brings the columns
+            back (the default computes the kernel-grid weights and score histograms on the
+            cluster).
         **options
             Other :class:`~dpfair.fairclass.CDPFairClassifier` parameters (``bandwidth``,
             ``clip`` — **True by default in a session**: features outside

@@ -74,7 +74,6 @@ from dpfair.fairclass.federated._site_budget import (
 __all__ = ["register"]
 
 #: Site files above this size are read out of core by default (``--aggregate auto``).
-_AGGREGATE_BYTES = 256 * 2**20
 #: The two ways a site splits its rows; round 2 must use round 1's (same halves).
 _SPLITS = {False: "permutation", True: "position"}
 #: A setup has no arrays: sites, keys and scalars (≤ 1000 sites of ~200 bytes each).
@@ -202,7 +201,7 @@ AggOpt = Annotated[
         help=(
             "auto | always | never. Read DATA out of core (DuckDB aggregates, streamed "
             "batches; position-hash split). 'auto': in round 1 for files over "
-            f"{_AGGREGATE_BYTES // 2**20} MiB, in round 2 as in round 1. Same privacy."
+            "2^24 rows (a public count), in round 2 as in round 1. Same privacy."
         ),
     ),
 ]
@@ -487,9 +486,11 @@ def register(app: typer.Typer) -> None:
                 site_id=site_id, data=data, create=True,
             )
             cost = preflight(led, per_run, cfg, site_id, 1, data)  # before any data read
-            ooc = aggregate == "always" or (
-                aggregate == "auto" and data.is_file() and data.stat().st_size > _AGGREGATE_BYTES
-            )
+            # by the public row count, never the file's size (dpfair.data._paths): the two
+            # paths split differently and n_train shows which one ran
+            from dpfair.data import use_out_of_core
+
+            ooc = use_out_of_core(data, aggregate)
             site = _make_site(data, cfg, site_id, features, target, sensitive, seed, None, ooc)
             charge_round(led, cfg, site_id, 1, cost)  # recorded (fsync) before the release
             msg = site.round1()

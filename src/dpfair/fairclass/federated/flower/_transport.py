@@ -219,12 +219,10 @@ def _make_site(node: SiteNode, cfg: ProtocolConfig, split_entropy: int | None, o
 
 
 def _out_of_core(node: SiteNode) -> bool:
-    from dpfair.fairclass.federated.cli import _AGGREGATE_BYTES
+    # by the public row count, never the file's size (dpfair.data._paths)
+    from dpfair.data import use_out_of_core
 
-    data = node.data
-    return node.aggregate == "always" or (
-        node.aggregate == "auto" and data.is_file() and data.stat().st_size > _AGGREGATE_BYTES
-    )
+    return use_out_of_core(node.data, node.aggregate)
 
 
 def site_round1(node: SiteNode, setup_raw: bytes, state: MutableMapping[str, Any]) -> bytes:
