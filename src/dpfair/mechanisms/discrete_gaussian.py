@@ -77,6 +77,7 @@ __all__ = [
     "LatticeNoise",
     "approx_dp_variance",
     "bernoulli_exp_big",
+    "check_delta_form",
     "delta_form_holds",
     "discrete_gaussian_delta_slack",
     "discrete_gaussian_noise_on_lattice",
@@ -558,16 +559,31 @@ def approx_dp_sigma_target(epsilon: float, delta: float, dim: int) -> float:
     d = ``dim`` noise values and s² = :data:`SMOOTHING_VARIANCE` lattice units² in the
     variance:
 
-    * δ-form: (ε, δ_c + ξ)-DP with ξ ≤ (2 + 8e^ε)·d·η_s; when ξ ≤ δ·2^-41 (checked here;
-      true for d ≤ 2^40 whenever ε ≤ ~1200 + ln δ) the charged (ε, δ) holds exactly;
+    * δ-form: (ε, δ_c + ξ)-DP with ξ ≤ (2 + 8e^ε)·d·η_s; when ξ ≤ δ·2^-41 (checked here
+      by :func:`check_delta_form` for ε > 0; callers that read ε off afterwards check
+      it then) the charged (ε, δ) holds exactly. It holds for d ≤ 2^40 whenever
+      ε ≤ ~1200 + ln δ; beyond, the setup is refused rather than charged a statement
+      that is not proven (attack review of issue 11);
     * ε-form, always: (ε + ln(1 + κ), (1 + η_s)^d δ_c)-DP with ln(1 + κ) ≤ 4dη_s < 10^-500
-      and (1 + η_s)^d δ_c < δ. Where the δ-form check fails (huge ε, no meaningful
-      privacy), this is the statement: the charged ε is exceeded by less than 10^-500.
+      and (1 + η_s)^d δ_c < δ.
     """
     d = float(delta)
     if not 0 < d < 1:
         raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
+    if float(epsilon) > 0:
+        check_delta_form(epsilon, d, dim)
     return d * (1.0 - DELTA_SLACK_FRACTION)
+
+
+def check_delta_form(epsilon: float, delta: float, dim: int) -> None:
+    """Refuse an (ε, δ) whose discrete-Gaussian δ slack is not provably inside δ·2^-41."""
+    if not delta_form_holds(epsilon, delta, dim):
+        raise InvalidParameterError(
+            f"epsilon={float(epsilon):g} with delta={float(delta):g}: beyond the region where "
+            "the exact discrete Gaussian's (epsilon, delta) statement is proven "
+            "(epsilon <= ~1200 + ln(delta) - ln(16 * noise values)); use a larger delta "
+            "or a smaller epsilon."
+        )
 
 
 def delta_form_holds(epsilon: float, delta: float, dim: int) -> bool:
@@ -717,4 +733,5 @@ def discrete_gaussian_privacy_at(
     cont = GaussianMechanism(sigma, l2_sensitivity).continuous_privacy_at(
         d * (1.0 - DELTA_SLACK_FRACTION))
     eps = float(cont.epsilon or 0.0)
+    check_delta_form(eps, d, dim)
     return Budget.approx(eps, d, note="discrete Gaussian (analytic Gaussian + lattice slack)")

@@ -184,10 +184,11 @@ class GaussianMechanism:
         analytic-Gaussian ε read at δ(1 − 2^-40) holds for the executed release (the
         discrete slack ≤ δ·2^-41, ``mechanisms/discrete_gaussian.py``).
         """
-        from dpfair.mechanisms.discrete_gaussian import DELTA_SLACK_FRACTION
+        from dpfair.mechanisms.discrete_gaussian import DELTA_SLACK_FRACTION, check_delta_form
 
         dl = check_in_open_interval("delta", delta, 0.0, 1.0)
         cont = self.continuous_privacy_at(dl * (1.0 - DELTA_SLACK_FRACTION))
+        check_delta_form(float(cont.epsilon or 0.0), dl, 2**40)
         return Budget.approx(float(cont.epsilon or 0.0), dl,
                              note="discrete Gaussian on a lattice (analytic + slack)")
 

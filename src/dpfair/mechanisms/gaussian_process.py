@@ -63,6 +63,7 @@ from dpfair.mechanisms.discrete_gaussian import (
     SMOOTHING_VARIANCE,
     LatticeNoise,
     _round_to_scale,
+    check_delta_form,
     gaussian_noise_bits,
     lattice_variance,
 )
@@ -588,6 +589,7 @@ class GaussianProcessMechanism:
         dl = check_in_open_interval("delta", delta, 0.0, 1.0)
         budget = self._privacy_at_continuous(dl * (1.0 - DELTA_SLACK_FRACTION))
         eps = float(budget.epsilon or 0.0)
+        check_delta_form(eps, dl, 2**40)  # refuse an (ε, δ) that is not proven
         return Budget.approx(eps, dl, note="Gaussian process mechanism, discrete Gaussian noise")
 
     def _privacy_at_continuous(self, dl: float) -> Budget:

@@ -63,6 +63,7 @@ from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 from dpfair.mechanisms import analytic_gaussian_delta
 from dpfair.mechanisms.discrete_gaussian import (
     approx_dp_sigma_target,
+    check_delta_form,
     discrete_gaussian_sigma,
 )
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
@@ -115,7 +116,9 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     """
     if mu <= 0:
         return 0.0
-    return _gdp_epsilon_continuous(mu, approx_dp_sigma_target(0.0, delta, _MAX_NOISE_VALUES))
+    eps = _gdp_epsilon_continuous(mu, approx_dp_sigma_target(0.0, delta, _MAX_NOISE_VALUES))
+    check_delta_form(eps, delta, _MAX_NOISE_VALUES)  # refuse what is not proven
+    return eps
 
 
 #: Public bound on the number of noise values a site ever draws (for the lattice slack).
