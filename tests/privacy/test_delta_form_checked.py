@@ -30,7 +30,7 @@ def test_ordinary_settings_pass_and_the_limit_is_where_the_bound_says():
 
 @pytest.mark.parametrize(("eps", "delta"), [(600.0, 1e-300), (1300.0, 1e-5)])
 def test_unproven_settings_are_refused_where_they_are_planned(eps, delta):
-    with pytest.raises(InvalidParameterError, match="not proven|beyond"):
+    with pytest.raises(InvalidParameterError, match="beyond"):
         approx_dp_sigma_target(eps, delta, 1)
     with pytest.raises(InvalidParameterError, match="beyond"):
         discrete_gaussian_sigma(eps, delta, 1.0, 1)
