@@ -42,3 +42,4 @@ def test_unproven_settings_are_refused_where_epsilon_is_read_off():
         gdp_epsilon(60.0, 1e-300)
     with pytest.raises(InvalidParameterError, match="beyond"):
         GaussianMechanism(1e-3, 1.0).privacy_at(1e-300)
+

@@ -448,9 +448,9 @@ class KroneckerGaussianGrid:
         The fractional offset f of a point in its cell is rounded to a multiple of 2^-q
         (a per-record, deterministic rounding), so the 2^d corner weights are the integers
         Π_i (f_i·2^q or 2^q − f_i·2^q), ≥ 0 and summing to exactly 2^{q·d}. They are summed in
-        exact integer arithmetic (two 31-bit limbs through ``bincount``, whose float sums of
-        integers below 2^53 are exact). The result divided by 2^{q·d} is the linear binning
-        of the rounded points, with no rounding error at all.
+        exact integer arithmetic (limbs of w bits through ``bincount``, with n·2^w ≤ 2^53 so
+        that its float sums of integers are exact). The result divided by 2^{q·d} is the
+        linear binning of the rounded points, with no rounding error at all.
         """
         idx, fracs = self._corner_parts(points)
         d = self.ndim
@@ -467,10 +467,18 @@ class KroneckerGaussianGrid:
                 bit = (c >> (d - 1 - i)) & 1
                 wts[:, c] *= f_int[i] if bit else one - f_int[i]
         flat_idx, flat_w = idx.ravel(), wts.ravel()
-        low = (flat_w & (2**31 - 1)).astype(np.float64)
-        high = (flat_w >> 31).astype(np.float64)
-        tot = np.bincount(flat_idx, weights=low, minlength=self.size).astype(np.int64)
-        tot += np.bincount(flat_idx, weights=high, minlength=self.size).astype(np.int64) << 31
+        # Limbs of w bits with n·2^w ≤ 2^53: every float partial sum of a limb over any
+        # subset of the n records is an integer below 2^53, hence exact, whatever the
+        # summation order (two fixed 31-bit limbs were exact only below 2^22 records per
+        # node: attack review of issue 11).
+        width = max(1, 53 - max(int(n), 1).bit_length())
+        tot = np.zeros(self.size, dtype=np.int64)
+        shift = 0
+        while shift < 63:
+            limb = ((flat_w >> shift) & ((1 << width) - 1)).astype(np.float64)
+            part = np.bincount(flat_idx, weights=limb, minlength=self.size).astype(np.int64)
+            tot += part << shift
+            shift += width
         return tot.reshape(self.shape)
 
     def whiten(self, weights: ArrayLike) -> NDArray[np.float64]:
