@@ -18,7 +18,7 @@ from scipy import stats
 import dpfair
 import dpfair.mechanisms.exact_choice as ec
 from dpfair.median._expmech import CellGrid, cell_order_statistic_law, sample_order_statistic_cell
-from tests._stats import FAIL_PROB
+from tests._stats import FAIL_PROB, chisquare_pvalue
 
 BOUNDS01 = (0.0, 1.0)
 RHO = 0.5
@@ -95,14 +95,7 @@ def test_cell_sampler_law_with_a_dominating_outside_bound(monkeypatch, margin):
     law = cell_order_statistic_law(x, k, eps, grid)
     gen = np.random.default_rng(19)
     cells = np.array([sample_order_statistic_cell(x, k, eps, grid, gen) for _ in range(1500)])
-    cum = np.cumsum(law) * cells.size
-    bins = np.unique(np.concatenate(([0], np.searchsorted(cum, np.arange(20, cum[-1], 20)),
-                                     [law.size])))
-    expected = np.add.reduceat(law, bins[:-1]) * cells.size
-    observed = np.histogram(cells, bins=bins)[0]
-    keep = expected > 0
-    assert stats.chisquare(observed[keep], expected[keep] * observed.sum() / expected[keep].sum()
-                           ).pvalue > FAIL_PROB
+    assert chisquare_pvalue(cells, law) > FAIL_PROB
     assert sum(outcomes) > 20 and len(outcomes) - sum(outcomes) >= 5  # both branches ran
 
 
