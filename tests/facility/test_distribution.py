@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -17,7 +18,6 @@ from dpfair.facility import (
     swdiff,
     widened_loss,
 )
-from dpfair.mechanisms.laplace import ClippedLaplaceLaw
 from tests.facility._helpers import DOMAIN
 
 
@@ -125,6 +125,18 @@ def test_presorted_and_unsorted_agree():
     assert a.expected_swdiff() == b.expected_swdiff()
 
 
+class _ClippedLaplace:
+    """The continuous law clip(t + Laplace(b), 0, 1) for 0 ≤ t ≤ 1, in closed form."""
+
+    def __init__(self, t: float, b: float) -> None:
+        self.t, self.b = t, b
+        self.atom_lo = 0.5 * math.exp(-t / b)  # P(t + L ≤ 0)
+        self.atom_hi = 0.5 * math.exp(-(1.0 - t) / b)  # P(t + L ≥ 1)
+
+    def pdf(self, u: float) -> float:
+        return math.exp(-abs(u - self.t) / self.b) / (2.0 * self.b)
+
+
 # --------------------------------------------------------------------------- baselines
 @pytest.mark.parametrize("x", [np.round(np.random.default_rng(2).uniform(0, 1, 12), 1),
                                np.array([0.0, 0.0, 1.0]), np.array([1.0])])
@@ -143,7 +155,7 @@ def test_laplace_baseline_exact_metrics_match_quadrature(x):
             float(p[np.abs(g - coarse.optimum) > r].sum()), abs=1e-12)
     d = LaplaceMedian(0.9, DOMAIN).distribution(x)
     t = d.optimum
-    cont = ClippedLaplaceLaw(t, 1.0 / 0.9, 0.0, 1.0)
+    cont = _ClippedLaplace(t, 1.0 / 0.9)  # clip(t + Laplace(b), 0, 1), t ∈ [0, 1]
     atoms = cont.atom_lo * abs(0 - t) + cont.atom_hi * abs(1 - t)
     pts = np.unique(np.concatenate((x, [0.0, 1.0, t])))
     ef = atoms

@@ -26,8 +26,8 @@ from dpfair.fairclass._linear import (
     fit_linear_release,
     plan_linear_s1,
 )
-from dpfair.mechanisms.discrete_gaussian import SMOOTHING_VARIANCE
-from dpfair.mechanisms.gaussian import snap_to_lattice
+from dpfair.mechanisms.gaussian_calibration import SMOOTHING_VARIANCE
+from dpfair.mechanisms.lattice import snap_to_lattice
 from dpfair.privacy import Budget
 
 BOUNDS = [(0.0, 10.0), (0.0, 1.0), None]

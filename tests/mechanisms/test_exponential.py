@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from dpfair import InvalidParameterError
-from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw, sample_piece_windowed
+from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw
 from tests._stats import FAIL_PROB
 
 
@@ -64,25 +64,6 @@ def test_privacy_properties():
     assert mech.epsilon == pytest.approx(math.sqrt(2.0))
     assert mech.privacy_zcdp.rho == pytest.approx(0.25, rel=1e-14)
     assert mech.privacy.epsilon == pytest.approx(math.sqrt(2.0))
-
-
-@pytest.mark.parametrize("fallback", [False, True])
-def test_windowed_sampler_is_exact(fallback):
-    rng = np.random.default_rng(7)
-    log_mass = np.log(rng.uniform(0.1, 1.0, 40)) - 0.4 * np.abs(np.arange(40) - 20)
-    probs = np.exp(log_mass - np.logaddexp.reduce(log_mass))
-    lo, hi = (18, 23) if fallback else (5, 36)
-    bound = math.log(np.exp(log_mass[:lo]).sum() + np.exp(log_mass[hi:]).sum()) + 0.5
-    gen = np.random.default_rng(8)
-    n_draws = 20_000
-    draws = np.array([sample_piece_windowed(log_mass[lo:hi], lo, bound, lambda: log_mass, gen)
-                      for _ in range(n_draws)])
-    counts = np.bincount(draws, minlength=40)
-    keep = probs * n_draws >= 5
-    observed = np.append(counts[keep], counts[~keep].sum())
-    expected = np.append(probs[keep], probs[~keep].sum()) * n_draws
-    chi2 = ((observed - expected) ** 2 / expected).sum()
-    assert stats.chi2.sf(chi2, observed.size - 1) > FAIL_PROB
 
 
 def test_bad_laws():

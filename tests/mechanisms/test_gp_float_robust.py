@@ -112,7 +112,7 @@ def test_release_binned_has_the_law_of_the_plain_release(monkeypatch):
     tests/privacy/test_float_attacks_dgauss.py); to compare the algebra with common random
     numbers, the white noise is replaced here by the snapped normal σ′ξ of the same seed.
     """
-    from dpfair.mechanisms.gaussian import snap_to_lattice
+    from dpfair.mechanisms.lattice import snap_to_lattice
 
     class _SnappedNormal:
         def __init__(self, scale, bits):

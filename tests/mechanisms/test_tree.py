@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, MissingPublicBoundError
-from dpfair.mechanisms.gaussian import analytic_gaussian_delta
+from dpfair.mechanisms.gaussian_calibration import analytic_gaussian_delta
 from dpfair.mechanisms.tree import (
     ConsistentTree,
     NoisyBinaryTree,

@@ -13,7 +13,7 @@ import pytest
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass.federated._protocol import gdp_epsilon
 from dpfair.mechanisms import GaussianMechanism
-from dpfair.mechanisms.discrete_gaussian import (
+from dpfair.mechanisms.gaussian_calibration import (
     approx_dp_sigma_target,
     check_delta_form,
     delta_form_holds,

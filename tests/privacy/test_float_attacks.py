@@ -206,7 +206,8 @@ def test_tree_release_is_an_exact_translate_of_lattice_noise():
 
 
 def _levels(x):
-    from dpfair.mechanisms import leaf_counts, node_counts
+    from dpfair.mechanisms import leaf_counts
+    from dpfair.mechanisms.tree import node_counts
 
     return node_counts(leaf_counts(x, (0, 1), 6))
 
@@ -501,7 +502,7 @@ def test_certificate_check_is_an_exact_translate_of_lattice_noise():
     seed and lies on the public lattice, so the reachable outputs are lattice translates
     (the legacy separation above cannot occur)."""
     from dpfair.fairclass._certify import check_lattice, check_threshold
-    from dpfair.mechanisms.gaussian import snap_to_lattice
+    from dpfair.mechanisms.lattice import snap_to_lattice
 
     (s, s_prime), m1, m0 = _check_pair()
     k, _ = check_lattice(m1, m0, 1.0)

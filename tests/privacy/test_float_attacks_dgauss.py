@@ -19,8 +19,9 @@ import numpy as np
 from scipy import stats
 
 import dpfair
-from dpfair.mechanisms import NoisyBinaryTree, leaf_counts, node_counts
-from dpfair.mechanisms.discrete_gaussian import LatticeNoise
+from dpfair.mechanisms import NoisyBinaryTree, leaf_counts
+from dpfair.mechanisms.lattice import LatticeNoise
+from dpfair.mechanisms.tree import node_counts
 from tests._stats import FAIL_PROB
 from tests.mechanisms.test_discrete_gaussian import _chi2_pvalue
 

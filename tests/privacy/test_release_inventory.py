@@ -75,11 +75,7 @@ INVENTORY: dict[tuple[str, str], str] = {
         "to a public lattice, and the minimiser it perturbs is released through an exact "
         "lattice mechanism (docs/proofs/fairclass_cdp_fair.md §11)",
     ("mechanisms/gaussian_process.py", "KroneckerGaussianGrid.sample"): UNUSED_PRIMITIVE,
-    ("mechanisms/laplace.py", "ClippedLaplaceLaw.sample"): UNUSED_PRIMITIVE,
     ("mechanisms/exponential.py", "PiecewiseConstantLaw.sample"): UNUSED_PRIMITIVE,
-    ("mechanisms/exponential.py", "sample_piece_windowed"): UNUSED_PRIMITIVE,
-    ("mechanisms/exponential.py", "fallback_draws"): UNUSED_PRIMITIVE,
-    ("mechanisms/windowed.py", "sample_pieces_windowed"): UNUSED_PRIMITIVE,
     ("mechanisms/discrete.py", "DiscreteLaw.sample"): UNUSED_PRIMITIVE,
 }
 

@@ -23,7 +23,7 @@ from dpfair.mechanisms.discrete_laplace import (
     discrete_laplace_scale,
     lattice_laplace,
 )
-from dpfair.mechanisms.gaussian import lattice_bits
+from dpfair.mechanisms.lattice import lattice_bits
 
 __all__ = ["count_lattice", "noisy_count"]
 

@@ -94,7 +94,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, MissingPublicBoundError
-from dpfair.mechanisms.gaussian import snap_to_lattice
+from dpfair.mechanisms.lattice import snap_to_lattice
 
 __all__ = [
     "OUTPUT_SHARE",
@@ -409,7 +409,8 @@ def plan_linear_s1(
     the number of coefficients) are public; they fix γ, the lattice and the output noise.
     """
     from dpfair.mechanisms import analytic_gaussian_sigma
-    from dpfair.mechanisms.discrete_gaussian import approx_dp_sigma_target, approx_dp_variance
+    from dpfair.mechanisms.gaussian_calibration import approx_dp_sigma_target
+    from dpfair.mechanisms.lattice import approx_dp_variance
 
     if not 0 < count_share < 1:
         raise InvalidParameterError(f"count_share={count_share!r}: must lie in (0, 1).")

@@ -29,8 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair.mechanisms.discrete_gaussian import LatticeNoise
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+from dpfair.mechanisms.lattice import LatticeNoise
 
 __all__ = [
     "ReleasedFold",

@@ -72,7 +72,7 @@ def snap_scores(z: NDArray[np.float64], bins: int = SCORE_LATTICE_BINS) -> NDArr
 
 def snap_count_noise(value: float, n_public: int) -> float:
     """Noise of a released count snapped to a public lattice, so count + noise is exact."""
-    from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
+    from dpfair.mechanisms.lattice import lattice_bits, snap_to_lattice
 
     return float(snap_to_lattice(value, lattice_bits(2.0 * float(n_public) + 1e6)))
 

@@ -1,4 +1,4 @@
-r"""Exact discrete Gaussian sampling (Canonne, Kamath & Steinke 2020) and its lattice noise.
+r"""Exact discrete Gaussian sampling (Canonne, Kamath & Steinke 2020), integers only.
 
 The discrete Gaussian N_ℤ(0, σ²) has P(Z = z) = exp(−z²/(2σ²)) / Σ_{y∈ℤ} exp(−y²/(2σ²)).
 :func:`sample_discrete_gaussian` draws it exactly for a rational variance σ² = p/q
@@ -11,7 +11,7 @@ P(Y = y) ∝ exp(−|y|/t) and accept it with probability exp(−γ),
 probability exp(−U/t)) and Algorithm 3's are fused into one Bernoulli(exp(−E)),
 E = U/t + γ = ⌊E⌋ + r/D, with ⌊E⌋ and the remainder r computed exactly (int64 when
 provably in range, Python integers otherwise). When D ≤ 2^62 (D = 2σ² for an integer σ²
-that is a multiple of t, as :class:`LatticeNoise` makes it, else D = B ≈ 2σ⁴)
+that is a multiple of t, as :func:`round_to_scale` makes it, else D = B ≈ 2σ⁴)
 exp(−E) = e^{−⌊E⌋}·Π_j exp(−r_j 2^{bj}/D) over the base-2^b digits r_j of r, and each
 factor is one independent Bernoulli [U_f < p_f] decided by comparing the first 62 bits of
 a uniform U_f with the exact integer ⌊2^62 p_f⌋ from a table (built once per D in exact
@@ -21,33 +21,9 @@ computed bits of p_f. For D > 2^62, ⌊E⌋ uses the same e^{−k} table and exp
 Algorithm 1 (:func:`bernoulli_exp_big`). No floating-point number enters the law; the only
 assumption is that the generator's raw 64-bit words (and ``integers``) are uniform.
 
-Privacy (used by every release that adds this noise to an integer statistic; here
-σ² is the variance *parameter*, the true variance of N_ℤ(0, σ²) is smaller):
-
-* **zCDP.** For integers μ, ν the Rényi divergence of order α > 1 is
-  D_α(N_ℤ(μ, σ²) ‖ N_ℤ(ν, σ²)) ≤ α(μ − ν)²/(2σ²): completing the square,
-  Σ_y P_μ(y)^α P_ν(y)^{1−α} = e^{α(α−1)(μ−ν)²/(2σ²)} · θ(m)/θ(0) with
-  m = αμ + (1 − α)ν and θ(m) = Σ_{y∈ℤ} exp(−(y − m)²/(2σ²)); by Poisson summation
-  θ(m) = σ√(2π) Σ_k e^{−2π²σ²k²} cos(2πkm) ≤ θ(0) (CKS 2020, Prop. 5 / Lemma 17). For a
-  product of independent N_ℤ(0, σ²) on ℤ^d the divergences add, so adding it to an integer
-  vector query with L2 sensitivity Δ is **Δ²/(2σ²)-zCDP**, for any real Δ.
-* **(ε, δ).** For the one-dimensional case CKS (Thm. 7) give the tight δ. For vectors we
-  use the following bound, proved here (:func:`discrete_gaussian_delta_slack`): let
-  σ² = σ_c² + s² with s > 0. Post-process the continuous mechanism y = x + N(0, σ_c² I)
-  by drawing K ∈ ℤ^d with P(K = k | y) ∝ exp(−‖k − y‖²/(2s²)) (public randomness, no
-  access to x). With η_s = 2Σ_{m≥1} e^{−2π²s²m²}, Poisson summation gives
-  Σ_{k∈ℤ} φ_s(k − y) ∈ [1 − η_s, 1 + η_s] for every real y (φ_s the N(0, s²) density),
-  hence, coordinatewise and multiplied over d coordinates,
-  P(K = k) ∈ [φ_σ(k − x)/(1 + η_s)^d, φ_σ(k − x)/(1 − η_s)^d] (φ_c * φ_s = φ_σ), while the
-  discrete Gaussian has P_DG(k) = φ_σ(k − x)/θ_σ^d with θ_σ = Σ_y φ_σ(y) ∈ [1, 1 + η_σ].
-  So P_DG ≤ (1 + η_s)^d P_K and P_K ≤ ((1 + η_σ)/(1 − η_s))^d P_DG pointwise. If the
-  continuous mechanism with σ_c is (ε, δ_c)-DP (e.g. δ_c from the analytic Gaussian, or
-  any point of a μ-GDP curve), then for every event E
-  P_DG,x(E) ≤ (1 + η_s)^d (e^ε P_K,x′(E) + δ_c) ≤ e^ε (1 + κ) P_DG,x′(E) + (1 + η_s)^d δ_c,
-  1 + κ = ((1 + η_s)(1 + η_σ)/(1 − η_s))^d, i.e. the discrete mechanism is
-  (ε, (1 + η_s)^d δ_c + e^ε κ)-DP. Releases here take s = 8 lattice units
-  (η_s < 10^{−548}) on top of the calibrated variance, and calibrate δ_c slightly below
-  the charged δ so that the sum stays below the charged δ (:func:`approx_dp_variance`).
+This module only samples: the noise in real units on a public lattice is
+:mod:`dpfair.mechanisms.lattice`, and the privacy statements (zCDP, the (ε, δ) slack) are
+:mod:`dpfair.mechanisms.gaussian_calibration`.
 
 Timing: the loops below run until every pending draw is accepted; their number of rounds
 is a function of the uniform draws only. The sampler never sees the statistic it is added
@@ -63,28 +39,15 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair.mechanisms._exp_tables import ExpTables, decide_exp, exp_tables
 from dpfair.mechanisms.discrete_laplace import bernoulli_exp
-from dpfair.privacy import Budget
 
 __all__ = [
-    "DELTA_SLACK_FRACTION",
-    "SMOOTHING_VARIANCE",
-    "LatticeNoise",
-    "approx_dp_variance",
     "bernoulli_exp_big",
-    "check_delta_form",
-    "delta_form_holds",
-    "discrete_gaussian_delta_slack",
-    "discrete_gaussian_noise_on_lattice",
-    "discrete_gaussian_privacy_at",
-    "discrete_gaussian_sigma",
-    "gaussian_noise_bits",
-    "lattice_variance",
+    "round_to_scale",
     "sample_discrete_gaussian",
 ]
 
@@ -94,10 +57,6 @@ _MAX_VARIANCE = Fraction(2**104)
 #: |A| up to this bound keeps A² in int64.
 _A_SAFE = math.isqrt(2**63 - 1)
 _CHUNK = 62
-#: s² (lattice units²) added on top of the calibrated variance of (ε, δ) releases.
-SMOOTHING_VARIANCE = 64
-#: (ε, δ) releases calibrate the continuous σ_c at δ·(1 − this), leaving room for the slack.
-DELTA_SLACK_FRACTION = 2.0**-40
 
 
 # --------------------------------------------------------------------------- Bernoulli
@@ -466,140 +425,12 @@ def sample_discrete_gaussian(
     return out.reshape(shape)
 
 
-# --------------------------------------------------------------------------- lattice noise
-def lattice_variance(sigma: float, bits: int, extra: int = 0) -> int:
-    """S = ⌈σ²·4^bits⌉ + ``extra``: the variance parameter in units of 2^-bits.
+def round_to_scale(s0: int) -> int:
+    """The least S ≥ s0 that is a multiple of its own Laplace scale t (the fast integer path).
 
-    σ is read as the exact rational value of its binary64, so S·4^-bits ≥ σ² exactly and
-    the relative overshoot of the variance is (S − σ²4^bits)/(σ²4^bits)
-    ≤ (1 + extra)/(S − 1 − extra) (≈ 1/S for extra = 0).
-    """
-    s = Fraction(float(sigma))
-    if not s > 0:
-        raise InvalidParameterError(f"sigma={sigma!r}: must be > 0.")
-    return math.ceil(s * s * 4 ** int(bits)) + int(extra)
-
-
-def gaussian_noise_bits(sigma: float, magnitude: float, scale_bits: int = 12) -> int:
-    """Public lattice bits b for discrete Gaussian noise σ on a statistic of size ``magnitude``.
-
-    The smallest b ≥ 0 with σ·2^b ≥ 2^scale_bits (default 12: the discrete Gaussian on
-    2^-b·ℤ is then indistinguishable from the continuous one at the accuracy of any
-    release, and the sampler's integers stay in int64 up to scale_bits = 26), capped by
-    :func:`~dpfair.mechanisms.gaussian.lattice_bits` so that statistic + noise is an exact
-    binary64 sum. σ and ``magnitude`` must be public.
-    """
-    from dpfair.mechanisms.gaussian import lattice_bits
-
-    s = float(sigma)
-    if not (math.isfinite(s) and s > 0):
-        raise InvalidParameterError(f"sigma={sigma!r}: must be finite and > 0.")
-    want = max(0, int(scale_bits) - math.floor(math.log2(s)))
-    return int(min(want, lattice_bits(magnitude)))
-
-
-def discrete_gaussian_noise_on_lattice(
-    sigma: float,
-    bits: int,
-    size: int | tuple[int, ...],
-    rng: RandomLike = None,
-    *,
-    extra_variance: int = 0,
-) -> NDArray[np.float64]:
-    """Exact discrete Gaussian noise on the public lattice 2^-bits·ℤ, as binary64.
-
-    Returns Z·2^-bits with Z ~ N_ℤ(0, S) exactly, S = :func:`lattice_variance`
-    (σ, bits, extra_variance), so in real units the variance parameter is S·4^-bits ≥ σ²
-    (relative overshoot ≤ (1 + extra)/(S − 1 − extra)). Z·2^-bits is exact in binary64
-    (|Z| < 2^53 is checked). Added to a statistic on the same lattice it gives an exact
-    integer mechanism in lattice units: Δ_lat²/(2S)-zCDP with Δ_lat = 2^bits·Δ, i.e.
-    ≤ Δ²/(2σ²) (module docstring).
-    """
-    b = int(bits)
-    if b < 0 or b > 60:
-        raise InvalidParameterError(f"bits={bits!r}: expected an integer in [0, 60].")
-    s_lat = lattice_variance(sigma, b, extra_variance)
-    z = sample_discrete_gaussian(s_lat, size, rng)
-    if z.size and int(np.abs(z).max()) >= 2**53:
-        raise OverflowError("discrete Gaussian draw beyond 2^53 lattice units.")
-    return np.asarray(z.astype(np.float64) * (2.0**-b), dtype=np.float64)
-
-
-# --------------------------------------------------------------------------- (ε, δ) slack
-def discrete_gaussian_delta_slack(
-    epsilon: float, dim: int, smoothing: int = SMOOTHING_VARIANCE
-) -> float:
-    """log of an upper bound on the additive δ slack of the discrete Gaussian (module docstring).
-
-    With s² = ``smoothing`` (lattice units²) subtracted from the variance parameter to
-    form the continuous σ_c² = σ² − s², the d-dimensional discrete Gaussian mechanism is
-    (ε, δ_c + ξ)-DP whenever the continuous one with σ_c is (ε, δ_c)-DP, where
-    ξ = ((1 + η_s)^d − 1)δ_c + e^ε κ ≤ (2 + 8e^ε)·d·η_s as long as d·η_s ≤ 1/8
-    (using η_σ ≤ η_s for σ ≥ s, log(1 + x) ≤ x, 1/(1 − η) ≤ 1 + 2η and e^y − 1 ≤ 2y for
-    y ≤ 1/2), and η_s = 2Σ_{m≥1} e^{−2π²s²m²} ≤ 2e^{−2π²s²}/(1 − e^{−6π²s²}).
-    Returns log((2 + 8e^ε)·d·η_s) (an upper bound, rounded up by 10^-9 relative);
-    at s² = 64 this is about log(d) + ε − 1258.
-    """
-    e = max(float(epsilon), 0.0)
-    s2 = int(smoothing)
-    if s2 < 1 or int(dim) < 1:
-        raise InvalidParameterError("smoothing and dim must be positive integers.")
-    log_eta = math.log(2.0) - 2.0 * math.pi**2 * s2 - math.log1p(-math.exp(-6.0 * math.pi**2 * s2))
-    if math.log(int(dim)) + log_eta > math.log(1 / 8):
-        raise InvalidParameterError("smoothing variance too small for this dimension.")
-    log_front = e + math.log(8.0 + 2.0 * math.exp(-e))
-    out = log_front + math.log(int(dim)) + log_eta
-    return out + 1e-9 * abs(out)
-
-
-def approx_dp_sigma_target(epsilon: float, delta: float, dim: int) -> float:
-    """The δ_c at which to calibrate (or read ε off) the continuous σ_c for a charged (ε, δ).
-
-    δ_c = δ·(1 − 2^-40). Two forms of the bound of the module docstring apply, with
-    d = ``dim`` noise values and s² = :data:`SMOOTHING_VARIANCE` lattice units² in the
-    variance:
-
-    * δ-form: (ε, δ_c + ξ)-DP with ξ ≤ (2 + 8e^ε)·d·η_s; when ξ ≤ δ·2^-41 (checked here
-      by :func:`check_delta_form` for ε > 0; callers that read ε off afterwards check
-      it then) the charged (ε, δ) holds exactly. It holds for d ≤ 2^40 whenever
-      ε ≤ ~1200 + ln δ; beyond, the setup is refused rather than charged a statement
-      that is not proven (attack review of issue 11);
-    * ε-form, always: (ε + ln(1 + κ), (1 + η_s)^d δ_c)-DP with ln(1 + κ) ≤ 4dη_s < 10^-500
-      and (1 + η_s)^d δ_c < δ.
-    """
-    d = float(delta)
-    if not 0 < d < 1:
-        raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
-    if float(epsilon) > 0:
-        check_delta_form(epsilon, d, dim)
-    return d * (1.0 - DELTA_SLACK_FRACTION)
-
-
-def check_delta_form(epsilon: float, delta: float, dim: int) -> None:
-    """Refuse an (ε, δ) whose discrete-Gaussian δ slack is not provably inside δ·2^-41."""
-    if not delta_form_holds(epsilon, delta, dim):
-        raise InvalidParameterError(
-            f"epsilon={float(epsilon):g} with delta={float(delta):g}: beyond the region where "
-            "the exact discrete Gaussian's (epsilon, delta) statement is proven "
-            "(epsilon <= ~1200 + ln(delta) - ln(16 * noise values)); use a larger delta "
-            "or a smaller epsilon."
-        )
-
-
-def delta_form_holds(epsilon: float, delta: float, dim: int) -> bool:
-    """Whether the discrete Gaussian's δ slack ξ fits in δ·2^-41 (δ-form of the bound)."""
-    limit = math.log(float(delta)) - 41 * math.log(2.0)
-    return discrete_gaussian_delta_slack(epsilon, dim) <= limit
-
-
-def approx_dp_variance(sigma_c: float, bits: int) -> int:
-    """Lattice variance S = ⌈σ_c²4^bits⌉ + s² of an (ε, δ) release calibrated at σ_c."""
-    return lattice_variance(sigma_c, bits, SMOOTHING_VARIANCE)
-
-
-# --------------------------------------------------------------------------- noise object
-def _round_to_scale(s0: int) -> int:
-    """The least S ≥ s0 that is a multiple of its own Laplace scale t (fast integer path).
+    Variances of this form let :func:`sample_discrete_gaussian` use its int64 path with the
+    denominator D = 2S (module docstring); :class:`~dpfair.mechanisms.lattice.LatticeNoise`
+    rounds its variance up this way.
 
     S − s0 < t ≤ √2·√S + 1, a relative variance overshoot below 2/√S.
     """
@@ -611,127 +442,3 @@ def _round_to_scale(s0: int) -> int:
             return s
         s = s_new
     return s
-#: r² (lattice units²) of the Gaussian smoothing in :meth:`LatticeNoise.combination_bound`.
-_TAIL_SMOOTHING = 4
-#: The smoothing Gaussian is bounded at this many of its standard deviations.
-_TAIL_SHIFT_SDS = 8.0
-
-
-@dataclass(frozen=True, slots=True)
-class LatticeNoise:
-    r"""Exact discrete Gaussian noise of nominal scale σ on the public lattice 2^-bits·ℤ.
-
-    In lattice units the noise is N_ℤ(0, S), S = ``variance`` = ⌈σ²4^bits⌉ + s²
-    (s² = :data:`SMOOTHING_VARIANCE`) rounded up to a multiple of the sampler's Laplace
-    scale t ≈ √S (relative overshoot < (65 + 2√S)/S; this keeps the sampler's integers in
-    int64), so that both the zCDP statement (variance parameter
-    S·4^-bits ≥ σ²) and the (ε, δ) statement (continuous part σ_c² = (S − s²)4^-bits ≥ σ²)
-    of the module docstring hold for the nominal σ. Build it with :meth:`for_sigma` from
-    public numbers only.
-
-    Tails (used by the median intervals, whose coverage proofs assumed N(0, σ²) noise):
-
-    * one coordinate: P(Z ≥ t) ≤ Φ̄((t − 2^-bits)/σ_S) for lattice points t > 0,
-      σ_S = √S·2^-bits (:attr:`scale`): Σ_{j≥m} e^{−j²/2S} ≤ ∫_{m−1}^∞ e^{−x²/2S}dx and the
-      normaliser is ≥ √(2πS) (Poisson summation);
-    * a linear combination T = Σ a_i Z_i of d independent draws: :meth:`combination_bound`.
-    """
-
-    sigma: float
-    bits: int
-    variance: int
-
-    @classmethod
-    @functools.lru_cache(maxsize=256)
-    def for_sigma(cls, sigma: float, magnitude: float, scale_bits: int = 12) -> LatticeNoise:
-        """Noise for nominal σ added to statistics of absolute size ≤ ``magnitude`` (public).
-
-        ``scale_bits``: the lattice is the coarsest with σ·2^bits ≥ 2^scale_bits (capped so
-        that statistic + noise stays exact; :func:`gaussian_noise_bits`). Cached: a pure
-        function of public numbers returning an immutable object.
-        """
-        bits = gaussian_noise_bits(sigma, magnitude, scale_bits)
-        s0 = lattice_variance(sigma, bits, SMOOTHING_VARIANCE)
-        return cls(float(sigma), bits, _round_to_scale(s0))
-
-    @property
-    def scale(self) -> float:
-        """σ_S = √S·2^-bits ≥ σ: the variance parameter's square root in real units."""
-        return math.sqrt(self.variance) * 2.0**-self.bits
-
-    @property
-    def step(self) -> float:
-        """2^-bits, the lattice spacing."""
-        return 2.0**-self.bits
-
-    def sample(self, size: int | tuple[int, ...], rng: RandomLike = None) -> NDArray[np.float64]:
-        """Exact draws Z·2^-bits, Z ~ N_ℤ(0, S) (see :func:`sample_discrete_gaussian`)."""
-        z = sample_discrete_gaussian(self.variance, size, rng)
-        if z.size and int(np.abs(z).max()) >= 2**53:
-            raise OverflowError("discrete Gaussian draw beyond 2^53 lattice units.")
-        return np.asarray(z.astype(np.float64) * self.step, dtype=np.float64)
-
-    def combination_bound(
-        self, std: ArrayLike, dim: int
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-        r"""(σ⁺, w, f) with P(T ≥ u) ≤ f·Φ̄((u − w)/σ⁺) for every real u.
-
-        T = Σ a_i Z_i over at most ``dim`` independent draws of this noise, given by its
-        *nominal* standard deviation std = σ‖a‖₂ (what the Gaussian analysis would use).
-        Proof (lattice units, ‖a‖ = std/σ): add independent N_i ~ N(0, r²), r² = 4. The
-        density of Z_i + N_i is Σ_k P(Z_i = k) φ_r(x − k) = φ_{S+r²}(x)·Σ_k φ_v(k − m)/θ_S
-        with v = Sr²/(S + r²), m = xS/(S + r²) (product of two Gaussian densities), and by
-        Poisson summation Σ_k φ_v(k − m) ≤ 1 + η_v, θ_S ≥ 1, η_v = 2Σ_{ℓ≥1} e^{−2π²vℓ²}. So
-        T′ = Σ a_i(Z_i + N_i) satisfies P(T′ ≥ u′) ≤ (1 + η_v)^d Φ̄(u′/(‖a‖√(S + r²))).
-        T′ = T + G with G ~ N(0, r²‖a‖²) independent of T, hence
-        P(T ≥ u) ≤ P(T′ ≥ u − w)/P(G ≥ −w), w = 8r‖a‖, P(G ≥ −w) = 1 − Φ̄(8).
-        In real units σ⁺ = ‖a‖√(S + r²)·2^-bits, w = 8r‖a‖·2^-bits,
-        f = (1 + η_v)^d/(1 − Φ̄(8)) (rounded up). With σ·2^bits ≥ 2^12 the shift is
-        w ≤ 0.4 % of std and σ⁺/std − 1 ≤ 1/√S + 40/S ≤ 2.5·10^-4 (S rounded up to a
-        multiple of t ≈ √S; 1e-4 at the median trees).
-        """
-        sd = np.asarray(std, dtype=np.float64)
-        norm = sd / self.sigma  # ‖a‖₂
-        r2 = _TAIL_SMOOTHING
-        v = self.variance * r2 / (self.variance + r2)
-        eta = 2.0 * math.exp(-2.0 * math.pi**2 * v) / (1.0 - math.exp(-6.0 * math.pi**2 * v))
-        log_f = int(dim) * math.log1p(eta) - math.log1p(-float(special.ndtr(-_TAIL_SHIFT_SDS)))
-        factor = math.exp(log_f) * (1.0 + 1e-12)
-        sig_plus = norm * math.sqrt(self.variance + r2) * self.step
-        shift = norm * _TAIL_SHIFT_SDS * math.sqrt(r2) * self.step
-        return sig_plus, shift, factor
-
-
-def discrete_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float, dim: int) -> float:
-    """Nominal σ of a d-dimensional lattice discrete Gaussian release that is (ε, δ)-DP.
-
-    The analytic-Gaussian σ at δ_c = :func:`approx_dp_sigma_target` (δ·(1 − 2^-40)); used
-    with :class:`LatticeNoise` (variance S ≥ σ²4^b + s²), the release is
-    (ε, δ_c + slack)-DP with slack ≤ δ·2^-41 (module docstring), so (ε, δ) holds.
-    """
-    from dpfair.mechanisms.gaussian import analytic_gaussian_sigma
-
-    return analytic_gaussian_sigma(
-        epsilon, approx_dp_sigma_target(epsilon, delta, dim), l2_sensitivity
-    )
-
-
-def discrete_gaussian_privacy_at(
-    sigma: float, l2_sensitivity: float, delta: float, dim: int
-) -> Budget:
-    """(ε, δ) of a d-dimensional :class:`LatticeNoise` release of nominal σ (true bound).
-
-    ε is the analytic-Gaussian ε of the continuous mechanism with σ at δ_c = δ(1 − 2^-40);
-    by :func:`approx_dp_sigma_target` the returned (ε, δ) holds for the executed discrete
-    mechanism (exactly where :func:`delta_form_holds`, else up to < 10^-500 in ε).
-    """
-    from dpfair.mechanisms.gaussian import GaussianMechanism
-
-    d = float(delta)
-    if not 0 < d < 1:
-        raise InvalidParameterError(f"delta={delta!r}: expected 0 < delta < 1.")
-    cont = GaussianMechanism(sigma, l2_sensitivity).continuous_privacy_at(
-        d * (1.0 - DELTA_SLACK_FRACTION))
-    eps = float(cont.epsilon or 0.0)
-    check_delta_form(eps, d, dim)
-    return Budget.approx(eps, d, note="discrete Gaussian (analytic Gaussian + lattice slack)")

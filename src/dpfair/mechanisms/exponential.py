@@ -9,7 +9,6 @@ log-weights, in log-space so that 10^7 pieces or ε = 50 neither overflow nor un
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -21,7 +20,7 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_positive
 from dpfair.privacy import Budget, exponential_mechanism_zcdp
 
-__all__ = ["ExponentialMechanism", "PiecewiseConstantLaw", "sample_piece_windowed"]
+__all__ = ["ExponentialMechanism", "PiecewiseConstantLaw"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,100 +268,3 @@ class ExponentialMechanism:
         out = self.law(edges, scores).sample(rng=rng)
         assert isinstance(out, float)
         return out
-
-
-def sample_piece_windowed(
-    log_mass_window: NDArray[np.float64],
-    offset: int,
-    log_outside_bound: float,
-    full_log_mass: Callable[[], NDArray[np.float64] | tuple[NDArray[np.intp], NDArray[np.float64]]],
-    rng: RandomLike = None,
-) -> int:
-    """Exact draw of a piece index j with P(j) ∝ exp(log_mass[j]), looking mostly at a window.
-
-    When the masses decay fast away from a mode (the exponential mechanism), the pieces
-    outside a window around it carry a total mass that can be *bounded* without being
-    computed. Draw u uniformly on [0, W_in + U_out), where W_in is the window's exact mass
-    and U_out ≥ the true outside mass W_out. If u < W_in, return the window piece it lands
-    in. Otherwise compute all masses (``full_log_mass()``, O(K), once); with probability
-    W_out/U_out return an outside piece drawn ∝ its mass, else return a draw from the full
-    law. Plain rejection would restart there instead; a restart is an independent run
-    whose output has exactly the full law, so this draw is exact too, and unlike a restart
-    loop it ends after one O(K) step even when W_out/U_out underflows to 0 (a window whose
-    pieces all have zero length, say). The O(K) branch runs with probability
-    ≤ U_out/(W_in + U_out).
-
-    Parameters
-    ----------
-    log_mass_window : array
-        Log-masses of the pieces ``offset, offset + 1, …`` inside the window.
-    offset : int
-        Index of the first window piece.
-    log_outside_bound : float
-        log of an upper bound on the total mass of the pieces outside the window.
-    full_log_mass : callable
-        Returns the log-masses of all pieces (called only in the rare branch), either as
-        a dense array indexed by piece, or sparsely as ``(piece_indices, log_masses)``
-        (increasing indices; pieces not listed have mass 0).
-    rng : generator-like
-    """
-    gen = as_generator(rng)
-    shift = float(np.max(log_mass_window))
-    if not math.isfinite(shift):
-        shift = log_outside_bound
-    w_in = np.exp(log_mass_window - shift)
-    cum_in = np.cumsum(w_in)
-    total_in = float(cum_in[-1])
-    bound_out = math.exp(min(log_outside_bound - shift, 700.0))
-    u = gen.random() * (total_in + bound_out)
-    if u < total_in:
-        return offset + int(np.searchsorted(cum_in, u, side="right"))
-    full = full_log_mass()
-    if isinstance(full, tuple):
-        index = np.asarray(full[0], dtype=np.intp)
-        log_w = np.asarray(full[1], dtype=np.float64)
-    else:
-        log_w = np.asarray(full, dtype=np.float64)
-        index = np.arange(log_w.size)
-    in_window = (index >= offset) & (index < offset + log_mass_window.size)
-    _, pick = fallback_draws(log_w, in_window, log_outside_bound, 1, gen)
-    return int(index[pick[0]])
-
-
-def fallback_draws(
-    log_w: NDArray[np.float64],
-    in_window: NDArray[np.bool_],
-    log_outside_bound: float,
-    size: int,
-    gen: np.random.Generator,
-) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
-    """The O(K) branch of the windowed samplers, for ``size`` draws that left the window.
-
-    Each draw keeps an outside piece (drawn ∝ mass among the pieces with ``~in_window``)
-    with probability W_out/U_out, and is otherwise replaced by a draw from the full law
-    (what a restart of the rejection loop would return in law). Everything is normalised
-    in log-space from each set's own maximum, so no cumulative sum underflows to zero.
-
-    Returns
-    -------
-    accepted : bool array of shape (size,)
-        Whether the draw kept an outside piece.
-    positions : intp array of shape (size,)
-        Positions into ``log_w`` of the drawn pieces.
-    """
-    out_w = np.where(in_window, -np.inf, log_w)
-    top_out = float(np.max(out_w)) if out_w.size else -math.inf
-    top_all = float(np.max(log_w))
-    log_out = -math.inf
-    pick_out = np.zeros(size, dtype=np.intp)
-    if math.isfinite(top_out):
-        cum_out = np.cumsum(np.exp(out_w - top_out))
-        log_out = top_out + math.log(float(cum_out[-1]))
-        pick_out = np.searchsorted(cum_out, gen.random(size) * cum_out[-1], side="right")
-        np.minimum(pick_out, int(np.flatnonzero(out_w > -np.inf)[-1]), out=pick_out)
-    with np.errstate(divide="ignore"):
-        accepted = np.log(gen.random(size)) < log_out - log_outside_bound  # P = W_out/U_out
-    cum_all = np.cumsum(np.exp(log_w - top_all))
-    pick_all = np.searchsorted(cum_all, gen.random(size) * cum_all[-1], side="right")
-    np.minimum(pick_all, int(np.flatnonzero(log_w > -np.inf)[-1]), out=pick_all)
-    return accepted, np.where(accepted, pick_out, pick_all).astype(np.intp)

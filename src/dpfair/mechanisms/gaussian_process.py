@@ -58,19 +58,19 @@ from threadpoolctl import ThreadpoolController
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_in_open_interval, check_positive
-from dpfair.mechanisms.discrete_gaussian import (
+from dpfair.mechanisms.discrete_gaussian import round_to_scale
+from dpfair.mechanisms.gaussian_calibration import (
     DELTA_SLACK_FRACTION,
     SMOOTHING_VARIANCE,
-    LatticeNoise,
-    _round_to_scale,
-    check_delta_form,
-    gaussian_noise_bits,
-    lattice_variance,
-)
-from dpfair.mechanisms.gaussian import (
     analytic_gaussian_delta,
     analytic_gaussian_sigma,
+    check_delta_form,
+)
+from dpfair.mechanisms.lattice import (
+    LatticeNoise,
+    gaussian_noise_bits,
     lattice_bits,
+    lattice_variance,
     snap_to_lattice,
 )
 from dpfair.privacy import Budget
@@ -591,7 +591,7 @@ class GaussianProcessMechanism:
 
         ε is the analytic-Gaussian ε at δ_c = δ(1 − 2^-40): the exact discrete Gaussian
         noise of :meth:`release_binned` is (ε, δ_c + ξ)-DP with ξ ≤ δ·2^-41 for any
-        practical ε (``mechanisms.discrete_gaussian.approx_dp_sigma_target``). For the
+        practical ε (``mechanisms.gaussian_calibration.approx_dp_sigma_target``). For the
         continuous :meth:`release` this is conservative by a relative 2^-40 in δ.
         """
         dl = check_in_open_interval("delta", delta, 0.0, 1.0)
@@ -719,7 +719,7 @@ class GaussianProcessMechanism:
     def _lattice_noise(scale: float, bits: int) -> LatticeNoise:
         """Exact discrete Gaussian white noise of nominal sd σ′ on 2^-k·ℤ (k = ``bits``)."""
         s0 = lattice_variance(scale, bits, SMOOTHING_VARIANCE)
-        return LatticeNoise(float(scale), int(bits), _round_to_scale(s0))
+        return LatticeNoise(float(scale), int(bits), round_to_scale(s0))
 
     def lattice_bits_for(self, grid: KroneckerGaussianGrid, total_mass: float,
                          weights_l1_error: float = 0.0) -> int:

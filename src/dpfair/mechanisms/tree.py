@@ -38,11 +38,11 @@ from dpfair._validation import (
     check_positive,
     check_positive_int,
 )
-from dpfair.mechanisms.discrete_gaussian import (
-    LatticeNoise,
+from dpfair.mechanisms.gaussian_calibration import (
     discrete_gaussian_privacy_at,
     discrete_gaussian_sigma,
 )
+from dpfair.mechanisms.lattice import LatticeNoise
 from dpfair.privacy import Budget
 
 #: Public bound on any count released with lattice noise (2^40 records).

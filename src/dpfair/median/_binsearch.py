@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError
 from dpfair.mechanisms import GaussianMechanism, leaf_edges
-from dpfair.mechanisms.discrete_gaussian import LatticeNoise
+from dpfair.mechanisms.lattice import LatticeNoise
 from dpfair.median._ranks import (
     gaussian_union_tail,
     generic_lower_failure,

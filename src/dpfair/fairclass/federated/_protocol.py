@@ -61,7 +61,7 @@ from dpfair.fairclass.federated._messages import (
 )
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 from dpfair.mechanisms import analytic_gaussian_delta
-from dpfair.mechanisms.discrete_gaussian import (
+from dpfair.mechanisms.gaussian_calibration import (
     approx_dp_sigma_target,
     check_delta_form,
     discrete_gaussian_sigma,
