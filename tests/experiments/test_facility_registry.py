@@ -33,15 +33,13 @@ from dpfair.facility import (
     DPExpMed,
     GridExpMed,
     LaplaceMedian,
-    ctm_bounds,
     ctm_family_max,
     ctm_worst_case,
     impossibility_pair,
     ks_distance,
-    spm_fair_bound,
-    table1,
     unwidened_expmed,
 )
+from dpfair.facility.bounds import ctm_bounds, spm_fair_bound, table1
 from tests.experiments._helpers import assert_tables_equal
 
 FACILITY = {"facility-scaling", "facility-widening", "facility-impossibility",

@@ -11,23 +11,25 @@ from dpfair.facility import (
     DPExpMed,
     GridExpMed,
     LaplaceMedian,
+    ctm_worst_case,
+    fair_lower_bound_pair,
+    impossibility_pair,
+    is_ctm,
+    ks_distance,
+    spm_worst_case,
+    truncated_normal_law,
+    unwidened_expmed,
+)
+from dpfair.facility.bounds import (
     ctm_bounds,
     ctm_kstar,
     ctm_min_k,
     ctm_tail_bound,
-    ctm_worst_case,
     direct_lower_bound,
-    fair_lower_bound_pair,
     impossibility_bound,
-    impossibility_pair,
-    is_ctm,
-    ks_distance,
     spm_fair_bound,
     spm_tail_bound,
-    spm_worst_case,
     table1,
-    truncated_normal_law,
-    unwidened_expmed,
 )
 from tests.facility._helpers import DOMAIN, random_ctm
 

@@ -207,13 +207,12 @@ def test_results_and_laws_pickle():
     import pickle
 
     from dpfair.facility import (
-        ctm_bounds,
         impossibility_pair,
         spm_lambda,
-        table1,
         triangular_law,
         truncated_normal_law,
     )
+    from dpfair.facility.bounds import ctm_bounds, table1
 
     x = np.linspace(0.1, 0.9, 21)
     mech = DPExpMed(1.0, DOMAIN)

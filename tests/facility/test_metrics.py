@@ -16,10 +16,10 @@ from dpfair.facility import (
     percentile_loss,
     social_welfare,
     swdiff,
-    swdiff_loss_bound,
     utilities,
     widened_loss,
 )
+from dpfair.facility.bounds import swdiff_loss_bound
 from tests.facility._helpers import DOMAIN, random_ctm
 
 # Data on a 1/20 lattice in [0, 1] make ties (and locations on data points) common.

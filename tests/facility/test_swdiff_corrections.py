@@ -13,12 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfair.facility import (
-    DPExpMed,
-    ctm_bounds,
-    spm_swdiff_bound,
-    table1,
-)
+from dpfair.facility import DPExpMed
+from dpfair.facility.bounds import ctm_bounds, spm_swdiff_bound, table1
 from tests.facility._helpers import DOMAIN
 
 EPS, BETA = 1.0, 0.05

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpfair.facility import DPExpMed, ctm_family_max, ctm_min_k, ctm_worst_case, worst_case_level
+from dpfair.facility import DPExpMed, ctm_family_max, ctm_worst_case, worst_case_level
+from dpfair.facility.bounds import ctm_min_k
 
 DOMAIN = (0.0, 1.0)
 

@@ -59,20 +59,18 @@ from dpfair.facility import (
     LowerBoundPair,
     OutputDistribution,
     SinglePeakedLaw,
-    ctm_bounds,
     ctm_family_max,
     ctm_worst_case,
     fair_lower_bound_pair,
     impossibility_pair,
     ks_distance,
-    spm_fair_bound,
     spm_lower_bound_pair,
-    table1,
     triangular_law,
     truncated_normal_law,
     unwidened_expmed,
     worst_case_level,
 )
+from dpfair.facility.bounds import ctm_bounds, spm_fair_bound, table1
 
 __all__ = [
     "BETA",

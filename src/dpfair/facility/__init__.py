@@ -9,9 +9,12 @@ Facility Location" (FORC 2026); ALGORITHMS.md §B.
 * Metrics (Def. 2.6, Thms 4.1/4.3): :func:`optimal_location`, :func:`utilities`,
   :func:`social_welfare`, :func:`loss_vector`, :func:`fair`, :func:`swdiff`,
   :func:`crossed_agents`, :func:`percentile_loss`, :func:`widened_loss`.
-* Families (§6): :func:`is_ctm`, single-peaked laws, worst cases, lower-bound pairs,
-  :func:`ks_distance`, :func:`spm_lambda`.
-* Bounds (Table 1, Thm 7.9, inequality (7)): :func:`table1`, :func:`ctm_bounds`, …
+* Families (§6): :func:`is_ctm`, single-peaked laws (:class:`SinglePeakedLaw`), worst
+  cases, lower-bound pairs (:class:`LowerBoundPair`), :func:`ks_distance`, :func:`spm_lambda`.
+* Exact laws: :class:`FacilityDistribution` (what :meth:`DPExpMed.distribution` returns) and
+  the base :class:`OutputDistribution` of every law (baselines included).
+* Bounds (Table 1, Thm 7.9, inequality (7), …): the submodule :mod:`dpfair.facility.bounds`
+  (:func:`~dpfair.facility.bounds.table1`, :func:`~dpfair.facility.bounds.ctm_bounds`, …).
 * Exact worst cases over CTM (Lemma 7.8): :func:`worst_case_level`, :func:`ctm_family_max`.
 * Baselines: :func:`unwidened_expmed`, :class:`LaplaceMedian`, :class:`GridExpMed`.
 
@@ -24,32 +27,11 @@ Facility Location" (FORC 2026); ALGORITHMS.md §B.
 True
 """
 
+from dpfair.facility import bounds
 from dpfair.facility._baselines import GridExpMed, LaplaceMedian, unwidened_expmed
-from dpfair.facility._bounds import (
-    CTMBounds,
-    Table1,
-    ctm_bounds,
-    ctm_fair_bound,
-    ctm_kstar,
-    ctm_min_k,
-    ctm_swdiff_bound,
-    ctm_tail_bound,
-    direct_lower_bound,
-    impossibility_bound,
-    spm_fair_bound,
-    spm_kstar,
-    spm_swdiff_bound,
-    spm_tail_bound,
-    swdiff_loss_bound,
-    table1,
-)
 from dpfair.facility._families import (
-    CustomSinglePeakedLaw,
     LowerBoundPair,
     SinglePeakedLaw,
-    SPMFit,
-    TriangularLaw,
-    TruncatedNormalLaw,
     change_one_distance,
     ctm_worst_case,
     fair_lower_bound_pair,
@@ -63,16 +45,9 @@ from dpfair.facility._families import (
     triangular_law,
     truncated_normal_law,
 )
-from dpfair.facility._laws import (
-    FacilityDistribution,
-    GridDistribution,
-    LaplaceDistribution,
-    MetricSummary,
-    OutputDistribution,
-)
+from dpfair.facility._laws import FacilityDistribution, OutputDistribution
 from dpfair.facility._mechanism import DPExpMed
 from dpfair.facility._metrics import (
-    MedianChoice,
     crossed_agents,
     fair,
     loss_vector,
@@ -86,37 +61,20 @@ from dpfair.facility._metrics import (
 from dpfair.facility._worst import ctm_family_max, worst_case_level
 
 __all__ = [
-    "CTMBounds",
-    "CustomSinglePeakedLaw",
     "DPExpMed",
     "FacilityDistribution",
-    "GridDistribution",
     "GridExpMed",
-    "LaplaceDistribution",
     "LaplaceMedian",
     "LowerBoundPair",
-    "MedianChoice",
-    "MetricSummary",
     "OutputDistribution",
-    "SPMFit",
     "SinglePeakedLaw",
-    "Table1",
-    "TriangularLaw",
-    "TruncatedNormalLaw",
+    "bounds",
     "change_one_distance",
     "crossed_agents",
-    "ctm_bounds",
-    "ctm_fair_bound",
     "ctm_family_max",
-    "ctm_kstar",
-    "ctm_min_k",
-    "ctm_swdiff_bound",
-    "ctm_tail_bound",
     "ctm_worst_case",
-    "direct_lower_bound",
     "fair",
     "fair_lower_bound_pair",
-    "impossibility_bound",
     "impossibility_pair",
     "is_ctm",
     "ks_distance",
@@ -125,16 +83,10 @@ __all__ = [
     "percentile_loss",
     "single_peaked_law",
     "social_welfare",
-    "spm_fair_bound",
-    "spm_kstar",
     "spm_lambda",
     "spm_lower_bound_pair",
-    "spm_swdiff_bound",
-    "spm_tail_bound",
     "spm_worst_case",
     "swdiff",
-    "swdiff_loss_bound",
-    "table1",
     "triangular_law",
     "truncated_normal_law",
     "unwidened_expmed",

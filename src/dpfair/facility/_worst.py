@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfair.facility._bounds import ctm_min_k
 from dpfair.facility._families import ctm_worst_case
 from dpfair.facility._laws import FacilityDistribution, OutputDistribution
 from dpfair.facility._mechanism import DPExpMed
+from dpfair.facility.bounds import ctm_min_k
 
 __all__ = ["ctm_family_max", "worst_case_level"]
 
@@ -30,7 +30,7 @@ def worst_case_level(
     """The exact worst-case (1 − β) level of p_α over CTM, and the law on D_k^CTM there.
 
     By Lemma 7.8, sup_{D ∈ CTM} P(p_α > k) = P_{D_k}(p_α > k); the smallest k where this is
-    ≤ β is found by bisection below :func:`~dpfair.facility.ctm_min_k` (which satisfies it
+    ≤ β is found by bisection below :func:`~dpfair.facility.bounds.ctm_min_k` (which satisfies it
     by Thm 7.9's bound) and confirmed exactly.
     """
     mech = DPExpMed(epsilon, domain, widening=widening)

@@ -19,13 +19,8 @@ from typing import Any
 import numpy as np
 
 from dpfair.experiments import get_experiment, rep_seed
-from dpfair.facility import (
-    DPExpMed,
-    ctm_bounds,
-    optimal_location,
-    table1,
-    truncated_normal_law,
-)
+from dpfair.facility import DPExpMed, optimal_location, truncated_normal_law
+from dpfair.facility.bounds import ctm_bounds, table1
 from dpfair.report._html import FigureBlock, Section, figure_to_data_uri, new_figure, table
 
 __all__ = ["FacilityReportConfig", "facility_section"]

@@ -1,5 +1,9 @@
 r"""Bounds of paper 000: Table 1's rates and the explicit constants the proofs give.
 
+The theorem and bound functions of the facility package, grouped here so that
+:mod:`dpfair.facility` keeps the mechanism, the metrics and the data families:
+``from dpfair.facility import bounds; bounds.table1(...)``.
+
 Table 1 states rates (O/Ω) without constants; :func:`table1` evaluates each entry with
 constant 1 so that measured quantiles can be set beside their *shape*. Where the proofs
 give explicit expressions, they are implemented exactly:
