@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,12 +24,12 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
 
 
-def make_file(rows: int, seed: float = 0.42) -> Path:
+def make_file(rows: int, seed: float = 0.42, data: Path = DATA) -> Path:
     """Parquet file with one DOUBLE column ``x`` of ``rows`` log-normal draws."""
     import duckdb
 
-    DATA.mkdir(exist_ok=True)
-    path = DATA / f"lognormal_{rows}.parquet"
+    data.mkdir(exist_ok=True)
+    path = data / f"lognormal_{rows}.parquet"
     if path.exists():
         return path
     tmp = path.with_suffix(".tmp.parquet")
@@ -77,19 +78,29 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--methods", default="cdf,binsearch,binsearch_cdf,expmech")
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--data-dir", type=Path, default=DATA, help="where the file is cached")
+    parser.add_argument("--smoke", action="store_true",
+                        help="20,000 rows, two methods, a temporary directory: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.methods = 20_000, "cdf,expmech"
+        args.data_dir = Path(tempfile.mkdtemp(prefix="dpfair-bigfile-"))
     t0 = time.perf_counter()
-    path = make_file(args.rows)
+    path = make_file(args.rows, data=args.data_dir)
     print(f"data: {path} ({path.stat().st_size / 2**20:.0f} MiB, {args.rows:,} rows; "
           f"ready in {time.perf_counter() - t0:.1f} s)")
     print(f"{'method':<14} {'seconds':>8} {'peak RSS MiB':>13}  interval")
+    failed = 0
     for method in args.methods.split(","):
         res = run_child(path, method, args.python)
         if "error" in res:
             print(f"{method:<14} failed: {res['error']}")
+            failed += 1
             continue
         print(f"{method:<14} {res['seconds']:8.2f} {res['peak_rss_mib']:13.0f}  "
               f"[{res['low']:.5f}, {res['high']:.5f}] (n={res['n']:,})")
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

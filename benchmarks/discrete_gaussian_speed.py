@@ -42,7 +42,7 @@ def _best_med(f: Callable[[], object], reps: int) -> float:
     return ts[len(ts) // 2]
 
 
-def _child() -> None:
+def _child(smoke: bool = False) -> None:
     import numpy as np
 
     import dpfair.median
@@ -59,6 +59,8 @@ def _child() -> None:
             for size, reps in ((10, 400), (2000, 100), (200_000, 7)):
                 if name == "S=2^50" and size != 200_000:
                     continue
+                if smoke:
+                    size, reps = min(size, 2000), 1
                 res[f"sampler {name} n={size}"] = _best_med(
                     functools.partial(sample_discrete_gaussian, var, size, g), reps
                 )
@@ -68,18 +70,22 @@ def _child() -> None:
             dpfair.median.confidence_interval,
             x, rho=0.5, bounds=(-5.0, 15.0), alpha=0.05, method=method, rng=1,
         )
-        res[f"median {method} n=1e3"] = _best_med(call, 200)
+        res[f"median {method} n=1e3"] = _best_med(call, 1 if smoke else 200)
     print(json.dumps(res))
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == _CHILD:
-        _child()
+        _child(smoke="--smoke" in sys.argv[2:])
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--src", action="append", default=[], help="NAME=PATH of a src tree")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--smoke", action="store_true",
+                   help="one round, one repeat, at most 2,000 draws: checks that it runs")
     args = p.parse_args()
+    if args.smoke:
+        args.rounds = 1
     trees = dict(s.split("=", 1) for s in args.src) or {"here": "src"}
     acc: dict[str, dict[str, list[float]]] = collections.defaultdict(
         lambda: collections.defaultdict(list)
@@ -88,7 +94,8 @@ def main() -> None:
         for name, path in trees.items():
             env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
             out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), _CHILD],
+                [sys.executable, os.path.abspath(__file__), _CHILD,
+                 *(["--smoke"] if args.smoke else [])],
                 env=env, capture_output=True, text=True, check=True,
             ).stdout
             for key, sec in json.loads(out).items():

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def _write(path: Path, rows: int, seed: int) -> Path:
 
     if path.exists():
         return path
-    DATA.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.parquet")
     schema = pa.schema([("x1", pa.float64()), ("x2", pa.float64()), ("a", pa.int8()),
                         ("y", pa.int8())])
@@ -80,10 +81,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--no-cross-fit", dest="cross_fit", action="store_false")
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--data-dir", type=Path, default=DATA, help="where the files are cached")
+    parser.add_argument("--smoke", action="store_true",
+                        help="20,000 training and 5,000 test rows in a temporary directory")
     args = parser.parse_args()
+    n_test = 100_000
+    if args.smoke:
+        args.rows, n_test = 20_000, 5000
+        args.data_dir = Path(tempfile.mkdtemp(prefix="dpfair-fairclass-bigfile-"))
     t0 = time.perf_counter()
-    train = _write(DATA / f"fairclass_sim_{args.rows}.parquet", args.rows, seed=0)
-    test = _write(DATA / "fairclass_sim_test_100000.parquet", 100_000, seed=1)
+    train = _write(args.data_dir / f"fairclass_sim_{args.rows}.parquet", args.rows, seed=0)
+    test = _write(args.data_dir / f"fairclass_sim_test_{n_test}.parquet", n_test, seed=1)
     print(f"data: {train} ({train.stat().st_size / 2**20:.0f} MiB, {args.rows:,} rows; "
           f"ready in {time.perf_counter() - t0:.1f} s)")
     res = run_child(train, test, args.python, args.cross_fit)

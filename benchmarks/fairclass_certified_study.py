@@ -26,6 +26,11 @@ from dpfair.fairclass import CDPFairClassifier
 from dpfair.fairclass.datasets import load_bundled_adult, simulate
 
 ORACLE = {0.05: 0.212, 0.1: 0.198}
+#: Population and training sizes; ``--smoke`` shrinks them to check that the study runs.
+SIZES = {"paper_pop": 200_000, "unseen_pop": 100_000, "paper": 9000, "unseen": 6000,
+         "adult": None}
+SMOKE_SIZES = {"paper_pop": 2000, "unseen_pop": 2000, "paper": 800, "unseen": 800,
+               "adult": 2000}
 
 
 def unseen(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,27 +50,28 @@ def pop_metrics(clf: Any, X: np.ndarray, y: np.ndarray, A: np.ndarray) -> tuple[
 
 def run(design: str, rule: str, eps: float, alpha: float, reps: int) -> dict[str, Any]:
     if design == "paper":
-        big = simulate(200_000, rng=987_654)
+        big = simulate(SIZES["paper_pop"], rng=987_654)
         popX, popy, popA, bounds = big.X, big.y, big.A, big.feature_bounds
     elif design == "unseen":
-        popX, popy, popA = unseen(100_000, np.random.default_rng(987_654))
+        popX, popy, popA = unseen(SIZES["unseen_pop"], np.random.default_rng(987_654))
         bounds = [(0.0, 1.0), (0.0, 1.0)]
     dds, errs, certs, times = [], [], [], []
     for r in range(reps):
         rng = np.random.default_rng(10_000 + r)
         if design == "paper":
-            d = simulate(9000, rng=rng)
+            d = simulate(SIZES["paper"], rng=rng)
             X, y, A = d.X, d.y, d.A
-            delta = (9000 / 2) ** -2.0
+            delta = (SIZES["paper"] / 2) ** -2.0
             tX, ty, tA = popX, popy, popA
         elif design == "unseen":
-            X, y, A = unseen(6000, rng)
-            delta = 3000.0**-2
+            X, y, A = unseen(SIZES["unseen"], rng)
+            delta = (SIZES["unseen"] / 2) ** -2.0
             tX, ty, tA = popX, popy, popA
         else:
             data = load_bundled_adult()
-            perm = rng.permutation(data.y.size)
-            cut = int(0.7 * data.y.size)
+            size = data.y.size if SIZES["adult"] is None else SIZES["adult"]
+            perm = rng.permutation(data.y.size)[:size]
+            cut = int(0.7 * size)
             tr, te = perm[:cut], perm[cut:]
             X, y, A = data.X[tr], data.y[tr], data.A[tr]
             tX, ty, tA = data.X[te], data.y[te], data.A[te]
@@ -118,7 +124,10 @@ def main() -> None:
     ap.add_argument("--alphas", default="0.05,0.1")
     ap.add_argument("--rules", default="certified,target")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
     args = ap.parse_args()
+    if args.smoke:
+        SIZES.update(SMOKE_SIZES)
     rows = []
     for design in args.designs.split(","):
         for rule in args.rules.split(","):

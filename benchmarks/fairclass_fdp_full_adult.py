@@ -45,7 +45,9 @@ def _three_features(X: Any) -> Any:
     return np.column_stack([X[:, 0].astype(float), wc, X[:, 4].astype(float)])
 
 
-def run(n_splits: int, features_dim: int) -> list[dict[str, Any]]:
+def run(
+    n_splits: int, features_dim: int, n_rows: int | None = None
+) -> list[dict[str, Any]]:
     import numpy as np
 
     from dpfair import UncertifiedFairnessWarning
@@ -55,6 +57,8 @@ def run(n_splits: int, features_dim: int) -> list[dict[str, Any]]:
 
     warnings.simplefilter("ignore", UncertifiedFairnessWarning)
     d = load_full_adult()
+    if n_rows is not None:  # --smoke: the first rows only
+        d = d.subset(np.arange(n_rows))
     X3 = _three_features(d.X)
     rows: list[dict[str, Any]] = []
     for split in range(n_splits):
@@ -137,8 +141,14 @@ def main() -> None:
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--features-dim", type=int, default=2048)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--smoke", action="store_true",
+                    help="3,000 rows, one split, one (ε, α), D = 64: checks that it runs")
     args = ap.parse_args()
-    rows = run(args.splits, args.features_dim)
+    global EPS, ALPHAS
+    if args.smoke:
+        EPS, ALPHAS = (1.0,), (0.1,)
+        args.splits, args.features_dim = 1, min(args.features_dim, 64)
+    rows = run(args.splits, args.features_dim, 3000 if args.smoke else None)
     summary = summarise(rows)
     print(table(summary))
     if args.json is not None:

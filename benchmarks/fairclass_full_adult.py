@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/fairclass_full_adult.py                  # everything
     .venv/bin/python benchmarks/fairclass_full_adult.py --no-comparator  # dpfair only
+    .venv/bin/python benchmarks/fairclass_full_adult.py --smoke          # tiny (CI)
     .venv/bin/python benchmarks/fairclass_full_adult.py \
         --json docs/results/fairclass_full_adult.json
 
@@ -92,7 +93,9 @@ def worker_compare(args: argparse.Namespace) -> None:
     print("BENCH_JSON " + json.dumps(out))
 
 
-def run_dpfair(n_splits: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def run_dpfair(
+    n_splits: int, n_rows: int | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     import numpy as np
 
     from dpfair import UncertifiedFairnessWarning
@@ -104,6 +107,8 @@ def run_dpfair(n_splits: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
     warnings.simplefilter("ignore", UncertifiedFairnessWarning)
     d = load_full_adult()
+    if n_rows is not None:  # --smoke: the first rows only
+        d = d.subset(np.arange(n_rows))
     X3 = three_features(d.X)
     fmap = FeatureMap.build(d.bounds, d.categories, d.X.shape[1])
     U = fmap.transform(d.X)
@@ -190,14 +195,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base-python", default=None)
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--smoke", action="store_true",
+                   help="3,000 rows, one split, one (ε, α), no comparator: checks that it runs")
     args = p.parse_args(argv)
+    global EPS, ALPHAS
+    if args.smoke:
+        EPS, ALPHAS = (1.0,), (0.1,)
+        args.splits, args.no_comparator = 1, True
     if args.worker == "compare":
         worker_compare(args)
         return 0
     sys.path.insert(0, str(ROOT / "src"))
     import numpy as np
 
-    rows, shared = run_dpfair(args.splits)
+    rows, shared = run_dpfair(args.splits, 3000 if args.smoke else None)
     if not args.no_comparator:
         sys.path.insert(0, str(HERE))
         from run import Comparator, Log, ensure_env, run_worker

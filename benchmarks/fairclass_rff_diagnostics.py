@@ -8,7 +8,8 @@
 (70/30 split with seed 100, the first 1,500 test rows), exact Gaussian kernel vs its random
 Fourier approximation with D = 1024 and 4096 (frequency seed 1), no fairness threshold:
 test error of 1{η̂_a(x) > 1/2}. ``protocol``: FDPFairClassifier(estimator="rff") with the
-given ε, D, α and bandwidths, training rows dealt to 3 sites (seed 7).
+given ε, D, α and bandwidths, training rows dealt to 3 sites (seed 7). ``--smoke`` keeps
+the first 3,000 rows of full Adult and D ≤ 64 (checks that the script runs).
 """
 
 from __future__ import annotations
@@ -26,12 +27,19 @@ def _split(n: int) -> tuple[np.ndarray, np.ndarray]:
     return perm[:cut], perm[cut:]
 
 
-def nw() -> None:
-    from dpfair.fairclass._linear import FeatureMap
-    from dpfair.fairclass._rff import rff_features, rff_frequencies
+def _load(rows: int | None):  # type: ignore[no-untyped-def]
+    """Full Adult, or its first ``rows`` rows (``--smoke``)."""
     from dpfair.fairclass.adult_full import load_full_adult
 
     d = load_full_adult()
+    return d if rows is None else d.subset(np.arange(rows))
+
+
+def nw(rows: int | None = None, dims: tuple[int, ...] = (1024, 4096)) -> None:
+    from dpfair.fairclass._linear import FeatureMap
+    from dpfair.fairclass._rff import rff_features, rff_frequencies
+
+    d = _load(rows)
     U = FeatureMap.build(d.bounds, d.categories, d.X.shape[1]).transform(d.X)
     tr, te = _split(d.n)
     te = te[:1500]
@@ -46,7 +54,7 @@ def nw() -> None:
             H = K[r][:, (Atr == a) & (ytr == 0)].sum(1)
             pred[r] = G / (G + H + 1e-12) > 0.5
         res = []
-        for D in (1024, 4096):
+        for D in dims:
             W = rff_frequencies(U.shape[1], D, h, 1)
             Ptr, Pte = rff_features(U[tr], W), rff_features(U[te], W)
             pr = np.empty(te.size)
@@ -60,13 +68,12 @@ def nw() -> None:
               flush=True)
 
 
-def protocol(eps: float, dim: int, alpha: float, hs: list[float]) -> None:
+def protocol(eps: float, dim: int, alpha: float, hs: list[float], rows: int | None = None) -> None:
     from dpfair import UncertifiedFairnessWarning
-    from dpfair.fairclass.adult_full import load_full_adult
     from dpfair.fairclass.federated import FDPFairClassifier
 
     warnings.simplefilter("ignore", UncertifiedFairnessWarning)
-    d = load_full_adult()
+    d = _load(rows)
     tr, te = _split(d.n)
     tr, te = np.sort(tr), np.sort(te)
     sites = np.array_split(np.random.default_rng(7).permutation(tr), 3)
@@ -94,11 +101,14 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=2048)
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--h", type=float, nargs="+", default=[0.8, 1.0, 1.2])
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
     args = ap.parse_args()
+    rows = 3000 if args.smoke else None
     if args.mode == "nw":
-        nw()
+        nw(rows, (32, 64) if args.smoke else (1024, 4096))
     else:
-        protocol(args.eps, args.dim, args.alpha, args.h)
+        protocol(args.eps, min(args.dim, 64) if args.smoke else args.dim, args.alpha,
+                 args.h[:1] if args.smoke else args.h, rows)
 
 
 if __name__ == "__main__":

@@ -129,16 +129,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-cli", action="store_true")
+    ap.add_argument("--smoke", action="store_true",
+                    help="N_s = 400, 1,000 test rows, one repeat: checks that it runs")
     args = ap.parse_args()
-    sites = [simulate(2000, rng=s) for s in range(6)]
-    test = simulate(4000, rng=99)
+    n_site, n_test = (400, 1000) if args.smoke else (2000, 4000)
+    if args.smoke:
+        args.reps = 1
+    sites = [simulate(n_site, rng=s) for s in range(6)]
+    test = simulate(n_test, rng=99)
     _inproc(sites, test, 1)  # warm-up (imports, caches)
     for name, kw in (("default (confidence)", {}), ("paper rule", PAPER)):
         fit, pred, clf = _inproc(sites, test, args.reps, **kw)
         print(
-            f"in-process S=6, N_s=2000, {name}: fit median {fit:.3f} s, predict(4000) median "
-            f"{pred:.4f} s, grid {clf.protocol_.grid_shape}, M={clf.protocol_.depth}, "
-            f"folds={clf.protocol_.n_folds}"
+            f"in-process S=6, N_s={n_site}, {name}: fit median {fit:.3f} s, "
+            f"predict({n_test}) median {pred:.4f} s, grid {clf.protocol_.grid_shape}, "
+            f"M={clf.protocol_.depth}, folds={clf.protocol_.n_folds}"
         )
     if not args.no_cli:
         three = sites[:3]

@@ -168,7 +168,12 @@ def main() -> None:
         help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL for SuperLink/SuperNodes (Flower default 1 s)",
     )
     ap.add_argument("--flower-only", action="store_true", help="skip in-process and CLI")
+    ap.add_argument("--smoke", action="store_true",
+                    help="N_s = 400, one repeat of each transport: checks that it runs")
     args = ap.parse_args()
+    global N_S
+    if args.smoke:
+        N_S, args.reps, args.flower_reps = 400, 1, 1
     sites = [simulate(N_S, rng=s) for s in range(S)]
     fit = cli = float("nan")
     if not args.flower_only:

@@ -1,6 +1,7 @@
 """Measured whitened neighbour difference of CDP-Fair's Gaussian-process release (issue 11).
 
-    .venv/bin/python benchmarks/gp_whitened_sensitivity.py
+    .venv/bin/python benchmarks/gp_whitened_sensitivity.py          # docs/floating_point.md
+    .venv/bin/python benchmarks/gp_whitened_sensitivity.py --smoke  # tiny sizes (CI)
 
 For neighbouring training halves D, D' (one row replaced by a far point with the other label
 and group, or one feature of one row moved by one ulp), prints
@@ -12,11 +13,14 @@ and group, or one feature of one row moved by one ulp), prints
   bound ``grid.whitened_sensitivity(n)``.
 
 Cases: the bundled Adult data (d = 3, training half of 48,842 rows) and uniform synthetic
-data with d = 4, n = 30,000 per half, on the grid CDP-Fair builds at ε = 1.
+data with d = 4, n = 30,000 per half, on the grid CDP-Fair builds at ε = 1. Both fits ask
+for ``estimator="kernel"``: the default ``"auto"`` picks the linear estimator beyond d = 3,
+which has no grid. ``--smoke`` takes 2,000 Adult rows, n = 500 and 2 neighbours per case.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 
 import numpy as np
@@ -67,26 +71,35 @@ def measure(name, U, A, y, grid, rows):
     _ = kernel_cell_sums  # same weights as the S1 release (documented entry point)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
+    args = ap.parse_args(argv)
+    n_rows = 10 if not args.smoke else 2
     data = load_bundled_adult()
+    X_all, y_all, A_all = data.X, data.y, data.A
+    if args.smoke:
+        X_all, y_all, A_all = X_all[:2000], y_all[:2000], A_all[:2000]
     clf = CDPFairClassifier(epsilon=1.0, delta=1e-6, feature_bounds=data.feature_bounds,
-                            random_state=0, cross_fit=False)
-    clf.fit(data.X, data.y, sensitive_features=data.A)
+                            random_state=0, cross_fit=False, estimator="kernel")
+    clf.fit(X_all, y_all, sensitive_features=A_all)
     lo = np.array([b[0] for b in data.feature_bounds])
     hi = np.array([b[1] for b in data.feature_bounds])
     rng = np.random.default_rng(0)
-    half = np.sort(rng.permutation(data.n)[: data.n // 2])
-    U = np.clip((data.X[half] - lo) / (hi - lo), 0.0, 1.0)
-    rows = rng.choice(half.size, 10, replace=False)
-    measure("adult", U, data.A[half], data.y[half], clf.grid_, rows)
+    n_all = X_all.shape[0]
+    half = np.sort(rng.permutation(n_all)[: n_all // 2])
+    U = np.clip((X_all[half] - lo) / (hi - lo), 0.0, 1.0)
+    rows = rng.choice(half.size, n_rows, replace=False)
+    measure("adult", U, A_all[half], y_all[half], clf.grid_, rows)
 
-    n, d = 30_000, 4
+    n, d = (30_000 if not args.smoke else 500), 4
     X = rng.uniform(0.0, 1.0, (2 * n, d))
     A = rng.integers(0, 2, 2 * n).astype(np.int8)
     y = rng.integers(0, 2, 2 * n).astype(np.int8)
     clf4 = CDPFairClassifier(epsilon=1.0, delta=1e-6, feature_bounds=[(0.0, 1.0)] * d,
-                             random_state=0, cross_fit=False).fit(X, y, sensitive_features=A)
-    measure("synthetic d=4", X[:n], A[:n], y[:n], clf4.grid_, rng.choice(n, 10, replace=False))
+                             random_state=0, cross_fit=False,
+                             estimator="kernel").fit(X, y, sensitive_features=A)
+    measure("synthetic d=4", X[:n], A[:n], y[:n], clf4.grid_, rng.choice(n, n_rows, replace=False))
 
 
 if __name__ == "__main__":
