@@ -36,7 +36,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +49,10 @@ if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 import dpfair  # noqa: E402
-from dpfair.median import _cdf, _expmech  # noqa: E402
+from dpfair._validation import check_finite_1d  # noqa: E402
+from dpfair.mechanisms.tree import leaf_counts_sorted  # noqa: E402
+from dpfair.median import _api, _cdf, _expmech  # noqa: E402
+from dpfair.median._ranks import nonprivate_ranks  # noqa: E402
 
 BOUNDS = (-5.0, 15.0)
 RHO = 0.5
@@ -72,7 +74,9 @@ def best_of(fn: Callable[[], Any], repeats: int) -> float:
     return best
 
 
-def side_by_side(base: Callable[[], Any], fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
+def side_by_side(
+    base: Callable[[], Any], fn: Callable[[], Any], repeats: int
+) -> tuple[float, float]:
     """Best-of times of ``base`` and ``fn``, interleaved (same machine state for both)."""
     tb, tf = float("inf"), float("inf")
     fn()  # warm caches (lru caches of public tables, imports)
@@ -83,24 +87,37 @@ def side_by_side(base: Callable[[], Any], fn: Callable[[], Any], repeats: int) -
 
 
 # ---------------------------------------------------------------------------- engines
-def engine_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
-    """What the median API runs for ``method`` (validated copy, clip, the method)."""
-    data = np.array(x, dtype=np.float64, copy=True)
-    _ = np.isfinite(data).all()
+def _prepared(x: np.ndarray) -> np.ndarray:
+    """The API's validation: a finite float64 copy, clipped into the public bounds."""
+    data = check_finite_1d("x", x)
+    nonprivate_ranks(data.size, ALPHA)
     np.clip(data, *BOUNDS, out=data)
+    return data
+
+
+def _theta(method: str) -> float:
+    return (BOUNDS[1] - BOUNDS[0]) * dpfair.median.DEFAULT_GRANULARITY_FRACTION[method]
+
+
+def engine_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
+    """The median API's call sequence with the fast engines (what it runs once it uses them).
+
+    Validation as in ``confidence_interval``; ExpMech by selection
+    (``expmech_interval(presorted=False)``, no sort); the tree methods sort once and read
+    their counts by binary search (``leaf_counts_sorted``) instead of binning a clipped copy.
+    """
+    data = _prepared(x)
     gen = np.random.default_rng(seed)
-    width = BOUNDS[1] - BOUNDS[0]
-    theta = width * dpfair.median.DEFAULT_GRANULARITY_FRACTION[method]
-    if method == "expmech" and _has_kw(_expmech.expmech_interval, "presorted"):
-        return _expmech.expmech_interval(data, RHO, BOUNDS, ALPHA, theta, gen, presorted=False)
-    return dpfair.median.confidence_interval(data, rho=RHO, bounds=BOUNDS, alpha=ALPHA,
-                                             method=method, rng=gen)
+    if method == "expmech":
+        return _expmech.expmech_interval(data, RHO, BOUNDS, ALPHA, _theta(method), gen,
+                                         presorted=False)
+    data.sort()
+    return _api._run(_SortedSource(data), RHO, BOUNDS, ALPHA, method, _theta(method), gen)
 
 
-def _has_kw(fn: Callable[..., Any], name: str) -> bool:
-    import inspect
-
-    return name in inspect.signature(fn).parameters
+class _SortedSource(_api._ArraySource):
+    def leaves(self, bounds: tuple[float, float], depth: int) -> Any:
+        return leaf_counts_sorted(self.x, bounds, depth, check=False)
 
 
 def api_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
@@ -109,22 +126,20 @@ def api_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
 
 
 def many_quantiles(x: np.ndarray, qs: tuple[float, ...], seed: int = 1) -> Any:
-    """Quantile CIs for every q in ``qs`` from ONE noisy tree (cdf method).
+    """Quantile CIs for every q in ``qs`` (simultaneous level α) from ONE noisy tree (cdf).
 
     Uses ``dpfair.quantiles.confidence_intervals`` when that API exists; otherwise the
-    engine it is built on: sort once, :func:`dpfair.median._cdf.release_cdf_tree` once,
-    then one cheap query per q.
+    engine it is built on: validate, sort once, :func:`dpfair.median._cdf.release_cdf_tree`
+    once, then one cheap query per q at level α/len(qs).
     """
     quantiles = getattr(dpfair, "quantiles", None)
     if quantiles is not None and hasattr(quantiles, "confidence_intervals"):
         return quantiles.confidence_intervals(x, qs, rho=RHO, bounds=BOUNDS, alpha=ALPHA,
                                               method="cdf", rng=seed)
-    data = np.sort(np.clip(np.asarray(x, dtype=np.float64), *BOUNDS))
+    data = _prepared(x)
+    data.sort()
     depth = dpfair.median.aggregation_depth("cdf", BOUNDS)
-    leaves = dpfair.mechanisms.leaf_counts(data, BOUNDS, depth)
-    if not hasattr(_cdf, "release_cdf_tree"):  # old engine: one tree per quantile
-        return [_cdf.cdf_interval(leaves, RHO, BOUNDS, ALPHA / len(qs), depth,
-                                  np.random.default_rng(seed)) for _ in qs]
+    leaves = leaf_counts_sorted(data, BOUNDS, depth, check=False)
     tree = _cdf.release_cdf_tree(leaves, RHO, BOUNDS, depth, np.random.default_rng(seed))
     return [tree.interval(q, ALPHA / len(qs)) for q in qs]
 
@@ -226,7 +241,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     xb = lognormal(n_big)
     for method, target in (("cdf", "<=1.5"), ("expmech", "<=0.5")):
         for mode, call in (("engine", engine_call), ("api", api_call)):
-            ts, tm = side_by_side(lambda: np.sort(xb), lambda m=method, c=call: c(m, xb),
+            ts, tm = side_by_side(lambda xb=xb: np.sort(xb),
+                                  lambda m=method, c=call, xb=xb: c(m, xb),
                                   max(1, args.repeats // 2))
             row(f"big/{method}/{mode}", tm / ts, target, n=n_big, sort_s=ts, method_s=tm)
     if not args.no_memory:
@@ -249,7 +265,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))
-    return {"results": results, "tmp": tempfile.gettempdir()}
+    return {"results": results}
 
 
 if __name__ == "__main__":
