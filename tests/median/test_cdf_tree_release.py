@@ -82,3 +82,17 @@ def test_quantile_coverage_exact_bound(q, design, seed):
         lo, hi, _ = rel.interval(q, alpha)
         covered += lo <= truth <= hi
     assert covered >= min_successes(trials, 1.0 - alpha)
+
+
+@pytest.mark.parametrize("n", [50, 1000, 10**5, 10**7])
+@pytest.mark.parametrize(("s_min", "s_max"), [(1.0, 3.0), (10.0, 30.0)])
+@pytest.mark.parametrize("level", [0.005, 0.1])
+@pytest.mark.parametrize("p", [0.5, 0.1])
+def test_envelope_threshold_keeps_its_level(n, s_min, s_max, level, p):
+    """The returned a satisfies E_B[q_env(B, a)] ≤ level as evaluated (not only ≈ root)."""
+    from dpfair.median._cdf import _envelope_threshold
+
+    a = _envelope_threshold(n, s_min, s_max, level, p)
+    sf = mixture_sf(np.array([a]), s_max, n, sigma_above=s_min, p=p)[0]
+    assert sf <= level
+    assert mixture_sf(np.array([a - 1e-3]), s_max, n, sigma_above=s_min, p=p)[0] > level

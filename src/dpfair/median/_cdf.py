@@ -117,12 +117,16 @@ def mixture_sf(
     return np.minimum(out + dropped, 1.0)
 
 
+@functools.lru_cache(maxsize=256)
 def _envelope_threshold(
     n: int, sigma_min: float, sigma_max: float, level: float, p: float = 0.5
 ) -> float:
     """The a with E_B[q_env(B, a)] = level, B ~ Bin(n, p) (continuous, decreasing in a).
 
-    Returned slightly above the root (by 1e-9), so rejecting at ≥ a keeps the level.
+    Returned slightly above the root (by 1e-9, more if needed): the returned a is checked
+    to satisfy E_B[q_env(B, a)] ≤ level, so rejecting at ≥ a keeps the level (brentq's
+    root is only within xtol + rtol·|a| of the true root). A function of public inputs
+    only, cached.
     """
 
     def gap(a: float) -> float:
@@ -131,7 +135,12 @@ def _envelope_threshold(
 
     lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
     root = optimize.brentq(gap, lo, hi, xtol=1e-10, rtol=1e-14, maxiter=500)
-    return float(root) + 1e-9
+    thresh = float(root) + 1e-9
+    step = 1e-9 + 4e-14 * abs(thresh)
+    while gap(thresh) > 0.0:  # brentq's tolerance exceeded the margin: move up
+        thresh += step
+        step *= 2.0
+    return thresh
 
 
 def _check_q(q: float) -> float:
