@@ -20,6 +20,15 @@ have τ ≈ 7.2e-4; a fixed 1e-6 misplaced values on its edges) — are returned
 value and placed by the rule itself (``numpy.searchsorted`` on g), in Python. Their number
 of distinct values is at most O(2^D·τ·step/ulp) + the data's own atoms: τ ≥ ½ only when
 the range holds O(2^D) floats.
+
+Fast path (the default whenever τ ≤ ¼). A value within τ of grid point j = round(r) lies
+strictly between g_{j−1} and g_{j+1} (τ plus the rounding error is below ½ bin), so the
+rule's bin is j − 1 if x ≤ g_j and j otherwise: one exact comparison, done in SQL with
+g_j = lo + W·(j/2^D) computed by the same two IEEE roundings as ``leaf_edges`` (j/2^D is
+exact). That DuckDB's arithmetic reproduces every inner grid point bit for bit is checked
+once per public (lo, hi, D); if it ever did not, or τ > ¼, the query above is used. The
+fast query groups by one integer key (the bin, or a code for NULL and NaN/inf) and
+returns at most 2^D + 2 rows, fetched as arrays: no per-value work in Python.
 """
 
 from __future__ import annotations
