@@ -96,3 +96,23 @@ def test_envelope_threshold_keeps_its_level(n, s_min, s_max, level, p):
     sf = mixture_sf(np.array([a]), s_max, n, sigma_above=s_min, p=p)[0]
     assert sf <= level
     assert mixture_sf(np.array([a - 1e-3]), s_max, n, sigma_above=s_min, p=p)[0] > level
+
+
+@pytest.mark.parametrize("n", [50, 1000, 200_000])
+@pytest.mark.parametrize("p", [0.5, 0.1])
+@pytest.mark.parametrize(("sigma", "above"), [(4.0, None), (30.0, None), (2.0, 7.0), (7.0, 2.0)])
+def test_windowed_mixture_equals_full_window_sum(n, p, sigma, above):
+    """The O(50σ) sum per point equals the sum over the whole binomial window (to 1e-13)."""
+    from scipy import special
+
+    from dpfair.median._cdf import _binomial_support
+
+    k, pmf, dropped = _binomial_support(n, p)
+    c = np.concatenate([np.linspace(n * p - 6 * np.sqrt(n), n * p + 6 * np.sqrt(n), 200),
+                        [0.0, float(n), -5.0, n * p + 0.5]])
+    up = sigma if above is None else above
+    diff = k[None, :] - c[:, None]
+    scale = np.where(diff > 0, up, sigma)
+    full = np.minimum((special.ndtr(diff / scale) * pmf).sum(axis=1) + dropped, 1.0)
+    got = mixture_sf(c, sigma, n, sigma_above=above, p=p)
+    np.testing.assert_allclose(got, full, rtol=0, atol=1e-13)
