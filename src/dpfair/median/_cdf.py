@@ -44,36 +44,55 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize, special, stats
 
+from dpfair._errors import InvalidParameterError
 from dpfair.mechanisms import NoisyBinaryTree, leaf_edges
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 
-__all__ = ["cdf_interval", "mixture_sf"]
+__all__ = ["CdfTreeRelease", "cdf_interval", "mixture_sf", "release_cdf_tree"]
 
 _BLOCK = 64
 
 
-@functools.lru_cache(maxsize=16)
-def _binomial_support(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-    """Support window n/2 ± 5·sqrt(n) (+2) of Bin(n, 1/2), its pmf, and a bound on the rest.
+@functools.lru_cache(maxsize=64)
+def _binomial_support(
+    n: int, p: float = 0.5
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Support window n·p ± 5·sqrt(n) (+2) of Bin(n, p), its pmf, and a bound on the rest.
 
-    Hoeffding: P(|B − n/2| ≥ t) ≤ 2·exp(−2t²/n) = 2e^{−50} < 4e-22 for t = 5·sqrt(n).
+    Hoeffding (any p): P(|B − np| ≥ t) ≤ 2·exp(−2t²/n) = 2e^{−50} < 4e-22 for t = 5·sqrt(n).
     """
     half = 5.0 * math.sqrt(n) + 2.0
-    k_lo = max(0, math.floor(n / 2.0 - half))
-    k_hi = min(n, math.ceil(n / 2.0 + half))
+    centre = n / 2.0 if p == 0.5 else n * p
+    k_lo = max(0, math.floor(centre - half))
+    k_hi = min(n, math.ceil(centre + half))
     k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
-    pmf = np.asarray(stats.binom.pmf(k, n, 0.5), dtype=np.float64)
+    pmf = np.asarray(stats.binom.pmf(k, n, p), dtype=np.float64)
     dropped = 0.0 if (k_lo == 0 and k_hi == n) else 2.0 * math.exp(-50.0)
     k.setflags(write=False)
     pmf.setflags(write=False)
     return k, pmf, dropped
+
+
+#: Φ(−40) is 0.0 and Φ(9) is 1.0 in binary64 (Φ(9) = 1 − 1.1e-19 rounds to 1).
+_LOWER_REACH, _UPPER_REACH = 40.0, 9.0
+
+
+@functools.lru_cache(maxsize=64)
+def _binomial_suffix(n: int, p: float = 0.5) -> NDArray[np.float64]:
+    """tail[i] = Σ_{j ≥ i} pmf[j] over the support window (tail[-1] = 0)."""
+    _, pmf, _ = _binomial_support(n, p)
+    tail = np.zeros(pmf.size + 1)
+    tail[:-1] = np.cumsum(pmf[::-1])[::-1]
+    tail.setflags(write=False)
+    return tail
 
 
 def mixture_sf(
@@ -82,8 +101,9 @@ def mixture_sf(
     n: int,
     *,
     sigma_above: NDArray[np.float64] | float | None = None,
+    p: float = 0.5,
 ) -> NDArray[np.float64]:
-    """P(B + N(0, σ²) > c) for B ~ Bin(n, 1/2), vectorised over c (and σ).
+    """P(B + N(0, σ²) > c) for B ~ Bin(n, p) (default p = 1/2), vectorised over c (and σ).
 
     With ``sigma_above`` the noise level used for binomial values k > c is
     ``sigma_above`` instead of ``sigma`` (the envelope of :mod:`dpfair.median._cdf`).
@@ -95,7 +115,7 @@ def mixture_sf(
     sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), c_arr.shape)
     sig_up = sig if sigma_above is None else np.broadcast_to(
         np.asarray(sigma_above, dtype=np.float64), c_arr.shape)
-    k, pmf, dropped = _binomial_support(n)
+    k, pmf, dropped = _binomial_support(n, p)
     out = np.empty_like(c_arr)
     reach = 40.0 * np.maximum(sig, sig_up)
     far_below = c_arr < k[0] - reach
@@ -103,27 +123,237 @@ def mixture_sf(
     out[far_below] = 1.0
     out[far_above] = 0.0
     todo = np.flatnonzero(~(far_below | far_above))
+    if todo.size == 0:
+        return np.minimum(out + dropped, 1.0)
+    # Only k within [c − 40σ, c + 9σ⁺] need Φ: below it Φ((k − c)/σ) ≤ Φ(−40), which is 0.0
+    # in binary64, and above it Φ((k − c)/σ⁺) ≥ Φ(9) rounds to 1.0, so those terms are the
+    # pmf itself (a suffix sum). Same terms as the full sum over the window, O(50σ) each.
+    tail = _binomial_suffix(n, p)
+    cv, sv, uv = c_arr[todo], sig[todo], sig_up[todo]
+    first = np.searchsorted(k, cv - _LOWER_REACH * sv, side="left")
+    stop = np.searchsorted(k, cv + _UPPER_REACH * uv, side="right")
     for start in range(0, todo.size, _BLOCK):
-        sl = todo[start : start + _BLOCK]
-        diff = k[None, :] - c_arr[sl, None]  # k − c
-        scale = np.where(diff > 0, sig_up[sl, None], sig[sl, None])
-        out[sl] = special.ndtr(diff / scale) @ pmf
+        b = slice(start, start + _BLOCK)
+        width = int((stop[b] - first[b]).max()) if stop[b].size else 0
+        idx = first[b, None] + np.arange(max(width, 1))[None, :]
+        inside = idx < stop[b, None]
+        np.minimum(idx, k.size - 1, out=idx)
+        diff = k[idx] - cv[b, None]  # k − c
+        scale = np.where(diff > 0, uv[b, None], sv[b, None])
+        terms = np.where(inside, special.ndtr(diff / scale) * pmf[idx], 0.0)
+        # An explicit (pairwise) sum, not a BLAS product: the same value however many
+        # BLAS threads there are, and no thread start-up per call.
+        out[todo[b]] = np.sum(terms, axis=1) + tail[stop[b]]
     return np.minimum(out + dropped, 1.0)
 
 
-def _envelope_threshold(n: int, sigma_min: float, sigma_max: float, level: float) -> float:
-    """The a with E_B[q_env(B, a)] = level (the map is continuous and decreasing in a).
+@functools.lru_cache(maxsize=256)
+def _envelope_threshold(
+    n: int, sigma_min: float, sigma_max: float, level: float, p: float = 0.5
+) -> float:
+    """The a with E_B[q_env(B, a)] = level, B ~ Bin(n, p) (continuous, decreasing in a).
 
-    Returned slightly above the root (by 1e-9), so rejecting at ≥ a keeps the level.
+    Returned slightly above the root (by 1e-9, more if needed): the returned a is checked
+    to satisfy E_B[q_env(B, a)] ≤ level, so rejecting at ≥ a keeps the level (brentq's
+    root is only within xtol + rtol·|a| of the true root). A function of public inputs
+    only, cached.
     """
 
     def gap(a: float) -> float:
-        sf = mixture_sf(np.array([a]), sigma_max, n, sigma_above=sigma_min)
+        sf = mixture_sf(np.array([a]), sigma_max, n, sigma_above=sigma_min, p=p)
         return float(sf[0]) - level
 
     lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
     root = optimize.brentq(gap, lo, hi, xtol=1e-10, rtol=1e-14, maxiter=500)
-    return float(root) + 1e-9
+    thresh = float(root) + 1e-9
+    step = 1e-9 + 4e-14 * abs(thresh)
+    while gap(thresh) > 0.0:  # brentq's tolerance exceeded the margin: move up
+        thresh += step
+        step *= 2.0
+    return thresh
+
+
+def _check_q(q: float) -> float:
+    qf = float(q)
+    if not 0.0 < qf < 1.0:
+        raise InvalidParameterError(f"q={q!r}: the quantile level must lie in (0, 1).")
+    return qf
+
+
+@dataclass(frozen=True, eq=False)
+class CdfTreeRelease:
+    r"""One noisy-tree release of the CDF that answers any number of quantile queries.
+
+    Built by :func:`release_cdf_tree`, which spends the whole budget once (the tree,
+    ρ-zCDP). Every :meth:`interval` call afterwards is post-processing of the released
+    (Honaker-consistent) prefix counts: it costs no privacy and no pass over the data —
+    O(2^D) arithmetic plus an exact mixture sum only at the few grid points whose count is
+    within reach of the binomial window — so k quantiles cost one tree.
+
+    Attributes
+    ----------
+    n : int
+        Public number of records (the root).
+    depth : int
+        D; the grid has 2^D bins.
+    bounds : (float, float)
+        The public range of the grid.
+    grid : ndarray, shape (2^D + 1,)
+        Grid points g_j.
+    prefix, std : ndarray, shape (2^D + 1,)
+        Consistent prefix estimates C̃_j of #{x ≤ g_j} and their nominal sds σ_j.
+    spent : Budget
+        The privacy of the release (ρ-zCDP): charge it once for all the queries.
+    sigma_node : float
+        Node noise sd.
+    ledger : list of (str, float)
+        The accountant's entries of the release.
+
+    Notes
+    -----
+    Simultaneous coverage over several queries is the caller's business (e.g. levels
+    α_i with Σ α_i ≤ α, by the union bound): each query's own guarantee is in
+    :meth:`interval`.
+    """
+
+    n: int
+    depth: int
+    bounds: tuple[float, float]
+    grid: NDArray[np.float64]
+    prefix: NDArray[np.float64]
+    std: NDArray[np.float64]
+    spent: Budget
+    sigma_node: float
+    ledger: list[tuple[str, float | None]]
+    sig_plus: NDArray[np.float64]
+    shift: NDArray[np.float64]
+    factor: float
+
+    @property
+    def cdf(self) -> DPCdf:
+        """The DP CDF at the grid points (values C̃_j/n, sds σ_j/n)."""
+        return DPCdf(grid=self.grid, values=self.prefix / self.n, std=self.std / self.n)
+
+    def interval(
+        self, q: float = 0.5, alpha: float = 0.05, *, envelope: bool = False
+    ) -> tuple[float, float, dict[str, Any]]:
+        r"""(low, high, diagnostics) of a (1 − α) interval for the q-quantile Q_q.
+
+        Q_q = inf{t : F(t) ≥ q}. Upper end: if g_j < Q_q then F(g_j) < q, so
+        c(g_j) ~ Bin(n, F(g_j)) is dominated by B ~ Bin(n, q); g_j is rejected as "below
+        Q_q" when P(B + noise ≥ C̃_j) ≤ α/2 (the proven discrete-noise bound of
+        :meth:`~dpfair.mechanisms.discrete_gaussian.LatticeNoise.combination_bound`), and
+        U is the grid point after the largest non-rejected j. Lower end: if g_j > Q_q then
+        F(g_j) ≥ q and the records above g_j are dominated by Bin(n, 1 − q); the mirror test
+        on n − C̃_j gives L. Each end fails w.p. ≤ α/2 by the one-test argument of the
+        module docstring (q = 1/2 is the median's CDFPostProcess, bit for bit). With
+        ``envelope=True`` the thresholds are the worst case over the noise levels (for a
+        data-dependent range, as in BinSearch+CDF).
+
+        Parameters
+        ----------
+        q : float in (0, 1), default 0.5
+        alpha : float in (0, 1), default 0.05
+        envelope : bool, default False
+        """
+        qf = _check_q(q)
+        inner = np.arange(1, 2**self.depth)
+        below = self.prefix[inner]  # C̃_j: records ≤ g_j
+        above = self.n - below  # records > g_j
+        level = alpha / 2.0 / self.factor
+        p_up, p_low = qf, 1.0 - qf
+        if envelope:
+            s_min, s_max = float(self.sig_plus.min()), float(self.sig_plus.max())
+            top = float(self.shift.max())
+            thresh_up = _envelope_threshold(self.n, s_min, s_max, level, p_up) + top
+            thresh_low = thresh_up if p_low == p_up else (
+                _envelope_threshold(self.n, s_min, s_max, level, p_low) + top)
+            reject_upper = below >= thresh_up
+            reject_lower = above >= thresh_low
+        else:
+            reject_upper = mixture_sf(below - self.shift, self.sig_plus, self.n, p=p_up) <= level
+            reject_lower = mixture_sf(above - self.shift, self.sig_plus, self.n,
+                                      p=p_low) <= level
+        keep_u = inner[~reject_upper]
+        j_star = int(keep_u.max()) if keep_u.size else 0
+        keep_l = inner[~reject_lower]
+        j_low = int(keep_l.min()) if keep_l.size else 2**self.depth
+        low, high = float(self.grid[j_low - 1]), float(self.grid[j_star + 1])
+        sig = self.std[inner]
+        diagnostics: dict[str, Any] = {
+            "depth": self.depth,
+            "bins": 2**self.depth,
+            "sigma_node": self.sigma_node,
+            "prefix_std_range": (float(sig.min()), float(sig.max())),
+            "upper_index": j_star + 1,
+            "lower_index": j_low - 1,
+            "envelope": envelope,
+            "ledger": list(self.ledger),
+        }
+        if qf != 0.5:
+            diagnostics["q"] = qf
+        return low, high, diagnostics
+
+
+def release_cdf_tree(
+    leaves: NDArray[np.int64],
+    rho: float,
+    bounds: tuple[float, float],
+    depth: int,
+    rng: np.random.Generator,
+) -> CdfTreeRelease:
+    """Release the noisy tree over 2^depth leaf counts once (ρ-zCDP); query it many times.
+
+    Parameters
+    ----------
+    leaves : ndarray of int64, shape (2^depth,)
+        Exact leaf counts in the :func:`dpfair.mechanisms.leaf_counts` layout (from sorted
+        data: :func:`dpfair.mechanisms.tree.leaf_counts_sorted`, O(2^D log n)).
+    rho : float
+        zCDP budget of the whole tree (levels 1..D, σ² = D/ρ; the root n is public).
+    bounds : (float, float)
+        Public range of the grid.
+    depth : int
+        D ≥ 1.
+    rng : numpy.random.Generator
+        Source of the node noise (2^{D+1} − 2 exact discrete Gaussian draws, in one call).
+
+    Returns
+    -------
+    CdfTreeRelease
+        ``.interval(q, alpha)`` answers a quantile query; ``.spent`` is the privacy of the
+        release (charged once, whatever the number of queries); ``.cdf`` the DP CDF.
+
+    Notes
+    -----
+    :func:`cdf_interval` is ``release_cdf_tree`` followed by one ``interval(0.5, α)``:
+    same random draws, same output. For several quantiles from one release (the quantile
+    API's tree methods), call ``interval`` once per q with levels whose sum is the
+    simultaneous α.
+    """
+    n = int(np.sum(leaves))
+    grid = leaf_edges(bounds, depth)
+    tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
+    acct = Accountant(Budget.zcdp(rho))
+    acct.charge(tree.privacy, label="cdf/tree")
+    released = tree.release(leaves, rng=rng)
+    consistent = released.consistent()
+    prefix = np.asarray(consistent.prefix, dtype=np.float64)
+    std = np.asarray(consistent.prefix_std, dtype=np.float64)
+    # The node noise is the exact discrete Gaussian (mechanisms.discrete_gaussian), so C̃_j
+    # is c(g_j) plus a linear combination T of discrete Gaussians rather than N(0, σ_j²):
+    # P(T ≥ u) ≤ f·Φ̄((u − w_j)/σ⁺_j) (LatticeNoise.combination_bound; w_j ≤ 0.4 % of σ_j,
+    # σ⁺_j/σ_j − 1 ≤ 2.5e-4, f − 1 ≤ 1e-12). The tests use this bound, so their level stays
+    # ≤ α/2 for the executed noise; T is symmetric, so the same bound serves both ends.
+    sig = std[1 : 2**depth]
+    sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
+    return CdfTreeRelease(
+        n=n, depth=depth, bounds=(float(bounds[0]), float(bounds[1])), grid=grid,
+        prefix=prefix, std=std, spent=acct.spent, sigma_node=tree.sigma,
+        ledger=[(e.label, e.budget.rho) for e in acct.ledger],
+        sig_plus=np.asarray(sig_plus, dtype=np.float64),
+        shift=np.asarray(shift, dtype=np.float64), factor=float(factor),
+    )
 
 
 def cdf_interval(
@@ -135,56 +365,14 @@ def cdf_interval(
     rng: np.random.Generator,
     *,
     envelope: bool = False,
+    q: float = 0.5,
 ) -> tuple[float, float, Budget, dict[str, Any], DPCdf]:
     """Run CDFPostProcess on 2^depth leaf counts (``mechanisms.leaf_counts`` layout).
 
-    Returns (low, high, spent, diagnostics, cdf).
+    Returns (low, high, spent, diagnostics, cdf). ``q`` (default 1/2, the median) selects
+    the quantile (:meth:`CdfTreeRelease.interval`); several quantiles from one release:
+    :func:`release_cdf_tree`.
     """
-    n = int(np.sum(leaves))
-    a, b = bounds
-    grid = leaf_edges((a, b), depth)
-    tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
-    acct = Accountant(Budget.zcdp(rho))
-    acct.charge(tree.privacy, label="cdf/tree")
-    released = tree.release(leaves, rng=rng)
-    consistent = released.consistent()
-    prefix = np.asarray(consistent.prefix, dtype=np.float64)
-    std = np.asarray(consistent.prefix_std, dtype=np.float64)
-
-    inner = np.arange(1, 2**depth)
-    below = prefix[inner]  # C̃_j: records ≤ g_j
-    above = n - below  # records > g_j
-    sig = std[inner]
-    # The node noise is the exact discrete Gaussian (mechanisms.discrete_gaussian), so C̃_j
-    # is c(g_j) plus a linear combination T of discrete Gaussians rather than N(0, σ_j²):
-    # P(T ≥ u) ≤ f·Φ̄((u − w_j)/σ⁺_j) (LatticeNoise.combination_bound; w_j ≤ 0.4 % of σ_j,
-    # σ⁺_j/σ_j − 1 ≤ 2.5e-4, f − 1 ≤ 1e-12). The tests use this bound, so their level stays
-    # ≤ α/2 for the executed noise; T is symmetric, so the same bound serves both ends.
-    sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
-    level = alpha / 2.0 / factor
-    if envelope:
-        s_min, s_max = float(sig_plus.min()), float(sig_plus.max())
-        thresh = _envelope_threshold(n, s_min, s_max, level) + float(shift.max())
-        reject_upper = below >= thresh
-        reject_lower = above >= thresh
-    else:
-        reject_upper = mixture_sf(below - shift, sig_plus, n) <= level
-        reject_lower = mixture_sf(above - shift, sig_plus, n) <= level
-
-    keep_u = inner[~reject_upper]
-    j_star = int(keep_u.max()) if keep_u.size else 0
-    keep_l = inner[~reject_lower]
-    j_low = int(keep_l.min()) if keep_l.size else 2**depth
-    low, high = float(grid[j_low - 1]), float(grid[j_star + 1])
-    diagnostics: dict[str, Any] = {
-        "depth": depth,
-        "bins": 2**depth,
-        "sigma_node": tree.sigma,
-        "prefix_std_range": (float(sig.min()), float(sig.max())),
-        "upper_index": j_star + 1,
-        "lower_index": j_low - 1,
-        "envelope": envelope,
-        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
-    }
-    cdf = DPCdf(grid=grid, values=prefix / n, std=std / n)
-    return low, high, acct.spent, diagnostics, cdf
+    release = release_cdf_tree(leaves, rho, bounds, depth, rng)
+    low, high, diagnostics = release.interval(q, alpha, envelope=envelope)
+    return low, high, release.spent, diagnostics, release.cdf

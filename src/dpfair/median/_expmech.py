@@ -66,6 +66,7 @@ from dpfair.privacy import Accountant, Budget
 
 __all__ = [
     "CellGrid",
+    "SelectedSample",
     "SortedCounts",
     "cell_order_statistic_law",
     "expmech_interval",
@@ -177,6 +178,164 @@ class _SortedArray:
         return np.arange(self.size + 1), law.edges, law.log_mass + law.log_norm
 
 
+def _window_half(epsilon: float, span: float, band: float) -> int:
+    """T of :func:`_sample_piece`: pieces k − T..k + T are read (public inputs only)."""
+    log_ratio = math.log(span / band) + _WINDOW_MARGIN_DIGITS * math.log(10.0)
+    return max(1, math.ceil(2.0 * log_ratio / epsilon))
+
+
+def _rank_window(n: int, k: int, half: int) -> tuple[int, int]:
+    """0-based ranks of the order statistics :func:`_sample_piece` reads for rank ``k``."""
+    return max(0, k - half - 1), min(n - 1, k + half)
+
+
+#: Below this many records the selection path just sorts (selection does not pay).
+_SELECT_MIN_N = 1 << 15
+#: Size of the strided pilot sample that places the value window of the selection.
+_PILOT = 1 << 16
+
+
+class SelectedSample:
+    """Order statistics of an *unsorted* sample in windows of ranks, found by selection.
+
+    ``take`` answers exactly what ``np.sort(x)[idx]`` would for every rank inside the
+    windows, and ``sparse_law`` (the rare O(n) branch of :func:`_sample_piece`) sorts the
+    whole sample on first use. The values are the order statistics themselves, not an
+    approximation, so a mechanism run on this sample draws exactly what it draws on the
+    sorted array, with the same random numbers (ties and clipped values included).
+
+    Selection. For each window [r0, r1] a strided pilot sample (every (n // 2^16)-th
+    record, sorted) proposes values v_lo ≤ v_hi expected to bracket ranks r0..r1 with a
+    wide margin; one pass counts c0 = #{x < v_lo} and extracts C = {x : v_lo ≤ x ≤ v_hi},
+    which is sorted. If c0 ≤ r0 and c0 + |C| > r1, the order statistic of rank r is
+    C[r − c0] exactly (every record below v_lo has a smaller rank, every record of C a rank
+    in c0..c0 + |C| − 1); otherwise the window is read from a full sort. Which branch runs
+    changes only the time, never a value. Memory: two 2^16-byte masks and |C| values (the
+    pass is chunked).
+
+    Parameters
+    ----------
+    x : ndarray of float64, shape (n,)
+        The (clipped) sample in any order; it is read, never modified.
+    windows : sequence of (int, int)
+        Inclusive 0-based rank windows that will be read.
+    """
+
+    def __init__(self, x: NDArray[np.float64], windows: list[tuple[int, int]]) -> None:
+        self.x = x
+        self.size = int(x.size)
+        self._sorted: NDArray[np.float64] | None = None
+        self._windows: list[tuple[int, NDArray[np.float64]]] = []
+        if self.size < _SELECT_MIN_N:
+            self._full()
+            return
+        for r0, r1 in _merge_windows(windows, self.size):
+            self._windows.append((r0, self._select(r0, r1)))
+
+    def _full(self) -> NDArray[np.float64]:
+        if self._sorted is None:
+            self._sorted = np.sort(self.x)
+        return self._sorted
+
+    def _select(self, r0: int, r1: int) -> NDArray[np.float64]:
+        n = self.size
+        if 8 * (r1 - r0 + 1) > n:
+            return self._full()[r0 : r1 + 1]
+        stride = max(1, n // _PILOT)
+        pilot = np.sort(self.x[::stride])
+        m = pilot.size
+        # The sample rank of a record of rank r is about r·m/n, within a few sqrt(m)
+        # (for data in random order); 4·sqrt(m) + 2 pilot points of margin on each side.
+        margin = 4 * math.isqrt(m) + 2
+        t_lo = (r0 * m) // n - margin
+        t_hi = -(-(r1 + 1) * m // n) + margin
+        v_lo = float(pilot[t_lo]) if t_lo >= 0 else -math.inf
+        v_hi = float(pilot[t_hi]) if t_hi < m else math.inf
+        c0, cand = _between(self.x, v_lo, v_hi)
+        if not (c0 <= r0 and c0 + cand.size > r1):  # the pilot missed: exact fallback
+            return self._full()[r0 : r1 + 1]
+        cand.sort()
+        return cand[r0 - c0 : r1 - c0 + 1]
+
+    def take(self, idx: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Order statistics x_(idx+1) (0-based ranks), exactly as from the sorted sample."""
+        ranks = np.asarray(idx)
+        if self._sorted is not None:
+            return self._sorted[ranks]
+        if ranks.size:
+            lo, hi = int(ranks.min()), int(ranks.max())
+            for r0, vals in self._windows:
+                if r0 <= lo and hi < r0 + vals.size:
+                    return vals[ranks - r0]
+        return self._full()[ranks]
+
+    def sparse_law(
+        self, k: int, epsilon: float, bounds: tuple[float, float], granularity: float,
+        shift_up: float | None = None,
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+        return _SortedArray(self._full()).sparse_law(k, epsilon, bounds, granularity, shift_up)
+
+    @classmethod
+    def for_cell_ranks(
+        cls, x: NDArray[np.float64], ranks: list[int], epsilon: float, grid: CellGrid
+    ) -> SelectedSample:
+        """The sample :func:`sample_order_statistic_cell` needs for these target ranks.
+
+        Parameters
+        ----------
+        x : ndarray of float64
+            Clipped sample in any order (read only).
+        ranks : list of int
+            Target ranks k (0..n) of the draws that will be made.
+        epsilon : float
+            ε of each draw (the window width depends on it).
+        grid : CellGrid
+            The public output grid of the draws.
+
+        Notes
+        -----
+        The windows are the public T of :func:`_sample_piece` (from n, ε, M and Q only),
+        so ``sample_order_statistic_cell(SelectedSample.for_cell_ranks(x, [k], ε, grid),
+        k, ε, grid, rng)`` equals ``sample_order_statistic_cell(np.sort(x), k, ε, grid,
+        rng)`` for every generator state (the quantile API uses it the same way).
+        """
+        n = int(x.size)
+        half = _window_half(epsilon, float(grid.n_cells) - 0.0, float(grid.band_cells))
+        return cls(x, [_rank_window(n, int(k), half) for k in ranks])
+
+
+#: Records per chunk of the selection pass (two boolean buffers of this size, in cache).
+_SELECT_CHUNK = 1 << 16
+
+
+def _between(x: NDArray[np.float64], v_lo: float, v_hi: float) -> tuple[int, NDArray[np.float64]]:
+    """(#{x < v_lo}, the values v_lo ≤ x ≤ v_hi in data order), one chunked pass."""
+    below = 0
+    parts: list[NDArray[np.float64]] = []
+    ge = np.empty(min(_SELECT_CHUNK, x.size), dtype=np.bool_)
+    le = np.empty_like(ge)
+    for start in range(0, x.size, _SELECT_CHUNK):
+        chunk = x[start : start + _SELECT_CHUNK]
+        g, h = ge[: chunk.size], le[: chunk.size]
+        np.greater_equal(chunk, v_lo, out=g)
+        below += chunk.size - int(np.count_nonzero(g))
+        np.less_equal(chunk, v_hi, out=h)
+        np.logical_and(g, h, out=g)
+        parts.append(chunk[g])
+    return below, np.concatenate(parts) if parts else np.empty(0)
+
+
+def _merge_windows(windows: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
+    """Sorted, clipped windows, merged when they overlap or are close (one selection)."""
+    out: list[tuple[int, int]] = []
+    for r0, r1 in sorted((max(0, a), min(n - 1, b)) for a, b in windows):
+        if out and r0 <= out[-1][1] + max(64, n // 1024):
+            out[-1] = (out[-1][0], max(out[-1][1], r1))
+        else:
+            out.append((r0, r1))
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def _span(a: float, b: float) -> Fraction:
     """b − a exactly (public bounds)."""
@@ -215,8 +374,7 @@ def _sample_piece(
     a, b = bounds
     n = sample.size
     rate = exact_rate(epsilon)
-    log_ratio = math.log((b - a) / band) + _WINDOW_MARGIN_DIGITS * math.log(10.0)
-    half = max(1, math.ceil(2.0 * log_ratio / epsilon))
+    half = _window_half(epsilon, b - a, band)
     j_lo, j_hi = max(0, k - half), min(n, k + half)  # window of pieces j_lo..j_hi
     # Breakpoints y_j for j = j_lo..j_hi+1 (y_0 = a, y_{n+1} = b).
     j = np.arange(j_lo, j_hi + 2)
@@ -351,7 +509,8 @@ def _cell_grid(a: float, b: float, granularity: float) -> CellGrid:
 class _CellSample:
     """A sorted sample seen through κ: same interface as :class:`SortedCounts`."""
 
-    def __init__(self, sample: SortedCounts | _SortedArray, grid: CellGrid) -> None:
+    def __init__(self, sample: SortedCounts | _SortedArray | SelectedSample,
+                 grid: CellGrid) -> None:
         self.sample = sample
         self.grid = grid
         self.size = sample.size
@@ -364,6 +523,9 @@ class _CellSample:
         if isinstance(self.sample, SortedCounts):
             cells = self.grid.index(self.sample.values)
             counts = self.sample.counts
+        elif isinstance(self.sample, SelectedSample):
+            cells = self.grid.index(self.sample._full())
+            counts = np.ones(cells.size, dtype=np.int64)
         else:
             cells = self.grid.index(self.sample.x)
             counts = np.ones(cells.size, dtype=np.int64)
@@ -378,12 +540,14 @@ class _CellSample:
         return self.compressed().sparse_law(k, epsilon, bounds, granularity, shift_up)
 
 
-def _as_sample(x: NDArray[np.float64] | SortedCounts) -> SortedCounts | _SortedArray:
-    return x if isinstance(x, SortedCounts) else _SortedArray(x)
+def _as_sample(
+    x: NDArray[np.float64] | SortedCounts | SelectedSample,
+) -> SortedCounts | _SortedArray | SelectedSample:
+    return x if isinstance(x, (SortedCounts, SelectedSample)) else _SortedArray(x)
 
 
 def sample_order_statistic_cell(
-    x_sorted: NDArray[np.float64] | SortedCounts,
+    x_sorted: NDArray[np.float64] | SortedCounts | SelectedSample,
     k: int,
     epsilon: float,
     grid: CellGrid,
@@ -482,10 +646,18 @@ def expmech_interval(
     alpha: float,
     granularity: float,
     rng: np.random.Generator,
+    *,
+    presorted: bool = True,
 ) -> tuple[float, float, Budget, dict[str, Any]]:
     """Run ExpMech on clipped, sorted data (an array or :class:`SortedCounts`).
 
     Returns (low, high, spent, diagnostics).
+
+    With ``presorted=False`` the array is the clipped sample in *any* order (read, never
+    modified): only the order statistics in the two public rank windows the draws read are
+    found, by selection (:class:`SelectedSample`), instead of sorting all n records — about
+    a third of a sort's time at n = 10^7. The release is identical (same values, same random
+    draws) to ``presorted=True`` on the sorted array.
 
     Notes
     -----
@@ -506,11 +678,14 @@ def expmech_interval(
     grid = CellGrid.for_bounds(bounds, granularity)
     mech = ExponentialMechanism.for_zcdp(rho / 2.0)  # ε²/8 = ρ/2 per draw: ε = 2·sqrt(ρ)
     k_low, k_high = _cell_target_ranks(n, mech.epsilon, alpha, grid)
+    sample: NDArray[np.float64] | SortedCounts | SelectedSample = x_sorted
+    if not presorted and not isinstance(x_sorted, SortedCounts):
+        sample = SelectedSample.for_cell_ranks(x_sorted, [k_low, k_high], mech.epsilon, grid)
     acct = Accountant(Budget.zcdp(rho))
     acct.charge(mech.privacy_zcdp, label="expmech/lower")
-    cell_low = sample_order_statistic_cell(x_sorted, k_low, mech.epsilon, grid, rng)
+    cell_low = sample_order_statistic_cell(sample, k_low, mech.epsilon, grid, rng)
     acct.charge(mech.privacy_zcdp, label="expmech/upper")
-    cell_high = sample_order_statistic_cell(x_sorted, k_high, mech.epsilon, grid, rng)
+    cell_high = sample_order_statistic_cell(sample, k_high, mech.epsilon, grid, rng)
     q = grid.per_theta
     low = max(a, grid.edge(cell_low - q - 1))
     high = min(b, grid.edge(cell_high + q + 2))

@@ -1,0 +1,272 @@
+"""Speed of the quantile / median confidence intervals, as ratios to plain baselines.
+
+Every ratio is measured side by side in one run (best of ``--repeats`` calls each, the
+baseline and the method interleaved on the same data) and printed with its target
+(issue 22, item 8):
+
+* ``single``: any one median (or quantile) CI at n = ``--n`` (10^6) ÷ ``numpy.sort`` of the
+  same data, per method (target ≤ 1.5);
+* ``cdf-big``: the cdf method at n = ``--n-big`` (10^7) ÷ sort (≤ 1.5), and its peak traced
+  memory (tracemalloc, in a fresh subprocess) ÷ the input's bytes (≤ 2);
+* ``expmech-big``: ExpMech at n = ``--n-big`` ÷ sort (≤ 0.5);
+* ``five-vs-one``: five quantiles served from one noisy tree ÷ one (≤ 1.2);
+* ``histogram``: the out-of-core DuckDB histogram query (``dpfair.data.histogram_counts``,
+  the path of ``Session.median_ci`` / ``dpfair median-ci`` on big files) on a Parquet file
+  of ``--rows`` rows ÷ a plain DuckDB scan of the column (``SELECT sum(x)``) (≤ 3).
+
+"engine" rows time the call sequence of the median API with the data already validated
+(copy, clip, then the method's own code: what ``confidence_interval`` does); "api" rows time
+``dpfair.median.confidence_interval`` itself, whatever it does in this checkout.
+
+Data: log-normal exp(N(ln 1.5, 1)), bounds (−5, 15), ρ = 0.5, α = 0.05 (the paper's
+setting), generated in memory (the Parquet file under benchmarks/_data/, gitignored).
+With ``--adult`` and /work/shared/data/adult_xue_yu.csv present, the single-CI rows also
+run on the Adult ``age`` column resampled to n (realism check; skipped when absent).
+
+    PYTHONPATH=src .venv/bin/python benchmarks/quantile_speed.py            # full (≈ 2 min)
+    PYTHONPATH=src .venv/bin/python benchmarks/quantile_speed.py --quick    # CI smoke (s)
+
+Nothing here asserts on time; ``--json`` saves every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+if str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))
+
+import dpfair  # noqa: E402
+from dpfair._validation import check_finite_1d  # noqa: E402
+from dpfair.mechanisms.tree import leaf_counts_sorted  # noqa: E402
+from dpfair.median import _api, _cdf, _expmech  # noqa: E402
+from dpfair.median._ranks import nonprivate_ranks  # noqa: E402
+
+BOUNDS = (-5.0, 15.0)
+RHO = 0.5
+ALPHA = 0.05
+METHODS = ("expmech", "cdf", "binsearch", "binsearch_cdf")
+QS = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+def lognormal(n: int, seed: int = 7) -> np.ndarray:
+    return np.random.default_rng(seed).lognormal(np.log(1.5), 1.0, n)
+
+
+def best_of(fn: Callable[[], Any], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def side_by_side(
+    base: Callable[[], Any], fn: Callable[[], Any], repeats: int
+) -> tuple[float, float]:
+    """Best-of times of ``base`` and ``fn``, interleaved (same machine state for both)."""
+    tb, tf = float("inf"), float("inf")
+    fn()  # warm caches (lru caches of public tables, imports)
+    for _ in range(repeats):
+        tb = min(tb, best_of(base, 1))
+        tf = min(tf, best_of(fn, 1))
+    return tb, tf
+
+
+# ---------------------------------------------------------------------------- engines
+def _prepared(x: np.ndarray) -> np.ndarray:
+    """The API's validation: a finite float64 copy, clipped into the public bounds."""
+    data = check_finite_1d("x", x)
+    nonprivate_ranks(data.size, ALPHA)
+    np.clip(data, *BOUNDS, out=data)
+    return data
+
+
+def _theta(method: str) -> float:
+    return (BOUNDS[1] - BOUNDS[0]) * dpfair.median.DEFAULT_GRANULARITY_FRACTION[method]
+
+
+def engine_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
+    """The median API's call sequence with the fast engines (what it runs once it uses them).
+
+    Validation as in ``confidence_interval``; ExpMech by selection
+    (``expmech_interval(presorted=False)``, no sort); the tree methods sort once and read
+    their counts by binary search (``leaf_counts_sorted``) instead of binning a clipped copy.
+    """
+    data = _prepared(x)
+    gen = np.random.default_rng(seed)
+    if method == "expmech":
+        return _expmech.expmech_interval(data, RHO, BOUNDS, ALPHA, _theta(method), gen,
+                                         presorted=False)
+    data.sort()
+    return _api._run(_SortedSource(data), RHO, BOUNDS, ALPHA, method, _theta(method), gen)
+
+
+class _SortedSource(_api._ArraySource):
+    def leaves(self, bounds: tuple[float, float], depth: int) -> Any:
+        return leaf_counts_sorted(self.x, bounds, depth, check=False)
+
+
+def api_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
+    return dpfair.median.confidence_interval(x, rho=RHO, bounds=BOUNDS, alpha=ALPHA,
+                                             method=method, rng=seed)
+
+
+def many_quantiles(x: np.ndarray, qs: tuple[float, ...], seed: int = 1) -> Any:
+    """Quantile CIs for every q in ``qs`` (simultaneous level α) from ONE noisy tree (cdf).
+
+    Uses ``dpfair.quantiles.confidence_intervals`` when that API exists; otherwise the
+    engine it is built on: validate, sort once, :func:`dpfair.median._cdf.release_cdf_tree`
+    once, then one cheap query per q at level α/len(qs).
+    """
+    quantiles = getattr(dpfair, "quantiles", None)
+    if quantiles is not None and hasattr(quantiles, "confidence_intervals"):
+        return quantiles.confidence_intervals(x, qs, rho=RHO, bounds=BOUNDS, alpha=ALPHA,
+                                              method="cdf", rng=seed)
+    data = _prepared(x)
+    data.sort()
+    depth = dpfair.median.aggregation_depth("cdf", BOUNDS)
+    leaves = leaf_counts_sorted(data, BOUNDS, depth, check=False)
+    tree = _cdf.release_cdf_tree(leaves, RHO, BOUNDS, depth, np.random.default_rng(seed))
+    return [tree.interval(q, ALPHA / len(qs)) for q in qs]
+
+
+# ---------------------------------------------------------------------------- memory
+_MEM_CHILD = r"""
+import json, sys, tracemalloc
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import numpy as np
+import quantile_speed as qs
+n, method, mode = int(sys.argv[3]), sys.argv[4], sys.argv[5]
+x = qs.lognormal(n)
+call = qs.engine_call if mode == "engine" else qs.api_call
+call(method, x[:1000])  # imports and caches outside the trace
+tracemalloc.start()
+call(method, x)
+_, peak = tracemalloc.get_traced_memory()
+tracemalloc.stop()
+print(json.dumps({"peak": peak, "input": x.nbytes}))
+"""
+
+
+def peak_memory_ratio(n: int, method: str, mode: str) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", _MEM_CHILD, str(SRC), str(HERE), str(n), method, mode],
+        check=True, capture_output=True, text=True,
+    )
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(rec["peak"]) / float(rec["input"])
+
+
+# ---------------------------------------------------------------------------- histogram
+def parquet_file(rows: int, folder: Path) -> Path:
+    import duckdb
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"quantile_speed_lognormal_{rows}.parquet"
+    if path.exists():
+        return path
+    tmp = path.with_suffix(".tmp.parquet")
+    with duckdb.connect(":memory:") as con:
+        con.execute("SELECT setseed(0.42)")
+        con.execute(
+            f"""COPY (SELECT exp(ln(1.5) + sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
+                      AS x FROM range({rows}))
+                TO '{tmp}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)"""
+        )
+    os.replace(tmp, path)
+    return path
+
+
+def plain_scan(path: Path) -> float:
+    import duckdb
+
+    with duckdb.connect(":memory:") as con:
+        con.execute("SET enable_progress_bar = false")
+        return float(con.execute(f"SELECT sum(x) FROM read_parquet('{path}')").fetchone()[0])
+
+
+# ---------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, 1 repeat (CI smoke)")
+    ap.add_argument("--n", type=float, default=1e6, help="n of the single-CI rows")
+    ap.add_argument("--n-big", type=float, default=1e7, help="n of the cdf/ExpMech big rows")
+    ap.add_argument("--rows", type=float, default=1e7, help="rows of the Parquet file")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-memory", action="store_true", help="skip the subprocess memory row")
+    ap.add_argument("--adult", action="store_true", help="also Adult ages (if present)")
+    ap.add_argument("--data-dir", type=Path, default=HERE / "_data")
+    ap.add_argument("--json", type=Path, help="save every number here")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.n_big, args.rows, args.repeats = 2e4, 5e4, 5e4, 1
+    n, n_big, rows = int(args.n), int(args.n_big), int(args.rows)
+    results: list[dict[str, Any]] = []
+
+    def row(name: str, value: float, target: str, **extra: Any) -> None:
+        results.append({"name": name, "ratio": value, "target": target, **extra})
+        print(f"{name:<42} {value:8.3f}   target {target:<6} "
+              + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in extra.items()), flush=True)
+
+    print(f"# quantile_speed: n={n:.3g}, n_big={n_big:.3g}, rows={rows:.3g}, "
+          f"repeats={args.repeats}, numpy {np.__version__}", flush=True)
+    samples = {"lognormal": lognormal(n)}
+    adult = Path("/work/shared/data/adult_xue_yu.csv")
+    if args.adult and adult.exists():
+        ages = dpfair.data.read_column(adult, "age")
+        samples["adult_age"] = np.random.default_rng(3).choice(ages, n)
+    for label, x in samples.items():
+        for method in METHODS:
+            for mode, call in (("engine", engine_call), ("api", api_call)):
+                ts, tm = side_by_side(lambda x=x: np.sort(x),
+                                      lambda m=method, c=call, x=x: c(m, x), args.repeats)
+                row(f"single/{label}/{method}/{mode}", tm / ts, "<=1.5", sort_s=ts, method_s=tm)
+
+    xb = lognormal(n_big)
+    for method, target in (("cdf", "<=1.5"), ("expmech", "<=0.5")):
+        for mode, call in (("engine", engine_call), ("api", api_call)):
+            ts, tm = side_by_side(lambda xb=xb: np.sort(xb),
+                                  lambda m=method, c=call, xb=xb: c(m, xb),
+                                  max(1, args.repeats // 2))
+            row(f"big/{method}/{mode}", tm / ts, target, n=n_big, sort_s=ts, method_s=tm)
+    if not args.no_memory:
+        for mode in ("engine", "api"):
+            row(f"big/cdf/{mode}/peak_memory", peak_memory_ratio(n_big, "cdf", mode), "<=2",
+                n=n_big)
+    del xb
+
+    x = samples["lognormal"]
+    t1, t5 = side_by_side(lambda: many_quantiles(x, (0.5,)), lambda: many_quantiles(x, QS),
+                          args.repeats)
+    row("five-vs-one/cdf", t5 / t1, "<=1.2", one_s=t1, five_s=t5)
+
+    path = parquet_file(rows, args.data_dir)
+    depth = dpfair.median.aggregation_depth("cdf", BOUNDS)
+    ts, th = side_by_side(lambda: plain_scan(path),
+                          lambda: dpfair.data.histogram_counts(path, "x", BOUNDS, depth),
+                          max(1, args.repeats // 2))
+    row("histogram/duckdb", th / ts, "<=3", rows=rows, depth=depth, scan_s=ts, hist_s=th)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+    return {"results": results}
+
+
+if __name__ == "__main__":
+    main()
