@@ -45,7 +45,7 @@ __all__ = [
 
 #: Share of ρ and of α spent by the private localisation stage (public constants).
 LOCALIZE_RHO_FRACTION: Final[float] = 0.1
-LOCALIZE_ALPHA_FRACTION: Final[float] = 0.1
+LOCALIZE_ALPHA_FRACTION: Final[float] = 0.05
 #: Tree depth of the localised stage (2^7 bins over the localised range).
 LOCALIZED_TREE_DEPTH: Final[int] = 7
 #: Depth of the localised NoisyBinSearch (2^7 bins over the localised range).
@@ -241,7 +241,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
                           dict[str, Any], list[float]]:
     r"""Private localisation (charged), then the method on the localised range(s).
 
-    Stage 1, with ρ₁ = 0.1ρ and α₁ = 0.1α (split over the K quantiles and two ends):
+    Stage 1, with ρ₁ = 0.1ρ and α₁ = 0.05α (split over the K quantiles and two ends):
     NoisyBinSearch on R at depth D₁ (:func:`localization_depth`) for each q, giving
     R₂(q) = [L₁, U₁] (widened to at least one stage-1 step), which contains x_q except
     with probability α₁/K. Stage 2, with ρ₂ = ρ − ρ₁ and α₂ = α − α₁, runs on data
@@ -338,7 +338,7 @@ def _free_warnings(low: float, high: float, bounds: tuple[float, float], rho: fl
             "little privacy is left."
         )
     width = high - low
-    if width > 0 and theta >= width / 4.0:
+    if width > 0 and theta >= width / 3.0:
         msgs.append(
             f"the granularity {theta:.4g} is wide relative to the interval (width "
             f"{width:.4g}): the interval is a few grid steps; a finer granularity or the "
@@ -410,7 +410,7 @@ def confidence_interval(
         unless ``localize=True``.
     localize : bool, optional
         Default (None): localise when ``granularity`` is None. A charged private stage
-        (10 % of ρ and of α) finds a sub-range containing x_q, and the method then runs
+        (10 % of ρ, 5 % of α) finds a sub-range containing x_q, and the method then runs
         there with a grid set by that range (see :func:`dpfair.quantiles._api._localized`):
         narrower intervals, and the default no longer depends on how wide R is.
         ``localize=False`` with ``granularity=None`` runs the median's paper defaults.

@@ -85,9 +85,9 @@ def expmech_quantile(
     tail bound): the localised stage passes one that does not depend on the data-chosen
     range, so that its ranks are data-independent.
 
-    Privacy: each draw is ε = 2√(ρ/2)... precisely the exponential mechanism with
-    ε²/8 = ρ/2 (bounded range), two draws compose to ρ-zCDP; an end without a valid rank
-    draws nothing and spends nothing.
+    Privacy: each draw is the exponential mechanism with ε = 2√ρ, i.e. ε²/8 = ρ/2-zCDP
+    (bounded range), two draws compose to ρ-zCDP; an end without a valid rank draws
+    nothing and spends nothing.
     """
     n = x_sorted.size
     a, b = bounds
@@ -175,6 +175,10 @@ def binsearch_quantile(
     mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
     k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
     acct = Accountant(Budget.zcdp(rho))
+    if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
+        return (float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
+                {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
+                 "n_queries": 0})
     noise = _query_noise(n, mech.sigma).sample(2 * depth, rng)
 
     def search(target: int, side: str, z: NDArray[np.float64]) -> tuple[int, list[Any]]:
