@@ -46,6 +46,7 @@ LAYER: dict[str, int] = {
     "report": 5,
     "experiments": 4,
     "median": 3,
+    "quantiles": 3,
     "facility": 3,
     "fairclass": 3,
     "session": 4,
@@ -59,6 +60,8 @@ BESIDE: set[tuple[str, str]] = {
     # read data; data uses the privacy ledger and the exact histogram counts of mechanisms.
     ("data", "privacy"),
     ("data", "mechanisms"),
+    # quantiles generalises the median's methods and reuses their mechanisms.
+    ("quantiles", "median"),
 }
 DOMAINS = ("median", "facility", "fairclass")
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         mechanisms,
         median,
         privacy,
+        quantiles,
         report,
     )
     from dpfair.session import Session
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _SUBPACKAGES = frozenset(
-    {"data", "experiments", "facility", "fairclass", "mechanisms", "median", "privacy", "report"}
+    {"data", "experiments", "facility", "fairclass", "mechanisms", "median", "privacy",
+     "quantiles", "report"}
 )
 
 
@@ -86,5 +88,6 @@ __all__ = [
     "mechanisms",
     "median",
     "privacy",
+    "quantiles",
     "report",
 ]

@@ -134,8 +134,17 @@ def test_too_small_for_private_method_but_not_nonprivate():
     nonprivate_interval(x)  # fine
     with pytest.raises(InsufficientDataError, match="ExpMech"):
         confidence_interval(x, rho=0.05, bounds=BOUNDS, method="expmech")
-    with pytest.raises(InsufficientDataError, match="binsearch_cdf"):
-        confidence_interval(x, rho=0.5, bounds=BOUNDS, method="binsearch_cdf")
+
+
+def test_binsearch_cdf_small_n_falls_back_to_cdf():
+    # Issue 22: at n = 50, alpha = 0.05, rho = 0.5 the localisation stage has no valid
+    # rank (a public fact); binsearch_cdf now skips it and equals method='cdf'.
+    x = np.linspace(0, 1, 50)
+    a = confidence_interval(x, rho=0.5, bounds=BOUNDS, method="binsearch_cdf", rng=3)
+    b = confidence_interval(x, rho=0.5, bounds=BOUNDS, method="cdf", rng=3)
+    assert (a.low, a.high) == (b.low, b.high)
+    assert a.privacy.rho == pytest.approx(0.5)
+    assert "skipped" in a.diagnostics["stage1"]
 
 
 def test_nonprivate_bad_input():

@@ -17,8 +17,8 @@ from dpfair._validation import (
     check_interval_bounds,
     check_positive,
 )
-from dpfair.mechanisms import leaf_counts, leaf_edges
-from dpfair.median._binsearch import binsearch_interval, grid_depth
+from dpfair.mechanisms import GaussianMechanism, leaf_counts, leaf_edges
+from dpfair.median._binsearch import binsearch_interval, binsearch_target_ranks, grid_depth
 from dpfair.median._cdf import cdf_interval
 from dpfair.median._expmech import SortedCounts, expmech_interval
 from dpfair.median._ranks import nonprivate_ranks
@@ -320,6 +320,9 @@ def _binsearch_then_cdf(
 ) -> tuple[float, float, Budget, dict[str, Any]]:
     """BinSearch+CDF (paper 004, §3): ρ/4 and α/4 to localise, 3ρ/4 and 3α/4 to refine.
 
+    If the first stage has no valid target rank (small n: decided from public n, ρ, α and
+    the grid only), it is skipped and CDFPostProcess runs on R with ρ and α.
+
     Coverage: P(miss) ≤ P(med ∉ R₂) + P(med ∈ R₂, stage 2 misses) ≤ α/4 + 3α/4, where the
     second term uses the envelope thresholds of :mod:`dpfair.median._cdf` because R₂ is
     data-dependent. Privacy: ρ/4 + 3ρ/4 = ρ (zCDP composition). Stage 2 keeps the depth
@@ -328,14 +331,19 @@ def _binsearch_then_cdf(
     lo, hi = bounds
     depth = grid_depth(hi - lo, theta)
     try:
-        l1, u1, spent1, diag1 = binsearch_interval(source.prefix(bounds, depth), rho / 4.0,
-                                                   bounds, alpha / 4.0, gen)
-    except InsufficientDataError as err:
-        raise InsufficientDataError(
-            f"method='binsearch_cdf': its localisation stage (rho/4={rho / 4:g}, "
-            f"alpha/4={alpha / 4:g}) has no valid target rank for n={source.n}. Increase n, "
-            "rho or alpha, or use method='cdf'."
-        ) from err
+        binsearch_target_ranks(
+            source.n, GaussianMechanism.for_zcdp(rho / 4.0 / (2.0 * depth)).sigma, depth,
+            alpha / 4.0)
+    except InsufficientDataError:
+        # The localisation stage has no valid rank (a public fact: n, ρ, α and the grid
+        # only). Skip it: CDFPostProcess on R with the whole ρ and α, which is valid on its
+        # own (R is public, so no envelope is needed). Before issue 22 this raised.
+        low, high, spent, diag, _ = cdf_interval(source.leaves(bounds, depth), rho, bounds,
+                                                 alpha, depth, gen)
+        note = "skipped: no valid localisation rank at rho/4, alpha/4; ran cdf on R"
+        return low, high, spent, {"stage1": note, "stage2": diag}
+    l1, u1, spent1, diag1 = binsearch_interval(source.prefix(bounds, depth), rho / 4.0,
+                                               bounds, alpha / 4.0, gen)
     r_lo, r_hi = min(l1, u1), max(l1, u1)
     if r_hi - r_lo < theta:  # degenerate localisation: widen (a superset stays valid)
         r_lo, r_hi = max(lo, r_lo - theta), min(hi, r_hi + theta)

@@ -43,6 +43,7 @@ def nonprivate_ranks(n: int, alpha: float) -> tuple[int, int]:
     """Exact binomial ranks (1-based) of the classical interval [x_(kL), x_(kU)].
 
     kL is the largest k with P(B ≤ k − 1) ≤ α/2 (= P(med < x_(k))), kU = n + 1 − kL.
+    (:func:`dpfair.quantiles.nonprivate_interval` has the general quantile version.)
 
     Raises
     ------
@@ -69,28 +70,39 @@ def nonprivate_ranks(n: int, alpha: float) -> tuple[int, int]:
     return k_low, n + 1 - k_low
 
 
-def _binom_cdf(k: ArrayLike, n: int) -> Any:
-    """P(B ≤ k) for B ~ Bin(n, 1/2), any integer k (0 below the support, 1 above)."""
+def _binom_cdf(k: ArrayLike, n: int, p: float = 0.5) -> Any:
+    """P(B ≤ k) for B ~ Bin(n, p), any integer k (0 below the support, 1 above)."""
     kk = np.asarray(k, dtype=np.float64)
-    out = special.bdtr(np.clip(kk, 0, n), n, 0.5)
+    out = special.bdtr(np.clip(kk, 0, n), n, p)
     return np.where(kk < 0, 0.0, np.where(kk >= n, 1.0, out))
 
 
-def _binom_sf(k: ArrayLike, n: int) -> Any:
-    """P(B > k) for B ~ Bin(n, 1/2), any integer k."""
+def _binom_sf(k: ArrayLike, n: int, p: float = 0.5) -> Any:
+    """P(B > k) for B ~ Bin(n, p), any integer k."""
     kk = np.asarray(k, dtype=np.float64)
-    out = special.bdtrc(np.clip(kk, 0, n), n, 0.5)
+    out = special.bdtrc(np.clip(kk, 0, n), n, p)
     return np.where(kk < 0, 1.0, np.where(kk >= n, 0.0, out))
 
 
-def _log_pmf(m: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-    return np.asarray(stats.binom.logpmf(m, n, 0.5), dtype=np.float64)
+def _log_pmf(m: NDArray[np.float64], n: int, p: float = 0.5) -> NDArray[np.float64]:
+    return np.asarray(stats.binom.logpmf(m, n, p), dtype=np.float64)
+
+
+def _window(n: int, p: float) -> tuple[float, int]:
+    """(centre n·p, half-width 20 sd + 2) of the window where Bin(n, p) has its mass.
+
+    For p = 1/2 this is (n/2, ⌈20·√n/2⌉ + 2) exactly (√(n/4) = √n/2 in binary64).
+    """
+    return n * p, math.ceil(20.0 * math.sqrt(n * p * (1.0 - p))) + 2
 
 
 def expmech_lower_failure(
-    n: int, epsilon: float, band_ratio: float, ks: ArrayLike
+    n: int, epsilon: float, band_ratio: float, ks: ArrayLike, p: float = 0.5
 ) -> NDArray[np.float64]:
     r"""F(k) for the exponential mechanism's tail, for every k in ``ks`` at once.
+
+    B ~ Bin(n, p): p = 1/2 for the median, p = q for the lower end of the q-quantile (the
+    upper end uses 1 − q and the mirror rank, see :mod:`dpfair.quantiles`).
 
     ``tail(t) = min(1, C·e^{−εt/2})`` with C = ``band_ratio``. Let t0 be the largest t
     with C·e^{−εt/2} ≥ 1 (0 if C ≤ 1). Then
@@ -105,14 +117,13 @@ def expmech_lower_failure(
     """
     k_arr = np.asarray(ks, dtype=np.int64)
     t0 = _expmech_t0(n, epsilon, band_ratio)
-    half_width = math.ceil(20.0 * math.sqrt(n) / 2.0) + 2
-    centre = n / 2.0
+    centre, half_width = _window(n, p)
     m_lo = max(0, math.floor(centre) - half_width)
     m_hi = min(n, math.ceil(centre) + half_width)
     m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
-    log_terms = _log_pmf(m, n) - epsilon * (m - centre) / 2.0
+    log_terms = _log_pmf(m, n, p) - epsilon * (m - centre) / 2.0
     log_suffix = np.logaddexp.accumulate(log_terms[::-1])[::-1]  # S(m_lo..m_hi)
-    outside = float(_binom_cdf(m_lo - 1, n) + _binom_sf(m_hi, n))
+    outside = float(_binom_cdf(m_lo - 1, n, p) + _binom_sf(m_hi, n, p))
 
     start = k_arr + t0 + 1  # first m with tail < 1
     idx = np.clip(start - m_lo, 0, log_suffix.size)
@@ -122,7 +133,7 @@ def expmech_lower_failure(
         geometric = band_ratio * np.exp(np.minimum(epsilon * (k_arr - centre) / 2.0 + log_s, 700.0))
     # P(B ≤ j) from the window's running sum (absolute error ~1e-16), exact binomial cdf
     # for the rare j outside the window.
-    window_cdf = float(_binom_cdf(m_lo - 1, n)) + np.cumsum(
+    window_cdf = float(_binom_cdf(m_lo - 1, n, p)) + np.cumsum(
         np.exp(log_terms + epsilon * (m - centre) / 2.0)
     )
     j = k_arr + t0
@@ -130,7 +141,7 @@ def expmech_lower_failure(
     cdf_part = np.empty(j.shape, dtype=np.float64)
     cdf_part[inside] = window_cdf[j[inside] - m_lo]
     if not inside.all():
-        cdf_part[~inside] = _binom_cdf(j[~inside], n)
+        cdf_part[~inside] = _binom_cdf(j[~inside], n, p)
     # Terms with m outside the window have tail < 1, so together they add at most the
     # binomial mass outside the window: add it as a (negligible) upper bound.
     out = cdf_part + geometric + outside
@@ -149,7 +160,9 @@ def _expmech_t0(n: int, epsilon: float, band_ratio: float) -> int:
     return n if not t0 < n else math.floor(t0)
 
 
-def expmech_lower_target(n: int, epsilon: float, band_ratio: float, alpha_half: float) -> int:
+def expmech_lower_target(
+    n: int, epsilon: float, band_ratio: float, alpha_half: float, p: float = 0.5
+) -> int:
     """Largest k in {0..n} with F(k) ≤ α/2 for the ExpMech tail, or −1 if none.
 
     F is evaluated once for every candidate in the window where the binomial has mass
@@ -160,21 +173,22 @@ def expmech_lower_target(n: int, epsilon: float, band_ratio: float, alpha_half: 
     t0 = _expmech_t0(n, epsilon, band_ratio)
     if t0 >= n:  # F(k) ≥ P(B ≤ k + t0) = 1 for every k: no rank qualifies
         return -1
-    half_width = math.ceil(20.0 * math.sqrt(n) / 2.0) + 2
-    k_first = max(0, math.floor(n / 2.0) - half_width - t0 - 1)
+    centre, half_width = _window(n, p)
+    k_first = max(0, math.floor(centre) - half_width - t0 - 1)
     ks = np.arange(
         k_first,
         n + 1
         if n - k_first < 4 * half_width + 8
-        else min(n, math.ceil(n / 2.0) + half_width) + 1,
+        else min(n, math.ceil(centre) + half_width) + 1,
     )
-    values = expmech_lower_failure(n, epsilon, band_ratio, ks)
+    values = expmech_lower_failure(n, epsilon, band_ratio, ks, p)
     ok = np.flatnonzero(values <= limit)
     if ok.size and ok[-1] == ks.size - 1 and ks[-1] < n:
         # F is still below the limit at the window's end (cannot happen for alpha < 1,
         # since F(k) ≥ P(B ≤ k)); be safe and scan the rest by bisection.
         return lower_target_rank(
-            lambda k: float(expmech_lower_failure(n, epsilon, band_ratio, [k])[0]), n, alpha_half
+            lambda k: float(expmech_lower_failure(n, epsilon, band_ratio, [k], p)[0]), n,
+            alpha_half,
         )
     if ok.size:
         return int(ks[ok[-1]])
@@ -182,11 +196,14 @@ def expmech_lower_target(n: int, epsilon: float, band_ratio: float, alpha_half: 
         return -1
     # Below the window: F(k) ≈ C·exp(ε(k − c)/2)·S_all + remainder, increasing in k.
     return lower_target_rank(
-        lambda k: float(expmech_lower_failure(n, epsilon, band_ratio, [k])[0]), k_first, alpha_half
+        lambda k: float(expmech_lower_failure(n, epsilon, band_ratio, [k], p)[0]), k_first,
+        alpha_half,
     )
 
 
-def generic_lower_failure(n: int, tail: TailBound, k: int, *, t_max: int) -> float:
+def generic_lower_failure(
+    n: int, tail: TailBound, k: int, *, t_max: int, p: float = 0.5
+) -> float:
     r"""F(k) = P(B ≤ k) + Σ_{t ≥ 1} P(B = k + t)·tail(t) for a general decreasing ``tail``.
 
     Terms with t > ``t_max`` are bounded by P(B > k + t_max)·tail(t_max + 1) (tail is
@@ -195,12 +212,12 @@ def generic_lower_failure(n: int, tail: TailBound, k: int, *, t_max: int) -> flo
     """
     t = np.arange(1, t_max + 1, dtype=np.float64)
     m = k + t
-    pmf = np.exp(_log_pmf(m, n))
+    pmf = np.exp(_log_pmf(m, n, p))
     tails = np.minimum(tail(t), 1.0)
-    remainder = float(_binom_sf(k + t_max, n)) * float(
+    remainder = float(_binom_sf(k + t_max, n, p)) * float(
         min(1.0, tail(np.array([t_max + 1.0]))[0])
     )
-    return float(_binom_cdf(k, n) + np.dot(pmf, tails) + remainder)
+    return float(_binom_cdf(k, n, p) + np.dot(pmf, tails) + remainder)
 
 
 def lower_target_rank(failure: Callable[[int], float], n: int, alpha_half: float) -> int:

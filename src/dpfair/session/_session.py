@@ -644,3 +644,150 @@ class Session:
         for w in held:  # released only now that the fit has been charged
             warnings.warn(w.message, w.category, stacklevel=2)
         return model
+
+    def quantile_ci(
+        self,
+        column: Hashable | None = None,
+        q: float | Sequence[float] = 0.5,
+        *,
+        rho: float,
+        bounds: tuple[float, float],
+        alpha: float = 0.05,
+        method: str = "cdf",
+        granularity: float | None = None,
+        localize: bool | None = None,
+        by: Hashable | None = None,
+        groups: Sequence[Any] | None = None,
+        group_sizes: str | None = None,
+        rng: Any = None,
+    ) -> Any:
+        """Private confidence interval(s) for quantiles of one column, optionally by group.
+
+        Wraps :func:`dpfair.quantiles.confidence_interval` (one level ``q``) and
+        :func:`dpfair.quantiles.confidence_intervals` (a sequence of levels, simultaneous
+        coverage). The column is read into memory. Charged before it is returned.
+
+        Parameters
+        ----------
+        column : hashable, optional
+            The column (may be omitted when the data have one).
+        q : float or sequence of float
+            Quantile level(s) in (0, 1).
+        rho, bounds, alpha, method, granularity, localize, rng
+            As in :func:`dpfair.quantiles.confidence_interval`.
+        by : hashable, optional
+            A group column: one interval (or family) per group, under parallel composition.
+        groups : sequence, required with ``by``
+            The PUBLIC list of groups to report (never read off the data: the set of values
+            present is itself a release). Rows whose group is not listed are ignored.
+        group_sizes : {"public"}, required with ``by``
+            The declaration that the number of rows of each listed group is public.
+
+        Returns
+        -------
+        QuantileInterval, QuantileIntervals, or dict
+            With ``by``: a dict group → result, in the order of ``groups``.
+
+        Notes
+        -----
+        Neighbour relation and charge with ``by``. The library's relation is replace-one
+        with n public. The quantile methods also need each group's size n_g to be public
+        (it sets the target ranks and the tree's root). A replaced record that *changes
+        group* would change two sizes by one, i.e. touch two groups' data sets by an
+        addition and a removal — which a public-size method does not cover, and whose cost
+        cannot be bounded without releasing the sizes. So the caller declares the sizes
+        public (``group_sizes="public"``, e.g. published census counts, or sizes released
+        earlier and charged then). Given public sizes, neighbouring data sets (replace-one,
+        same sizes) differ in one record that stays in its group: exactly one group's data
+        set changes by replace-one, and the others are identical. Each group's release is
+        ρ-zCDP for its own rows, so the whole family is ρ-zCDP (parallel composition) and
+        the session is charged ρ once — not ρ per group. The groups' rows are disjoint;
+        each group draws from its own stream (``Generator.spawn``).
+        """
+        from dpfair.quantiles import confidence_interval, confidence_intervals
+
+        col = self._source.resolve(column)
+        r = check_positive("rho", rho)
+        a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
+        many = not np.isscalar(q)
+        levels = [float(v) for v in np.atleast_1d(np.asarray(q, dtype=np.float64))]
+        lo, hi = float(bounds[0]), float(bounds[1])
+        source = self._source
+        gen = np.random.default_rng(rng) if rng is not None else None
+        if by is not None:
+            self._source.check_columns([by])
+            if groups is None or len(groups) == 0:
+                raise InvalidParameterError(
+                    "groups=None: with by=... pass the public list of groups to report, e.g. "
+                    "groups=['north', 'south']; it cannot be read off the data (the set of "
+                    "values present is itself a release)."
+                )
+            if group_sizes != "public":
+                raise InvalidParameterError(
+                    f"group_sizes={group_sizes!r}: per-group intervals need each group's size "
+                    "to be public (a record that changes group would change two sizes, see "
+                    "the Notes); pass group_sizes='public' if the sizes are public, or "
+                    "release them first."
+                )
+            if len(set(groups)) != len(groups):
+                raise InvalidParameterError(f"groups={list(groups)!r}: contains duplicates.")
+        elif groups is not None or group_sizes is not None:
+            raise InvalidParameterError("groups/group_sizes: only meaningful with by=COLUMN.")
+
+        def one(values: Any, stream: Any) -> Any:
+            if many:
+                return confidence_intervals(
+                    values, levels, rho=r, bounds=(lo, hi), alpha=a, method=method,
+                    granularity=granularity, localize=localize, rng=stream)
+            return confidence_interval(
+                values, levels[0], rho=r, bounds=(lo, hi), alpha=a, method=method,
+                granularity=granularity, localize=localize, rng=stream)
+
+        def group_labels() -> Any:
+            raw = getattr(source, "_cols", None)
+            if isinstance(raw, dict) and by in raw:  # in-memory: any hashable labels
+                values = raw[by]
+                to_numpy = getattr(values, "to_numpy", None)
+                return to_numpy() if to_numpy is not None else np.asarray(values)
+            return source.column(by)  # files: numeric group codes
+
+        def compute() -> Any:
+            x = source.column(col)
+            if by is None:
+                return one(x, gen)
+            labels = group_labels()
+            out: dict[Any, Any] = {}
+            # one independent stream per group: a group's noise never depends on how much
+            # randomness another group's sampler happened to consume
+            streams = (gen.spawn(len(groups or ())) if gen is not None
+                       else [None] * len(groups or ()))
+            for g, stream in zip(groups or (), streams, strict=True):
+                rows = x[labels == g]
+                if rows.size == 0:  # sizes are public: naming an empty group leaks nothing
+                    raise InvalidParameterError(
+                        f"groups: group {g!r} has no rows (its size is public); drop it.")
+                out[g] = one(rows, stream)
+            return out
+
+        def spent_of(res: Any) -> Budget:
+            if by is None:
+                budget: Budget = res.privacy
+                return budget
+            # parallel composition over disjoint groups (Notes): the largest group cost
+            return Budget.zcdp(max(float(v.privacy.rho or 0.0) for v in res.values()))
+
+        def params(res: Any) -> dict[str, Any]:
+            return {
+                "column": col, "q": levels, "rho": r, "bounds": [lo, hi], "alpha": a,
+                "method": str(method), "by": by, "groups": list(groups or []),
+                "group_sizes": group_sizes, "seeded": rng is not None,
+            }
+
+        return self._release(
+            label="quantile_ci",
+            planned=Budget.zcdp(r),
+            bounded_range=False,
+            compute=compute,
+            spent_of=spent_of,
+            params=params,
+        )

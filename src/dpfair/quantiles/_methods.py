@@ -1,0 +1,289 @@
+r"""The four interval methods of paper 004 for any quantile level q, end by end.
+
+Let x_q = inf{x : F(x) ≥ q} be the population q-quantile. Each method below is the
+median's method (:mod:`dpfair.median`) with the binomial law Bin(n, 1/2) replaced by the
+law of the relevant count, and with a miscoverage budget per end:
+
+* lower end L fails iff L > x_q. With B = #{x_i ≤ x_q} ~ Bin(n, F(x_q)), F(x_q) ≥ q
+  (= q for continuous P), the median's conditional argument gives
+  P(L > x_q) ≤ F_p(k) := P(B ≤ k) + Σ_{m>k} P(B = m)·tail(m − k) with B ~ Bin(n, p), p = q;
+  F_p is non-increasing in B, and Bin(n, F(x_q)) is stochastically larger than Bin(n, q),
+  so atoms only make it smaller.
+* upper end U fails iff U < x_q. With B⁻ = #{x_i < x_q} ~ Bin(n, F(x_q−)), F(x_q−) ≤ q,
+  failure needs a rank error ≥ k_U − B⁻; with B' = n − B⁻ (stochastically larger than
+  Bin(n, 1 − q)) and k' = n − k_U this is the lower-end bound F_{1−q}(k'). So
+  k_U = n − (the lower target for 1 − q): the two ends are no longer mirror images.
+
+For q = 1/2 and equal per-end levels α/2 every function here reproduces the median's
+computation step for step (same target ranks, same noise draws in the same order), so
+``dpfair.quantiles.confidence_interval(x, 0.5, ...)`` equals
+``dpfair.median.confidence_interval(x, ...)`` for the same seed (tested).
+
+An end with no valid target rank (possible for extreme q and small n: e.g. a lower end
+for q = 0.01 at n = 100) is set to the public bound, which is valid because x_q is
+promised to lie in R; that end spends no budget (reported in the diagnostics).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfair.mechanisms import ExponentialMechanism, GaussianMechanism, NoisyBinaryTree, leaf_edges
+from dpfair.mechanisms.discrete_gaussian import LatticeNoise
+from dpfair.median._expmech import CellGrid, SortedCounts, sample_order_statistic_cell
+from dpfair.median._ranks import (
+    expmech_lower_target,
+    gaussian_union_tail,
+    generic_lower_failure,
+    lower_target_rank,
+)
+from dpfair.median._result import DPCdf
+from dpfair.privacy import Accountant, Budget
+from dpfair.quantiles._mixture import envelope_threshold, mixture_sf
+
+__all__ = [
+    "binsearch_quantile",
+    "binsearch_targets",
+    "cdf_quantiles",
+    "expmech_quantile",
+    "expmech_targets",
+    "grid_point",
+]
+
+
+# ---------------------------------------------------------------------------- ExpMech
+def expmech_targets(n: int, epsilon: float, tail_constant: float, p: float,
+                    alpha_low: float, alpha_high: float) -> tuple[int | None, int | None]:
+    """(k_L, k_U) of ExpMech for level p (``None`` for an end with no valid rank)."""
+    k_low = expmech_lower_target(n, epsilon, tail_constant, alpha_low, p)
+    k_mirror = expmech_lower_target(n, epsilon, tail_constant, alpha_high, 1.0 - p)
+    return (k_low if k_low >= 0 else None), (n - k_mirror if k_mirror >= 0 else None)
+
+
+def expmech_quantile(
+    x_sorted: NDArray[np.float64] | SortedCounts,
+    p: float,
+    rho: float,
+    bounds: tuple[float, float],
+    alpha_low: float,
+    alpha_high: float,
+    granularity: float,
+    rng: np.random.Generator,
+    *,
+    tail_constant: float | None = None,
+) -> tuple[float, float, Budget, dict[str, Any]]:
+    """ExpMech for the p-quantile: two cell-mechanism draws with ρ/2 each.
+
+    The mechanism, its exactness as executed and the tail bound are those of
+    :func:`dpfair.median._expmech.expmech_interval`; only the target ranks change (module
+    docstring). ``tail_constant``, if given, must be a public upper bound on the grid's
+    :attr:`~dpfair.median._expmech.CellGrid.tail_constant` (a larger C is still a valid
+    tail bound): the localised stage passes one that does not depend on the data-chosen
+    range, so that its ranks are data-independent.
+
+    Privacy: each draw is the exponential mechanism with ε = 2√ρ, i.e. ε²/8 = ρ/2-zCDP
+    (bounded range), two draws compose to ρ-zCDP; an end without a valid rank draws
+    nothing and spends nothing.
+    """
+    n = x_sorted.size
+    a, b = bounds
+    grid = CellGrid.for_bounds(bounds, granularity)
+    mech = ExponentialMechanism.for_zcdp(rho / 2.0)
+    c = grid.tail_constant if tail_constant is None else max(tail_constant, grid.tail_constant)
+    k_low, k_high = expmech_targets(n, mech.epsilon, c, p, alpha_low, alpha_high)
+    acct = Accountant(Budget.zcdp(rho))
+    q = grid.per_theta
+    low, high = a, b
+    if k_low is not None:
+        acct.charge(mech.privacy_zcdp, label="expmech/lower")
+        cell_low = sample_order_statistic_cell(x_sorted, k_low, mech.epsilon, grid, rng)
+        low = max(a, grid.edge(cell_low - q - 1))
+    if k_high is not None:
+        acct.charge(mech.privacy_zcdp, label="expmech/upper")
+        cell_high = sample_order_statistic_cell(x_sorted, k_high, mech.epsilon, grid, rng)
+        high = min(b, grid.edge(cell_high + q + 2))
+    diagnostics: dict[str, Any] = {
+        "target_ranks": (k_low, k_high),
+        "epsilon_per_draw": mech.epsilon,
+        "zcdp_conversion": "bounded range: eps^2/8 per draw",
+        "tail_constant": c,
+        "output_grid": {"cell": grid.cell, "cells": grid.n_cells, "cells_per_theta": q},
+        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+    }
+    return low, high, acct.spent if acct.ledger else Budget.zcdp(0.0), diagnostics
+
+
+# ---------------------------------------------------------------------------- BinSearch
+def grid_point(bounds: tuple[float, float], depth: int, j: int) -> float:
+    """g_j = lo + (hi − lo)·(j/2^D), the formula of :func:`dpfair.mechanisms.leaf_edges`."""
+    lo, hi = bounds
+    if j <= 0:
+        return float(lo)
+    if j >= 1 << depth:
+        return float(hi)
+    return float(lo + (hi - lo) * (j / float(1 << depth)))
+
+
+def _query_noise(n: int, sigma: float) -> LatticeNoise:
+    """The median's query noise (public: n and σ only)."""
+    return LatticeNoise.for_sigma(sigma, float(n) + 64.0 * sigma)
+
+
+def binsearch_targets(n: int, sigma: float, depth: int, p: float, alpha_low: float,
+                      alpha_high: float) -> tuple[int | None, int | None]:
+    """(k_L, k_U) of NoisyBinSearch at level p (``None``: no valid rank for that end)."""
+    noise = _query_noise(n, sigma)
+    base = gaussian_union_tail(noise.scale, depth)
+
+    def tail(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return base(np.asarray(t, dtype=np.float64) - noise.step)
+
+    t_max = n + 1 if not sigma * 40.0 < n else math.ceil(sigma * 40.0) + 1
+
+    def target(pp: float, level: float) -> int:
+        return lower_target_rank(
+            lambda k: generic_lower_failure(n, tail, k, t_max=t_max, p=pp), n, level)
+
+    k_low = target(p, alpha_low)
+    k_mirror = target(1.0 - p, alpha_high)
+    return (k_low if k_low >= 0 else None), (n - k_mirror if k_mirror >= 0 else None)
+
+
+def binsearch_quantile(
+    count_at: Any,
+    n: int,
+    p: float,
+    rho: float,
+    bounds: tuple[float, float],
+    depth: int,
+    alpha_low: float,
+    alpha_high: float,
+    rng: np.random.Generator,
+) -> tuple[float, float, Budget, dict[str, Any]]:
+    """NoisyBinSearch for the p-quantile (:mod:`dpfair.median._binsearch`).
+
+    ``count_at(j)`` returns the exact count #{x ≤ g_j} at grid index j of the 2^depth-bin
+    grid over ``bounds`` (only interior indices are queried), so depths far beyond what a
+    materialised grid allows (up to 2^60 bins) cost D queries per end. Privacy: each query
+    is a sensitivity-1 count with exact discrete Gaussian noise, ρ/(2D)-zCDP; 2D queries
+    compose to ρ (an end without a valid rank is not searched and spends nothing).
+    """
+    mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
+    k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
+    acct = Accountant(Budget.zcdp(rho))
+    if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
+        return (float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
+                {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
+                 "n_queries": 0})
+    noise = _query_noise(n, mech.sigma).sample(2 * depth, rng)
+
+    def search(target: int, side: str, z: NDArray[np.float64]) -> tuple[int, list[Any]]:
+        lo, hi = 0, 1 << depth
+        queries: list[tuple[float, float]] = []
+        for step in range(depth):
+            mid = (lo + hi) // 2
+            acct.charge(mech.privacy, label=f"binsearch/{side}")
+            noisy = float(count_at(mid)) + float(z[step])
+            queries.append((grid_point(bounds, depth, mid), noisy))
+            if side == "lower":
+                if noisy <= target:
+                    lo = mid
+                else:
+                    hi = mid
+            elif noisy >= target:
+                hi = mid
+            else:
+                lo = mid
+        return (lo if side == "lower" else hi), queries
+
+    i_low, q_low = (search(k_low, "lower", noise[:depth]) if k_low is not None
+                    else (0, []))
+    i_high, q_high = (search(k_high, "upper", noise[depth:]) if k_high is not None
+                      else (1 << depth, []))
+    diagnostics: dict[str, Any] = {
+        "target_ranks": (k_low, k_high),
+        "depth": depth,
+        "sigma": mech.sigma,
+        "queries_lower": q_low,
+        "queries_upper": q_high,
+        "n_queries": len(acct.ledger),
+    }
+    spent = acct.spent if acct.ledger else Budget.zcdp(0.0)
+    return (grid_point(bounds, depth, i_low), grid_point(bounds, depth, i_high), spent,
+            diagnostics)
+
+
+# ---------------------------------------------------------------------------- CDF
+def cdf_quantiles(
+    leaves: NDArray[np.int64],
+    specs: list[tuple[float, float, float]],
+    rho: float,
+    bounds: tuple[float, float],
+    depth: int,
+    rng: np.random.Generator,
+    *,
+    envelope: bool = False,
+) -> tuple[list[tuple[float, float]], Budget, dict[str, Any], DPCdf]:
+    """CDFPostProcess for several quantiles from ONE noisy tree.
+
+    ``specs`` lists (p, α_low, α_high) per quantile. The tree (σ² = D/ρ per node, ρ-zCDP,
+    :mod:`dpfair.median._cdf`) is released once; every quantile's tests are
+    post-processing of that release, so the privacy cost does not depend on how many
+    quantiles are read off it.
+
+    Upper end of the p-quantile: if g_j < x_q then F(g_j) < q, so c(g_j) ~ Bin(n, F(g_j))
+    is dominated by Bin(n, p); reject "g_j < x_q" when P(Bin(n, p) + noise ≥ C̃_j) ≤ α_high.
+    Lower end: if g_j ≥ x_q then F(g_j) ≥ q and n − c(g_j) is dominated by Bin(n, 1 − p).
+    As for the median, only the test at the grid point next to x_q matters, so there is no
+    multiple-testing loss within one end. ``envelope=True`` (a data-chosen range) uses the
+    one-threshold envelope of :mod:`dpfair.median._cdf`, valid whatever the range is.
+    """
+    n = int(np.sum(leaves))
+    a, b = bounds
+    grid = leaf_edges((a, b), depth)
+    tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
+    acct = Accountant(Budget.zcdp(rho))
+    acct.charge(tree.privacy, label="cdf/tree")
+    released = tree.release(leaves, rng=rng)
+    consistent = released.consistent()
+    prefix = np.asarray(consistent.prefix, dtype=np.float64)
+    std = np.asarray(consistent.prefix_std, dtype=np.float64)
+    inner = np.arange(1, 2**depth)
+    below = prefix[inner]
+    above = n - below
+    sig = std[inner]
+    sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
+    out: list[tuple[float, float]] = []
+    indices: list[tuple[int, int]] = []
+    for p, a_low, a_high in specs:
+        lev_hi, lev_lo = a_high / factor, a_low / factor
+        if envelope:
+            s_min, s_max = float(sig_plus.min()), float(sig_plus.max())
+            th_hi = envelope_threshold(n, p, s_min, s_max, lev_hi) + float(shift.max())
+            th_lo = envelope_threshold(n, 1.0 - p, s_min, s_max, lev_lo) + float(shift.max())
+            reject_upper = below >= th_hi
+            reject_lower = above >= th_lo
+        else:
+            reject_upper = mixture_sf(below - shift, sig_plus, n, p) <= lev_hi
+            reject_lower = mixture_sf(above - shift, sig_plus, n, 1.0 - p) <= lev_lo
+        keep_u = inner[~reject_upper]
+        j_star = int(keep_u.max()) if keep_u.size else 0
+        keep_l = inner[~reject_lower]
+        j_low = int(keep_l.min()) if keep_l.size else 2**depth
+        out.append((float(grid[j_low - 1]), float(grid[j_star + 1])))
+        indices.append((j_low - 1, j_star + 1))
+    diagnostics: dict[str, Any] = {
+        "depth": depth,
+        "bins": 2**depth,
+        "sigma_node": tree.sigma,
+        "prefix_std_range": (float(sig.min()), float(sig.max())),
+        "grid_indices": indices,
+        "envelope": envelope,
+        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+    }
+    cdf = DPCdf(grid=grid, values=prefix / n, std=std / n)
+    return out, acct.spent, diagnostics, cdf

@@ -1,0 +1,160 @@
+"""dpfair.quantiles: the median as the q = 1/2 case, accounting, families, warnings."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dpfair
+from dpfair import InvalidParameterError
+from dpfair.quantiles import QuantileWarning, cdf_band, confidence_interval, confidence_intervals
+
+BOUNDS = (-5.0, 15.0)
+METHODS = dpfair.median.METHODS
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return np.random.default_rng(0).lognormal(np.log(1.5), 1.0, 600)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_median_is_the_half_quantile(sample, method):
+    for seed in range(3):
+        a = dpfair.median.confidence_interval(sample, rho=0.5, bounds=BOUNDS, method=method,
+                                              rng=seed)
+        b = confidence_interval(sample, 0.5, rho=0.5, bounds=BOUNDS, method=method,
+                                localize=False, rng=seed)
+        assert (a.low, a.high) == (b.low, b.high)
+        assert a.privacy.rho == pytest.approx(b.privacy.rho, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("localize", [False, True])
+def test_total_spent_is_rho(sample, method, localize):
+    r = confidence_interval(sample, 0.25, rho=0.3, bounds=BOUNDS, method=method,
+                            localize=localize, rng=1)
+    assert r.privacy.rho == pytest.approx(0.3, rel=1e-9)
+    assert r.privacy.rho <= 0.3 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_localisation_stage_is_charged(sample, method):
+    r = confidence_interval(sample, 0.5, rho=0.4, bounds=BOUNDS, method=method, rng=2)
+    st = r.diagnostics["stage1"]
+    assert st["rho"] == pytest.approx(dpfair.quantiles.LOCALIZE_RHO_FRACTION * 0.4)
+    assert r.diagnostics["localize"]["rho"] == pytest.approx(0.04)
+    assert r.privacy.rho == pytest.approx(0.4)
+
+
+def test_ends_use_their_own_binomial(sample):
+    # q = 0.1: the lower and upper targets are not mirror images around n/2.
+    r = confidence_interval(sample, 0.1, rho=0.5, bounds=BOUNDS, method="expmech",
+                            localize=False, rng=0)
+    k_low, k_high = r.diagnostics["target_ranks"]
+    n = sample.size
+    assert k_low < 0.1 * n < k_high
+    assert k_low + k_high != n
+    # mirror symmetry: q on x equals 1 - q on -x
+    lo_np, hi_np = dpfair.quantiles.nonprivate_ranks(n, 0.1, 0.05)
+    lo2, hi2 = dpfair.quantiles.nonprivate_ranks(n, 0.9, 0.05)
+    assert lo_np + hi2 == n + 1 and hi_np + lo2 == n + 1
+
+
+def test_family_order_one_tree_and_budget(sample):
+    qs = [0.75, 0.1, 0.5]
+    res = confidence_intervals(sample, qs, rho=0.5, bounds=BOUNDS, method="cdf", rng=3)
+    assert res.qs == tuple(qs)
+    assert len(res.intervals) == 3
+    assert res.privacy.rho == pytest.approx(0.5)
+    assert [lbl for lbl, _ in res.intervals[0].diagnostics["tree"]["ledger"]] == ["cdf/tree"]
+    mids = {iv.q: iv.estimate for iv in res}
+    assert mids[0.1] < mids[0.5] < mids[0.75]
+    # the tree's noise does not depend on how many quantiles are read off it
+    one = confidence_intervals(sample, [0.5], rho=0.5, bounds=BOUNDS, method="cdf",
+                               localize=False, rng=3)
+    many = confidence_intervals(sample, [0.1, 0.5, 0.9], rho=0.5, bounds=BOUNDS,
+                                method="cdf", localize=False, rng=3)
+    assert (one[0].diagnostics["tree"]["sigma_node"]
+            == many[1].diagnostics["tree"]["sigma_node"])
+
+
+@pytest.mark.parametrize("method", ["expmech", "binsearch"])
+def test_family_splits_rho_for_the_draw_methods(sample, method):
+    res = confidence_intervals(sample, [0.25, 0.75], rho=0.5, bounds=BOUNDS, method=method,
+                               rng=4)
+    assert res.privacy.rho == pytest.approx(0.5)
+
+
+def test_bad_levels(sample):
+    with pytest.raises(InvalidParameterError, match="q="):
+        confidence_interval(sample, 1.0, rho=0.5, bounds=BOUNDS)
+    with pytest.raises(InvalidParameterError, match="qs"):
+        confidence_intervals(sample, [], rho=0.5, bounds=BOUNDS)
+    with pytest.raises(dpfair.MissingPublicBoundError):
+        confidence_interval(sample, 0.5, rho=0.5, bounds=None)
+
+
+def test_end_on_bound_when_no_rank_and_warning():
+    x = np.random.default_rng(1).uniform(0, 1, 60)
+    with pytest.warns(QuantileWarning, match="public bound"):
+        r = confidence_interval(x, 0.02, rho=0.2, bounds=(0.0, 1.0), method="expmech",
+                                localize=False, rng=0)
+    assert r.low == 0.0
+    assert r.diagnostics["target_ranks"][0] is None
+    assert r.privacy.rho < 0.2  # the missing end spent nothing
+
+
+def test_large_rho_warning(sample):
+    with pytest.warns(QuantileWarning, match="little privacy"):
+        confidence_interval(sample, 0.5, rho=5.0, bounds=BOUNDS, rng=0)
+
+
+def test_coarse_granularity_warning():
+    x = np.random.default_rng(2).normal(0, 1, 5000)
+    with pytest.warns(QuantileWarning, match="granularity"):
+        r = confidence_interval(x, 0.5, rho=0.5, bounds=(-1e4, 1e4), method="cdf",
+                                localize=False, rng=0)
+    assert any("granularity" in w for w in r.warnings)
+
+
+def test_no_warning_in_the_ordinary_case(sample):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QuantileWarning)
+        r = confidence_interval(sample, 0.5, rho=0.5, bounds=BOUNDS, rng=0)
+    assert r.warnings == ()
+
+
+def test_warnings_are_free(sample):
+    # the same seed gives the same interval whether or not warnings fire
+    a = confidence_interval(sample, 0.5, rho=5.0, bounds=BOUNDS, rng=7)
+    assert a.privacy.rho == pytest.approx(5.0)
+
+
+def test_same_seed_same_output(sample):
+    a = confidence_interval(sample, 0.3, rho=0.5, bounds=BOUNDS, rng=11)
+    b = confidence_interval(sample, 0.3, rho=0.5, bounds=BOUNDS, rng=11)
+    assert (a.low, a.high) == (b.low, b.high)
+    x = sample.copy()
+    confidence_interval(x, 0.3, rho=0.5, bounds=(0.0, 1.0), rng=1)
+    assert np.array_equal(x, sample)  # the caller's array is not clipped
+
+
+def test_cdf_band_shape_and_budget(sample):
+    b = cdf_band(sample, rho=0.5, bounds=BOUNDS, rng=0)
+    assert b.privacy.rho == pytest.approx(0.5)
+    assert np.all(np.diff(b.lower) >= 0) and np.all(np.diff(b.upper) >= 0)
+    assert np.all(b.lower <= b.upper) and b.upper[-1] == 1.0
+    assert np.all((0 <= b.values) & (b.values <= 1))
+    d = b.to_dict()
+    assert d["alpha"] == 0.05
+
+
+def test_result_to_dict(sample):
+    r = confidence_interval(sample, 0.5, rho=0.5, bounds=BOUNDS, rng=0)
+    d = r.to_dict()
+    assert d["q"] == 0.5 and d["privacy"]["rho"] == pytest.approx(0.5)
+    res = confidence_intervals(sample, [0.25, 0.75], rho=0.5, bounds=BOUNDS, rng=0)
+    assert len(res.to_dict()["intervals"]) == 2
