@@ -184,7 +184,7 @@ def cdf_interval(
         "upper_index": j_star + 1,
         "lower_index": j_low - 1,
         "envelope": envelope,
-        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+        "ledger": [(e.label, e.budget.rho) for e in acct.records],
     }
     cdf = DPCdf(grid=grid, values=prefix / n, std=std / n)
     return low, high, acct.spent, diagnostics, cdf
