@@ -69,3 +69,16 @@ def shared_data() -> Path:
             "another location); tests that need the UCI/LSAC files are skipped"
         )
     return path
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory,
+                       monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own dpfair state directory (ledgers' high-water marks, registry).
+
+    Tests write the same small CSVs again and again; with one shared registry the second
+    ``ledger init`` on the same bytes would (rightly) be refused. Subprocesses inherit it.
+    """
+    path = tmp_path_factory.mktemp("dpfair-state")
+    monkeypatch.setenv("DPFAIR_STATE_DIR", str(path))
+    return path

@@ -227,14 +227,16 @@ def test_facility_costs_eps_squared_over_eight_of_a_rho_ledger(data: Path, ledge
 def test_mixing_measures_needs_convert_delta(tmp_path: Path, data: Path) -> None:
     plain = tmp_path / "plain.jsonl"
     conv = tmp_path / "conv.jsonl"
+    other = tmp_path / "other.csv"  # one ledger per data set: the second on other bytes
+    other.write_bytes(data.read_bytes() + b"10.0\n")
     assert runner.invoke(app, ["ledger", "init", str(plain), "--data", str(data),
                                "--epsilon", "3", "--delta", "1e-5"]).exit_code == 0
-    assert runner.invoke(app, ["ledger", "init", str(conv), "--data", str(data), "--epsilon",
+    assert runner.invoke(app, ["ledger", "init", str(conv), "--data", str(other), "--epsilon",
                                "3", "--delta", "1e-5", "--convert-delta", "1e-6"]).exit_code == 0
     line = _one_line_refusal(runner.invoke(app, _median(data, plain, "0.1")))
     assert "convert" in line
     assert LedgerFile.open(plain).records == []
-    res = runner.invoke(app, _median(data, conv, "0.1", "--json"))
+    res = runner.invoke(app, _median(other, conv, "0.1", "--json"))
     assert res.exit_code == 0, res.stderr
     charged = json.loads(res.stdout)["ledger"]["charged"]
     assert charged["epsilon"] == pytest.approx(zcdp_to_approx_epsilon(0.1, 1e-6))
@@ -276,7 +278,11 @@ def test_fair_classify_refused_writes_no_model(tmp_path: Path,
     # the ledger is bound to TRAIN: using it with TEST as training data is refused
     swapped = [args[0], str(test), str(train), *args[3:]]
     assert "bound to" in _one_line_refusal(runner.invoke(app, swapped))
-    # an (ε, δ) release cannot be charged to a ρ-zCDP ledger
+    # an (ε, δ) release cannot be charged to a ρ-zCDP ledger (a deliberate reset first:
+    # one data set has one ledger)
+    from dpfair.privacy import forget_data
+
+    assert forget_data(train) is not None
     rho_led = tmp_path / "rho.jsonl"
     assert runner.invoke(app, ["ledger", "init", str(rho_led), "--data", str(train),
                                "--rho", "5"]).exit_code == 0

@@ -16,7 +16,7 @@ from dpfair.fairclass import (
     PrivatePlugInClassifier,
     plan_budget,
 )
-from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, LedgerRecord
+from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._model import make_grid, release_s1
 from dpfair.fairclass.datasets import simulate
 from dpfair.mechanisms import analytic_gaussian_delta, analytic_gaussian_sigma
@@ -137,11 +137,11 @@ def test_cross_fitting_is_accounted(cls, kwargs, expected_eps):
 
 def test_ledger_refuses_overspending():
     ledger = PrivacyLedger(Budget.approx(1.0, 1e-6))
-    ledger.charge(LedgerRecord("first", "half A", Budget.approx(0.8, 1e-6)))
+    ledger.charge(Budget.approx(0.8, 1e-6), label="first", rows="half A")
     with pytest.raises(BudgetExceededError):
-        ledger.charge(LedgerRecord("second", "half A", Budget.pure(0.3)))
+        ledger.charge(Budget.pure(0.3), label="second", rows="half A")
     # another partition is independent (parallel composition)
-    ledger.charge(LedgerRecord("other", "half B", Budget.pure(1.0)))
+    ledger.charge(Budget.pure(1.0), label="other", rows="half B")
     assert ledger.total.epsilon == pytest.approx(1.0)
 
 

@@ -91,7 +91,7 @@ def test_accountant_refuses_past_the_limit_and_records_nothing():
     assert acct.remaining.rho == pytest.approx(0.05)
     with pytest.raises(BudgetExceededError, match="exceed"):
         acct.charge(Budget.zcdp(0.1), label="c")
-    assert [e.label for e in acct.ledger] == ["a", "b"]
+    assert [e.label for e in acct.records] == ["a", "b"]
     acct.charge(Budget.zcdp(0.05), label="d")  # exactly to the limit is allowed
     assert acct.spent.rho == pytest.approx(0.5)
 

@@ -39,15 +39,16 @@ Composition over the rows:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from dpfair._errors import InvalidParameterError
 from dpfair.mechanisms import analytic_gaussian_delta
 from dpfair.mechanisms.gaussian_calibration import discrete_gaussian_sigma
-from dpfair.privacy import Accountant, Budget
+from dpfair.privacy import Budget, Ledger, LedgerRecord
 
-__all__ = ["BudgetPlan", "LedgerRecord", "PrivacyLedger", "plan_budget"]
+__all__ = ["BudgetPlan", "LedgerRecord", "PrivacyLedger", "S1Release", "plan_budget"]
 
 CrossFitBudget = Literal["split", "compose"]
 
@@ -55,88 +56,14 @@ CrossFitBudget = Literal["split", "compose"]
 KERNEL_SUM_RKHS_SENSITIVITY = math.sqrt(2.0)
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRecord:
-    """One release: what, on which rows, with which guarantee and noise.
+#: The ledger of a fit: the privacy engine's :class:`~dpfair.privacy.Ledger` with its cap
+#: ``plan.limit``, each release charged to its half (``rows="half A"`` / ``"half B"``):
+#: sequential composition within a half, parallel across the disjoint halves
+#: (``ledger.total``); the parts of S1 are listed with ``part_of`` and charged zero.
+PrivacyLedger = Ledger
 
-    Attributes
-    ----------
-    label : str
-        What was released, e.g. ``"fit 1 / S1 / kernel sums F_ay (GP)"``.
-    rows : str
-        The row partition it touches (``"half A"`` or ``"half B"``).
-    budget : Budget
-        Its guarantee (zCDP for the Gaussian parts of S1, pure for S2, approximate for S1
-        as a whole).
-    noise : str
-        Noise law and scale, e.g. ``"N(0, 41.2^2)"``.
-    part_of : str
-        Empty for a charged release; the label of the enclosing release for its parts
-        (parts are listed for audit and are not charged twice).
-    """
-
-    label: str
-    rows: str
-    budget: Budget
-    noise: str = ""
-    part_of: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass
-class PrivacyLedger:
-    """Every release of a fitted model and the composed total, row partition by row partition.
-
-    Attributes
-    ----------
-    limit : Budget
-        What the user allowed (the requested (ε, δ), or the composed total when the user
-        asked for ``cross_fit_budget="compose"``).
-    records : list of LedgerRecord
-    accountants : dict of str to Accountant
-        One privacy filter per row partition: each refuses a charge past ``limit``.
-    """
-
-    limit: Budget
-    records: list[LedgerRecord] = field(default_factory=list)
-    accountants: dict[str, Accountant] = field(default_factory=dict)
-
-    def charge(self, record: LedgerRecord) -> None:
-        """Charge a release to its rows' accountant (raises before anything is recorded)."""
-        acct = self.accountants.setdefault(record.rows, Accountant(self.limit))
-        acct.charge(record.budget, label=record.label)
-        self.records.append(record)
-
-    def note_part(self, record: LedgerRecord) -> None:
-        """Record a component of an already charged release (audit only)."""
-        self.records.append(record)
-
-    @property
-    def spent_by_rows(self) -> dict[str, Budget]:
-        """Composed total per row partition (basic composition within a partition)."""
-        return {rows: acct.spent for rows, acct in self.accountants.items()}
-
-    @property
-    def total(self) -> Budget:
-        """The guarantee of the whole fit: parallel composition over disjoint partitions."""
-        spent = list(self.spent_by_rows.values())
-        if not spent:
-            return Budget.approx(0.0, 0.0)
-        eps = max(float(b.epsilon or 0.0) for b in spent)
-        dl = max(float(b.delta) for b in spent)
-        return Budget.approx(eps, dl, note="parallel over disjoint halves, basic within")
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "limit": self.limit.to_dict(),
-            "total": self.total.to_dict(),
-            "by_rows": {k: v.to_dict() for k, v in self.spent_by_rows.items()},
-            "records": [r.to_dict() for r in self.records],
-        }
+#: One planned S1 release of another group-score estimator: (label, guarantee, noise).
+S1Release = tuple[str, Budget, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,17 +119,18 @@ class BudgetPlan:
         train_rows: str,
         cal_rows: str,
         *,
-        s1_records: list[LedgerRecord] | None = None,
+        s1_records: Sequence[S1Release] | None = None,
     ) -> None:
         """Charge the releases of fit number ``fit`` (1-based) to ``ledger``.
 
         ``s1_records``: the S1 releases of another group-score estimator (e.g. the linear
-        one), charged instead of the kernel S1; together they must stay within ``s1``.
+        one), as (label, guarantee, noise), charged to ``train_rows`` instead of the kernel
+        S1; together they must stay within ``s1``.
         """
         tag = f"fit {fit}"
         if s1_records is not None:
-            for rec in s1_records:
-                ledger.charge(rec)
+            for label, budget, noise in s1_records:
+                ledger.charge(budget, label=label, rows=train_rows, noise=noise)
             self._charge_s2(ledger, tag, cal_rows)
             return
         self._charge_s1(ledger, tag, train_rows)
@@ -243,67 +171,57 @@ class BudgetPlan:
     def _charge_s1(self, ledger: PrivacyLedger, tag: str, train_rows: str) -> None:
         s1_label = f"{tag} / S1 (count + kernel sums, one Gaussian mechanism)"
         ledger.charge(
-            LedgerRecord(
-                s1_label,
-                train_rows,
-                self.s1,
-                noise=f"mu-GDP with mu = {self.mu_s1:.6g}",
-            )
+            self.s1,
+            label=s1_label,
+            rows=train_rows,
+            noise=f"mu-GDP with mu = {self.mu_s1:.6g}",
         )
         mu_c = 1.0 / self.sigma_count
         mu_f = KERNEL_SUM_RKHS_SENSITIVITY / self.sigma_function
         ledger.note_part(
-            LedgerRecord(
-                f"{tag} / S1 / group-1 count n_1 (Gaussian, sensitivity 1)",
-                train_rows,
-                Budget.zcdp(mu_c**2 / 2.0),
-                noise=f"N(0, {self.sigma_count:.6g}^2)",
-                part_of=s1_label,
-            )
+            Budget.zcdp(mu_c**2 / 2.0),
+            label=f"{tag} / S1 / group-1 count n_1 (Gaussian, sensitivity 1)",
+            rows=train_rows,
+            noise=f"N(0, {self.sigma_count:.6g}^2)",
+            part_of=s1_label,
         )
         ledger.note_part(
-            LedgerRecord(
-                f"{tag} / S1 / kernel sums F_ay, 4 functions (Gaussian process, RKHS "
-                "sensitivity sqrt(2))",
-                train_rows,
-                Budget.zcdp(mu_f**2 / 2.0),
-                noise=f"{self.sigma_function:.6g} * GP(0, k_h) per function",
-                part_of=s1_label,
-            )
+            Budget.zcdp(mu_f**2 / 2.0),
+            label=(f"{tag} / S1 / kernel sums F_ay, 4 functions (Gaussian process, RKHS "
+                   "sensitivity sqrt(2))"),
+            rows=train_rows,
+            noise=f"{self.sigma_function:.6g} * GP(0, k_h) per function",
+            part_of=s1_label,
         )
 
     def _charge_s2(self, ledger: PrivacyLedger, tag: str, cal_rows: str) -> None:
         if self.has_s2:
             ledger.charge(
-                LedgerRecord(
-                    f"{tag} / S2 / calibration group-1 count (Laplace, sensitivity 1)",
-                    cal_rows,
-                    Budget.pure(self.epsilon_count),
-                    noise=(
-                        "exact discrete Laplace on a 2^-k lattice, scale "
-                        f"~ {1.0 / self.epsilon_count:.6g}"
-                    ),
-                )
+                Budget.pure(self.epsilon_count),
+                label=f"{tag} / S2 / calibration group-1 count (Laplace, sensitivity 1)",
+                rows=cal_rows,
+                noise=(
+                    "exact discrete Laplace on a 2^-k lattice, scale "
+                    f"~ {1.0 / self.epsilon_count:.6g}"
+                ),
             )
             ledger.charge(
-                LedgerRecord(
-                    f"{tag} / S2 / threshold tau (exponential mechanism on the DD step function)",
-                    cal_rows,
-                    Budget.pure(self.epsilon_threshold),
-                    noise="exp(-eps * |DD - target| / (2 * (1/m1 + 1/m0)))",
-                )
+                Budget.pure(self.epsilon_threshold),
+                label=(f"{tag} / S2 / threshold tau (exponential mechanism on the DD step "
+                       "function)"),
+                rows=cal_rows,
+                noise="exp(-eps * |DD - target| / (2 * (1/m1 + 1/m0)))",
             )
             if self.epsilon_check > 0:
                 ledger.charge(
-                    LedgerRecord(
-                        f"{tag} / S2 / certificate: DD at tau (Laplace, sensitivity 1/m1 + 1/m0)",
-                        cal_rows,
-                        Budget.pure(self.epsilon_check),
-                        noise=(
-                            "exact discrete Laplace on a 2^-k lattice, scale "
-                            f"~ (1/m1 + 1/m0) / {self.epsilon_check:.6g}"
-                        ),
-                    )
+                    Budget.pure(self.epsilon_check),
+                    label=(f"{tag} / S2 / certificate: DD at tau (Laplace, sensitivity "
+                           "1/m1 + 1/m0)"),
+                    rows=cal_rows,
+                    noise=(
+                        "exact discrete Laplace on a 2^-k lattice, scale "
+                        f"~ (1/m1 + 1/m0) / {self.epsilon_check:.6g}"
+                    ),
                 )
 
     def to_dict(self) -> dict[str, Any]:

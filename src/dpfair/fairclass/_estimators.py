@@ -40,7 +40,6 @@ from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import (
     KERNEL_SUM_RKHS_SENSITIVITY,
     BudgetPlan,
-    LedgerRecord,
     PrivacyLedger,
     plan_budget,
 )
@@ -464,29 +463,26 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                 for fit_no, (tr, cal) in enumerate(pairs, start=1):
                     rows = _HALF_LABELS[tr]
                     recs = [
-                        LedgerRecord(
+                        (
                             f"fit {fit_no} / S1 / group-1 count n_1 (Gaussian, sensitivity 1)",
-                            rows,
                             Budget.approx(lin.epsilon_count, lin.delta_count),
-                            noise=f"N(0, {lin.sigma_count:.6g}^2)",
+                            f"N(0, {lin.sigma_count:.6g}^2)",
                         ),
-                        LedgerRecord(
+                        (
                             f"fit {fit_no} / S1 / logistic group score (objective perturbation)",
-                            rows,
                             Budget.approx(
                                 lin.epsilon_jacobian + lin.epsilon_noise, lin.delta_noise
                             ),
-                            noise=(
+                            (
                                 f"b ~ N(0, {lin.sigma_b:.6g}^2 I), "
                                 f"Lambda = {lin.regulariser:.6g}"
                             ),
                         ),
-                        LedgerRecord(
+                        (
                             f"fit {fit_no} / S1 / logistic group score: lattice release of "
                             "the certified minimiser (discrete Gaussian)",
-                            rows,
                             Budget.approx(lin.epsilon_output, lin.delta_output),
-                            noise=(
+                            (
                                 f"2^-{lin.lattice_bits} * N_Z(0, {lin.output_variance}), "
                                 f"sensitivity {lin.output_sensitivity:.6g} lattice units"
                             ),

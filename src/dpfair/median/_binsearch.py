@@ -154,6 +154,6 @@ def binsearch_interval(
         "sigma": mech.sigma,
         "queries_lower": q_low,
         "queries_upper": q_high,
-        "n_queries": len(acct.ledger),
+        "n_queries": len(acct.records),
     }
     return float(grid[i_low]), float(grid[i_high]), acct.spent, diagnostics

@@ -350,7 +350,7 @@ def release_cdf_tree(
     return CdfTreeRelease(
         n=n, depth=depth, bounds=(float(bounds[0]), float(bounds[1])), grid=grid,
         prefix=prefix, std=std, spent=acct.spent, sigma_node=tree.sigma,
-        ledger=[(e.label, e.budget.rho) for e in acct.ledger],
+        ledger=[(e.label, e.budget.rho) for e in acct.records],
         sig_plus=np.asarray(sig_plus, dtype=np.float64),
         shift=np.asarray(shift, dtype=np.float64), factor=float(factor),
     )

@@ -695,6 +695,6 @@ def expmech_interval(
         "zcdp_conversion": "bounded range: eps^2/8 per draw",
         "tail_constant": grid.tail_constant,
         "output_grid": {"cell": grid.cell, "cells": grid.n_cells, "cells_per_theta": q},
-        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+        "ledger": [(e.label, e.budget.rho) for e in acct.records],
     }
     return low, high, acct.spent, diagnostics

@@ -1,10 +1,18 @@
-"""Privacy budgets in three units, with the conversions between them.
+"""Privacy budgets in four measures, with the conversions between them.
 
 Neighbouring data sets differ by replacing one record (n is public); see ALGORITHMS.md §0.
 
-Conversions implemented (each cited where it is used):
+Measures: pure ε-DP, approximate (ε, δ)-DP, ρ-zCDP (Bun & Steinke 2016) and μ-Gaussian
+DP (Dong, Roth & Su 2022). Conversions implemented (each cited where it is used):
 
 * pure ε-DP ⇒ ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4);
+* μ-GDP ⇒ μ²/2-zCDP (a μ-GDP mechanism is a post-processing of the pair
+  N(0, 1), N(μ, 1) (Dong, Roth & Su 2022, Thm 2.10), whose Rényi divergence of order a is
+  aμ²/2);
+* μ-GDP ⇒ (ε, δ(ε))-DP for every ε ≥ 0 with δ(ε) = Φ(−ε/μ + μ/2) − e^ε·Φ(−ε/μ − μ/2)
+  (Dong, Roth & Su 2022, Cor. 2.13; the analytic Gaussian of Balle & Wang 2018, Thm 8):
+  :func:`gdp_delta` and :func:`gdp_epsilon`;
+* μ₁-GDP and μ₂-GDP compose to sqrt(μ₁² + μ₂²)-GDP (Dong, Roth & Su 2022, Cor. 3.3);
 * the exponential mechanism with parameter ε ⇒ ε²/8-zCDP (bounded-range property,
   Cesar & Rogers 2021, Lemma 3.2 / Cor. 3.4): :func:`exponential_mechanism_zcdp`;
 * ρ-zCDP ⇒ (ε, δ)-DP with ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3), or the
@@ -15,18 +23,41 @@ Conversions implemented (each cited where it is used):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-from scipy import optimize
-
 from dpfair._errors import InvalidParameterError
-from dpfair._validation import check_in_open_interval
 
-__all__ = ["Budget", "BudgetKind", "exponential_mechanism_zcdp", "zcdp_to_approx_epsilon"]
+# SciPy is imported inside the functions that need it: `import dpfair.privacy` (and every
+# command line that only charges a ledger) must not pay for scipy.optimize / scipy.special.
 
-BudgetKind = Literal["pure", "approx", "zcdp"]
+__all__ = [
+    "Budget",
+    "BudgetKind",
+    "exponential_mechanism_zcdp",
+    "gdp_delta",
+    "gdp_epsilon",
+    "zcdp_to_approx_epsilon",
+]
+
+BudgetKind = Literal["pure", "approx", "zcdp", "gdp"]
+
+
+def _check_in_open_interval(name: str, value: Any, low: float, high: float) -> float:
+    """A real number strictly between ``low`` and ``high`` (else InvalidParameterError)."""
+    if isinstance(value, bool):
+        raise InvalidParameterError(f"{name}={value!r}: expected a real number, got a bool.")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name}={value!r}: expected a real number.") from None
+    if math.isnan(out):
+        raise InvalidParameterError(f"{name}=nan: expected a real number.")
+    if not low < out < high:
+        raise InvalidParameterError(
+            f"{name}={value!r}: must lie strictly between {low:g} and {high:g}."
+        )
+    return out
 
 
 def _check_nonneg(name: str, value: float, *, allow_inf: bool = False) -> float:
@@ -41,13 +72,13 @@ def _check_nonneg(name: str, value: float, *, allow_inf: bool = False) -> float:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Budget:
-    """A privacy guarantee: pure ε-DP, approximate (ε, δ)-DP or ρ-zCDP.
+    """A privacy guarantee: pure ε-DP, approximate (ε, δ)-DP, ρ-zCDP or μ-GDP.
 
-    Build one with :meth:`pure`, :meth:`approx` or :meth:`zcdp`. For a zCDP budget
-    ``epsilon`` is ``None`` (a ρ-zCDP guarantee implies a whole curve of (ε, δ) pairs:
-    ask for one with :meth:`to_approx`).
+    Build one with :meth:`pure`, :meth:`approx`, :meth:`zcdp` or :meth:`gdp`. For a zCDP
+    or GDP budget ``epsilon`` is ``None`` (such a guarantee implies a whole curve of
+    (ε, δ) pairs: ask for one with :meth:`to_approx`).
 
     Attributes
     ----------
@@ -60,6 +91,8 @@ class Budget:
         from :meth:`to_zcdp`.
     note : str
         Which conversion produced this budget, if any (for reports and audits).
+    mu : float or None
+        Set for Gaussian-DP budgets (μ-GDP, Dong, Roth & Su 2022).
     """
 
     kind: BudgetKind
@@ -67,6 +100,14 @@ class Budget:
     delta: float = 0.0
     rho: float | None = None
     note: str = ""
+    mu: float | None = None
+
+    def __repr__(self) -> str:
+        mu = "" if self.mu is None else f", mu={self.mu!r}"
+        return (
+            f"Budget(kind={self.kind!r}, epsilon={self.epsilon!r}, delta={self.delta!r}, "
+            f"rho={self.rho!r}, note={self.note!r}{mu})"
+        )
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -88,6 +129,15 @@ class Budget:
         """ρ-zCDP (Bun & Steinke 2016)."""
         return cls("zcdp", rho=_check_nonneg("rho", rho), note=note)
 
+    @classmethod
+    def gdp(cls, mu: float, *, note: str = "") -> Budget:
+        """μ-Gaussian DP (Dong, Roth & Su 2022): as hard to tell apart as N(0, 1) from N(μ, 1).
+
+        The Gaussian mechanism with noise σ on a query of L2 sensitivity Δ is exactly
+        (Δ/σ)-GDP; μ-GDP budgets compose by adding μ².
+        """
+        return cls("gdp", mu=_check_nonneg("mu", mu), note=note)
+
     # ------------------------------------------------------------------ conversions
     def to_zcdp(self) -> Budget:
         """Express this budget in zCDP.
@@ -100,6 +150,9 @@ class Budget:
         if self.kind == "pure":
             assert self.epsilon is not None
             return Budget.zcdp(self.epsilon**2 / 2, note="pure eps -> eps^2/2 zCDP")
+        if self.kind == "gdp":
+            assert self.mu is not None
+            return Budget.zcdp(self.mu**2 / 2, note="mu-GDP -> mu^2/2 zCDP")
         raise InvalidParameterError(
             "An (epsilon, delta)-DP budget cannot be expressed as rho-zCDP; account it in an "
             "approximate-DP accountant instead."
@@ -111,7 +164,7 @@ class Budget:
         For zCDP budgets ``method="cks"`` uses the Canonne–Kamath–Steinke bound, which is
         never worse than ``method="classic"`` (ε = ρ + 2·sqrt(ρ·ln(1/δ))).
         """
-        d = check_in_open_interval("delta", delta, 0.0, 1.0)
+        d = _check_in_open_interval("delta", delta, 0.0, 1.0)
         if self.kind == "pure":
             assert self.epsilon is not None
             return Budget.approx(self.epsilon, 0.0 if delta is None else d, note=self.note)
@@ -122,6 +175,10 @@ class Budget:
                     f"delta={delta!r}: smaller than this budget's own delta={self.delta!r}."
                 )
             return Budget.approx(self.epsilon, d, note=self.note)
+        if self.kind == "gdp":
+            assert self.mu is not None
+            return Budget.approx(gdp_epsilon(self.mu, d), d,
+                                 note=f"{self.mu:.6g}-GDP -> (eps, delta) exactly")
         assert self.rho is not None
         eps = zcdp_to_approx_epsilon(self.rho, d, method=method)
         return Budget.approx(eps, d, note=f"rho={self.rho:.6g}-zCDP -> ({method})")
@@ -138,7 +195,10 @@ class Budget:
         if self.kind == other.kind == "pure":
             assert self.epsilon is not None and other.epsilon is not None
             return Budget.pure(self.epsilon + other.epsilon)
-        if "zcdp" in (self.kind, other.kind):
+        if self.kind == other.kind == "gdp":
+            assert self.mu is not None and other.mu is not None
+            return Budget.gdp(math.hypot(self.mu, other.mu))
+        if {"zcdp", "gdp"} & {self.kind, other.kind}:
             a, b = self.to_zcdp(), other.to_zcdp()
             assert a.rho is not None and b.rho is not None
             return Budget.zcdp(a.rho + b.rho)
@@ -153,6 +213,9 @@ class Budget:
     def scaled(self, factor: float) -> Budget:
         """This budget composed ``factor`` times (``factor`` may be fractional for splits)."""
         f = _check_nonneg("factor", factor)
+        if self.kind == "gdp":
+            assert self.mu is not None
+            return Budget.gdp(self.mu * math.sqrt(f), note=self.note)
         if self.kind == "zcdp":
             assert self.rho is not None
             return Budget.zcdp(self.rho * f, note=self.note)
@@ -163,11 +226,13 @@ class Budget:
 
     def covers(self, other: Budget, *, rtol: float = 1e-9) -> bool:
         """True if spending ``other`` stays within this budget (up to float rounding)."""
+        if self.kind == "gdp":
+            return other.kind == "gdp" and (other.mu or 0.0) <= (self.mu or 0.0) * (1 + rtol)
         if self.kind == "zcdp":
             rho = other.to_zcdp().rho
             assert rho is not None and self.rho is not None
             return rho <= self.rho * (1 + rtol)
-        if other.kind == "zcdp":
+        if other.kind in ("zcdp", "gdp"):
             return False
         assert self.epsilon is not None and other.epsilon is not None
         if self.kind == "pure" and other.kind != "pure":
@@ -178,10 +243,21 @@ class Budget:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
+        """A JSON-ready dict (``mu`` only for GDP budgets)."""
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "rho": self.rho,
+            "note": self.note,
+        }
+        if self.mu is not None:
+            out["mu"] = self.mu
+        return out
 
     def __str__(self) -> str:
+        if self.kind == "gdp":
+            return f"{self.mu:.6g}-GDP"
         if self.kind == "zcdp":
             return f"{self.rho:.6g}-zCDP"
         if self.kind == "pure":
@@ -210,7 +286,7 @@ def zcdp_to_approx_epsilon(
     (Canonne, Kamath & Steinke 2020, Prop. 12), which is never larger than ``classic``.
     """
     r = _check_nonneg("rho", rho)
-    d = check_in_open_interval("delta", delta, 0.0, 1.0)
+    d = _check_in_open_interval("delta", delta, 0.0, 1.0)
     classic = r + 2.0 * math.sqrt(r * math.log(1.0 / d))
     if method == "classic" or r == 0.0:
         return classic
@@ -222,7 +298,64 @@ def zcdp_to_approx_epsilon(
         am1 = a - 1.0
         return a * r + (math.log(1.0 / d) + am1 * math.log1p(-1.0 / a) - math.log(a)) / am1
 
+    from scipy import optimize  # here, not at import: `import dpfair.privacy` stays cheap
+
     res = optimize.minimize_scalar(eps_of, bounds=(-20.0, 20.0), method="bounded",
                                    options={"xatol": 1e-10})
     best = float(min(eps_of(float(res.x)), classic))
-    return max(best, 0.0) if np.isfinite(best) else classic
+    return max(best, 0.0) if math.isfinite(best) else classic
+
+
+def gdp_delta(mu: float, epsilon: float) -> float:
+    """Exact δ(ε) of μ-GDP: the smallest δ with μ-GDP ⇒ (ε, δ)-DP.
+
+    δ(ε) = Φ(−ε/μ + μ/2) − e^ε·Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022, Cor. 2.13), which is the
+    exact (ε, δ) curve of the Gaussian mechanism with σ/Δ = 1/μ (Balle & Wang 2018, Thm 8).
+    Evaluated with ``log_ndtr`` so that large ε or tiny δ neither overflow nor cancel.
+
+    Parameters
+    ----------
+    mu : float
+        μ > 0.
+    epsilon : float
+        ε ≥ 0.
+    """
+    m = _check_nonneg("mu", mu)
+    if m == 0.0:
+        return 0.0
+    e = _check_nonneg("epsilon", epsilon, allow_inf=True)
+    from scipy.special import log_ndtr  # here, not at import
+
+    sigma = 1.0 / m  # the same floating-point steps as the analytic Gaussian's δ(σ, Δ=1, ε)
+    a, b = 1.0 / (2 * sigma), e * sigma / 1.0
+    log_first = float(log_ndtr(a - b))
+    log_second = e + float(log_ndtr(-a - b))
+    if log_second >= log_first:
+        return 0.0
+    return float(math.exp(log_first) * -math.expm1(log_second - log_first))
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε (to a relative 10^-12, rounded up) with μ-GDP ⇒ (ε, δ)-DP.
+
+    Inverts :func:`gdp_delta` (strictly decreasing in ε) by bisection; the returned ε
+    satisfies ``gdp_delta(mu, ε) <= delta``. This is the exact conversion for a continuous
+    Gaussian release; a release drawn from a *discrete* Gaussian on a lattice must add its
+    lattice slack (see ``dpfair.mechanisms.discrete_gaussian.approx_dp_sigma_target``).
+    """
+    m = _check_nonneg("mu", mu)
+    d = _check_in_open_interval("delta", delta, 0.0, 1.0)
+    if m == 0.0 or gdp_delta(m, 0.0) <= d:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while gdp_delta(m, hi) > d:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if gdp_delta(m, mid) > d:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * max(hi, 1.0):
+            break
+    return hi

@@ -20,19 +20,50 @@ cap measure            release measure          charged as
                                                 (ρ + 2√(ρ ln 1/δ') or the CKS bound, δ')
                                                 (Bun & Steinke 2016 Prop. 1.3; Canonne,
                                                 Kamath & Steinke 2020 Prop. 12)
+(E, Δ)                 μ-GDP                    refused unless a conversion δ' is given; then
+                                                (ε(μ, δ'), δ') exactly (Dong, Roth & Su 2022,
+                                                Cor. 2.13)
+ρ-zCDP                 μ-GDP                    μ²/2 (a μ-GDP release is μ²/2-zCDP)
+μ*-GDP                 μ-GDP                    μ² adds (Dong, Roth & Su 2022, Cor. 3.3)
+μ*-GDP                 anything else            refused
 pure E                 pure ε                   ε adds
 pure E                 anything else            refused
 =====================  =======================  ===============================================
+
+Composition, coded here once for every ledger:
+
+* **sequential** (:func:`compose`): releases on the same rows add in the cap's measure
+  (ε and δ add; ρ adds; μ² adds) — valid as a filter under full adaptivity (Rogers et al.
+  2016 for pre-set per-release (ε, δ); Whitehouse et al. 2023 for zCDP; μ² for GDP
+  filters, Smith & Thakurta 2022);
+* **parallel** (:func:`compose_parallel`): releases on *disjoint* row sets (chosen
+  independently of the data, so a replaced record lies in exactly one) compose to the
+  largest of their totals (componentwise for (ε, δ): the record in set p is protected by
+  (ε_p, δ_p) ≤ (max ε, max δ)). A release on every row counts in every set.
 
 Neighbouring data sets differ by replacing one record; n is public.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
+
 from dpfair._errors import IncompatibleBudgetError
 from dpfair.privacy._budget import Budget
 
-__all__ = ["cost_in_measure", "zero_of"]
+__all__ = [
+    "RTOL",
+    "compose",
+    "compose_parallel",
+    "cost_in_measure",
+    "fits",
+    "remaining_of",
+    "zero_of",
+]
+
+#: Float slack when comparing a composed total with the cap.
+RTOL = 1e-9
 
 
 def zero_of(cap: Budget) -> Budget:
@@ -41,7 +72,77 @@ def zero_of(cap: Budget) -> Budget:
         return Budget.zcdp(0.0)
     if cap.kind == "pure":
         return Budget.pure(0.0)
+    if cap.kind == "gdp":
+        return Budget.gdp(0.0)
     return Budget.approx(0.0, 0.0)
+
+
+def add_in_measure(kind: str, total: Budget, charged: Budget) -> Budget:
+    """Sequential composition of two budgets already in the measure ``kind``."""
+    if kind == "zcdp":
+        assert total.rho is not None and charged.rho is not None
+        return Budget.zcdp(total.rho + charged.rho)
+    if kind == "gdp":
+        assert total.mu is not None and charged.mu is not None
+        return Budget.gdp(math.sqrt(total.mu**2 + charged.mu**2))
+    assert total.epsilon is not None and charged.epsilon is not None
+    if kind == "pure":
+        return Budget.pure(total.epsilon + charged.epsilon)
+    delta = min(total.delta + charged.delta, 0.999999)
+    return Budget.approx(total.epsilon + charged.epsilon, delta)
+
+
+def compose(cap: Budget, charges: Iterable[Budget]) -> Budget:
+    """Sequential composition of ``charges`` (each already in ``cap``'s measure)."""
+    total = zero_of(cap)
+    for charged in charges:
+        total = add_in_measure(cap.kind, total, charged)
+    return total
+
+
+def _max_in_measure(kind: str, a: Budget, b: Budget) -> Budget:
+    if kind == "zcdp":
+        return Budget.zcdp(max(a.rho or 0.0, b.rho or 0.0))
+    if kind == "gdp":
+        return Budget.gdp(max(a.mu or 0.0, b.mu or 0.0))
+    if kind == "pure":
+        return Budget.pure(max(a.epsilon or 0.0, b.epsilon or 0.0))
+    return Budget.approx(max(a.epsilon or 0.0, b.epsilon or 0.0), max(a.delta, b.delta))
+
+
+def compose_parallel(cap: Budget, by_rows: Mapping[str, Budget]) -> Budget:
+    """Parallel composition over disjoint row sets: the largest total (module docstring)."""
+    out = zero_of(cap)
+    for spent in by_rows.values():
+        out = _max_in_measure(cap.kind, out, spent)
+    return out
+
+
+def fits(cap: Budget, total: Budget, *, rtol: float = RTOL) -> bool:
+    """Does ``total`` (in ``cap``'s measure) stay within ``cap`` up to float rounding?"""
+    if cap.kind == "zcdp":
+        assert cap.rho is not None and total.rho is not None
+        return total.rho <= cap.rho * (1 + rtol)
+    if cap.kind == "gdp":
+        assert cap.mu is not None and total.mu is not None
+        return total.mu <= cap.mu * (1 + rtol)
+    assert cap.epsilon is not None and total.epsilon is not None
+    return total.epsilon <= cap.epsilon * (1 + rtol) and total.delta <= cap.delta * (1 + rtol)
+
+
+def remaining_of(cap: Budget, spent: Budget) -> Budget:
+    """What ``cap`` still allows after ``spent`` (in its measure, floored at zero)."""
+    if cap.kind == "zcdp":
+        assert cap.rho is not None and spent.rho is not None
+        return Budget.zcdp(max(cap.rho - spent.rho, 0.0))
+    if cap.kind == "gdp":
+        assert cap.mu is not None and spent.mu is not None
+        return Budget.gdp(math.sqrt(max(cap.mu**2 - spent.mu**2, 0.0)))
+    assert cap.epsilon is not None and spent.epsilon is not None
+    eps = max(cap.epsilon - spent.epsilon, 0.0)
+    if cap.kind == "pure":
+        return Budget.pure(eps)
+    return Budget.approx(eps, max(cap.delta - spent.delta, 0.0))
 
 
 def cost_in_measure(
@@ -78,9 +179,20 @@ def cost_in_measure(
     """
     if not isinstance(cost, Budget):
         raise IncompatibleBudgetError(f"cost={cost!r}: expected a dpfair Budget.")
+    if cap.kind == "gdp":
+        if cost.kind == "gdp":
+            return cost
+        raise IncompatibleBudgetError(
+            f"a release spending {cost} cannot be charged to a mu-GDP budget: only "
+            "Gaussian-DP releases compose exactly there. Use a rho-zCDP or (epsilon, delta) "
+            "budget instead."
+        )
     if cap.kind == "zcdp":
         if cost.kind == "zcdp":
             return cost
+        if cost.kind == "gdp":
+            assert cost.mu is not None
+            return Budget.zcdp(cost.mu**2 / 2, note=f"{cost.mu:.6g}-GDP -> mu^2/2 zCDP")
         if cost.kind == "pure":
             assert cost.epsilon is not None
             if bounded_range:
@@ -106,14 +218,15 @@ def cost_in_measure(
         return Budget.approx(cost.epsilon, cost.delta, note=cost.note)
     if convert_delta is None:
         raise IncompatibleBudgetError(
-            f"a release spending {cost} (zCDP) needs an explicit conversion to be charged to "
+            f"a release spending {cost} ({'GDP' if cost.kind == 'gdp' else 'zCDP'}) needs an "
+            "explicit conversion to be charged to "
             f"the (epsilon, delta) budget {cap}: pass convert_delta=δ' (CLI: "
             "--convert-delta), which charges (rho + 2 sqrt(rho ln(1/δ')) or tighter, δ')."
         )
     converted = cost.to_approx(convert_delta)
     assert converted.epsilon is not None
-    return Budget.approx(
-        converted.epsilon,
-        converted.delta,
-        note=f"rho={cost.rho:.6g}-zCDP converted at delta'={convert_delta:g} (CKS)",
-    )
+    if cost.kind == "gdp":
+        note = f"{cost.mu:.6g}-GDP converted at delta'={convert_delta:g} (exact)"
+    else:
+        note = f"rho={cost.rho:.6g}-zCDP converted at delta'={convert_delta:g} (CKS)"
+    return Budget.approx(converted.epsilon, converted.delta, note=note)

@@ -137,6 +137,8 @@ def test_site_ledger_charges_exactly_one_run(tmp_path, cross_fit: bool) -> None:
         (Budget.approx(5.0, 1e-5), (2.0, 1e-6)),
         (Budget.zcdp(100.0), cfg.plan("h1").mu_total ** 2 / 2),
     ):
+        data = tmp_path / f"d-{cap.kind}.csv"  # one ledger per data set
+        data.write_text(f"x\n1\n{cap.kind}\n")
         led = LedgerFile.create(tmp_path / f"{cap.kind}.ledger", cap, data=data)
         with pytest.raises(LedgerError, match="no round 1"):
             preflight(led, None, cfg, "h1", 2, data)

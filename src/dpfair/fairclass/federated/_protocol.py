@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpfair._errors import InvalidParameterError
-from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY, LedgerRecord
+from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import bandwidth_rule
 from dpfair.fairclass._rff import MAX_FEATURES_DIM, RFF_SENSITIVITY, rff_frequencies
@@ -60,14 +60,14 @@ from dpfair.fairclass.federated._messages import (
     ProtocolError,
 )
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
-from dpfair.mechanisms import analytic_gaussian_delta
 from dpfair.mechanisms.gaussian_calibration import (
     approx_dp_sigma_target,
     check_delta_form,
     discrete_gaussian_sigma,
 )
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
-from dpfair.privacy import Accountant, Budget
+from dpfair.privacy import Budget, Ledger, LedgerRecord
+from dpfair.privacy import gdp_epsilon as _engine_gdp_epsilon
 
 __all__ = [
     "ProtocolConfig",
@@ -107,41 +107,24 @@ DEFAULT_CONFIDENCE_DEPTH = 8
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest ε with μ-GDP ⇒ (ε, δ(1 − 2^-40))-DP (analytic Gaussian, σ = 1/μ, Δ = 1).
+    """Smallest ε with μ-GDP ⇒ (ε, δ)-DP for a site's exact discrete Gaussian releases.
 
-    Every release of a site is an exact *discrete* Gaussian on a public lattice, which is
+    The conversion itself is the engine's (:func:`dpfair.privacy.gdp_epsilon`, exact for the
+    continuous Gaussian, Dong, Roth & Su 2022 Cor. 2.13), read off at δ(1 − 2^-40). Every
+    release of a site is an exact *discrete* Gaussian on a public lattice, which is
     (ε, δ_c + ξ)-DP whenever the continuous mechanism is (ε, δ_c)-DP, with ξ ≤ δ·2^-41 for
     every ε ≤ ~1200 + ln δ (:func:`~dpfair.mechanisms.discrete_gaussian.approx_dp_sigma_target`;
-    beyond, ε is exceeded by < 10^-500). So the ε returned makes (ε, δ) a true bound.
+    beyond, the setup is refused). So the ε returned makes (ε, δ) a true bound.
     """
     if mu <= 0:
         return 0.0
-    eps = _gdp_epsilon_continuous(mu, approx_dp_sigma_target(0.0, delta, _MAX_NOISE_VALUES))
+    eps = _engine_gdp_epsilon(mu, approx_dp_sigma_target(0.0, delta, _MAX_NOISE_VALUES))
     check_delta_form(eps, delta, _MAX_NOISE_VALUES)  # refuse what is not proven
     return eps
 
 
 #: Public bound on the number of noise values a site ever draws (for the lattice slack).
 _MAX_NOISE_VALUES = 2**40
-
-
-def _gdp_epsilon_continuous(mu: float, delta: float) -> float:
-    """Smallest ε with μ-GDP ⇒ (ε, δ)-DP for the continuous Gaussian (σ = 1/μ, Δ = 1)."""
-    sigma = 1.0 / mu
-    if analytic_gaussian_delta(sigma, 1.0, 0.0) <= delta:
-        return 0.0
-    lo, hi = 0.0, 1.0
-    while analytic_gaussian_delta(sigma, 1.0, hi) > delta:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if analytic_gaussian_delta(sigma, 1.0, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * max(hi, 1.0):
-            break
-    return hi
 
 
 def effective_size(n: float, epsilon: float) -> float:
@@ -229,45 +212,53 @@ def site_plan(
     )
 
 
-@dataclass
 class SiteLedger:
-    """One site's accountant over both rounds, row partition by row partition.
+    """One site's accountant over both rounds: a view of the engine in Gaussian DP.
 
-    Each partition ("half A", "half B") has a zCDP :class:`~dpfair.privacy.Accountant`
-    with limit ρ* = μ*²/2: for Gaussian releases ρ = μ²/2 and zCDP adds exactly like μ²,
-    so the filter is exact for this protocol and refuses a release that would exceed the
-    site's budget *before* the noise is drawn. The reported (ε, δ) is the exact analytic-
-    Gaussian conversion of the composed μ (tighter than a generic zCDP conversion, valid
-    because every release is Gaussian).
+    Every release of a site is a Gaussian mechanism, so its privacy is μ-GDP and the
+    site's :class:`~dpfair.privacy.Ledger` is kept in that measure, with cap μ*-GDP (μ* of
+    the site's (ε_s, δ_s)): within a half ("half A", "half B") μ² adds (exact for Gaussian
+    releases, Dong, Roth & Su 2022 Cor. 3.3); the halves are disjoint, data-independent row
+    sets and compose in parallel. A release that would pass μ* on its half is refused
+    *before* the noise is drawn. The reported (ε, δ) is the exact analytic-Gaussian
+    conversion of the composed μ (:func:`gdp_epsilon`, with the lattice slack), tighter than
+    any generic zCDP conversion.
+
+    Parameters
+    ----------
+    site_id : str
+    epsilon, delta : float
+        The site's requested (ε_s, δ_s).
+    mu_total : float
+        μ*, its Gaussian-DP level.
     """
 
-    site_id: str
-    epsilon: float
-    delta: float
-    mu_total: float
-    records: list[LedgerRecord] = field(default_factory=list)
-    accountants: dict[str, Accountant] = field(default_factory=dict)
+    def __init__(self, site_id: str, epsilon: float, delta: float, mu_total: float) -> None:
+        self.site_id = site_id
+        self.epsilon = float(epsilon)
+        self.delta = float(delta)
+        self.mu_total = float(mu_total)
+        self.ledger = Ledger(Budget.gdp(self.mu_total))
+
+    @property
+    def records(self) -> list[LedgerRecord]:
+        """Every release charged, oldest first."""
+        return list(self.ledger.records)
 
     def charge(self, label: str, rows: str, mu: float, noise: str) -> None:
         """Charge a μ-GDP release on ``rows`` (raises BudgetExceededError if over)."""
-        limit = Budget.zcdp(self.mu_total**2 / 2.0 * (1.0 + 1e-9))
-        acct = self.accountants.setdefault(rows, Accountant(limit))
-        budget = Budget.zcdp(mu**2 / 2.0, note=f"{mu:.6g}-GDP")
-        acct.charge(budget, label=label)
-        self.records.append(LedgerRecord(label, rows, budget, noise=noise))
+        self.ledger.charge(
+            Budget.gdp(mu, note=f"{mu:.6g}-GDP"), label=label, rows=rows, noise=noise
+        )
 
     def mu_by_rows(self) -> dict[str, float]:
         """Composed μ per partition."""
-        return {
-            rows: math.sqrt(2.0 * float(acct.spent.rho or 0.0))
-            for rows, acct in self.accountants.items()
-        }
+        return {rows: float(b.mu or 0.0) for rows, b in self.ledger.spent_by_rows.items()}
 
     @property
     def spent(self) -> Budget:
         """(ε, δ) of everything released so far: parallel over halves, exact GDP within."""
-        mus = self.mu_by_rows()
-        mu = max(mus.values(), default=0.0)
+        mu = float(self.ledger.spent.mu or 0.0)
         return Budget.approx(
             gdp_epsilon(mu, self.delta),
             self.delta,
@@ -283,8 +274,9 @@ class SiteLedger:
             "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
             "mu_by_rows": self.mu_by_rows(),
             "records": [
-                {"label": r.label, "rows": r.rows, "rho": r.budget.rho, "noise": r.noise}
-                for r in self.records
+                {"label": r.label, "rows": r.rows, "rho": float(r.cost.mu or 0.0) ** 2 / 2.0,
+                 "noise": r.noise}
+                for r in self.ledger.records
             ],
         }
 

@@ -1,8 +1,9 @@
 """A site's own budget for FDP-Fair runs: its persistent ledger, its cap, single-use rounds.
 
 The data holder decides its budget (THREATS.md rule 4): a site runs a round only if the
-run's cost fits the cap of **its own** ledger (a :class:`~dpfair.privacy.LedgerFile` it keeps
-next to its data), checked before any data are read. Each round of each run is recorded
+run's cost fits the cap of **its own** ledger (a :class:`~dpfair.privacy.LedgerFile`: the
+one of its data, found by the data's fingerprint in the user's registry — THREATS.md rule
+11), checked before any data are read. Each round of each run is recorded
 under a single-use key, so a round cannot run twice (rule 3): a centre that sends a crafted
 model for a second round 2 gets a refusal, not a second release with fresh noise.
 
@@ -87,7 +88,7 @@ def _check_cap_args(max_epsilon: float | None, max_delta: float | None) -> Budge
 
 
 def local_ledger_path(state: Path, site_id: str) -> Path:
-    """Where the site-local journal lives: next to the state file."""
+    """Where a new site-local journal is created: next to the state file."""
     return state.parent / f"{site_id}.fdp-ledger"
 
 
@@ -105,9 +106,14 @@ def open_site_ledger(
 
     * ``--ledger FILE``: that ledger (it must exist: ``dpfair ledger init``, or
       :meth:`LedgerFile.create`); with ``--max-*`` also, those bound each run.
-    * only ``--max-epsilon/--max-delta``: a site-local journal next to the state file,
-      created with that cap and bound to ``data`` (round 1) or opened (its cap must be the
-      one given).
+    * only ``--max-epsilon/--max-delta``: the ledger of the site's data, found by the
+      data's fingerprint in the user's registry (:meth:`LedgerFile.for_data`), whatever
+      directory the run starts in — a run in a new directory on the same data meets the
+      same cap. Without one, a site-local journal with that cap is created next to the
+      state file by round 1's charge, and registered; a refused check writes nothing (a
+      retry with a corrected cap starts afresh). The ledger's cap must be the one given.
+      Nothing is read here: the data are fingerprinted at the ledger's first use, after
+      :func:`preflight` has checked the setup against the cap.
     * neither: refused — the site must state its own budget.
     """
     cap = _check_cap_args(max_epsilon, max_delta)
@@ -121,25 +127,15 @@ def open_site_ledger(
             "setup's per-site budget is the centre's request, not the site's consent."
         )
     path = local_ledger_path(state, site_id)
-    if path.exists():
-        led = LedgerFile.open(path)
-        have = led.cap
-        if have.kind != "approx" or not (
-            math.isclose(float(have.epsilon or 0.0), cap.epsilon or 0.0, rel_tol=1e-12)
-            and math.isclose(have.delta, cap.delta, rel_tol=1e-12)
-        ):
-            raise LedgerError(
-                f"ledger={path}: the site-local journal has cap {have}, not the "
-                f"(--max-epsilon, --max-delta) = ({max_epsilon}, {max_delta}) given; a "
-                "journal's cap never changes. Give the same cap, or use --ledger FILE."
-            )
-        return led, cap
-    if not create:
-        raise LedgerError(
-            f"ledger={path}: no site-local journal next to the state file; round 1 of this "
-            "run was not made here (or give the --ledger used in round 1)."
-        )
-    return LedgerFile.create(path, cap, data=data if data.is_file() else None, mode=0o600), cap
+    led = LedgerFile.for_data(
+        data, cap, path=path, create=create, purpose=f"fdp-site {site_id}",
+        missing=(
+            f"ledger={path}: no site-local journal for these data (none is registered for "
+            "their content, and none is next to the state file); round 1 of this run was "
+            "not made here (or give the --ledger used in round 1)."
+        ),
+    )
+    return led, cap
 
 
 def preflight(
