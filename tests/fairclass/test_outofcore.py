@@ -22,6 +22,7 @@ import typer
 from typer.testing import CliRunner
 
 from dpfair import InvalidDataError, InvalidParameterError
+from dpfair.cli.fairclass import register
 from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._laplace_count import noisy_count
@@ -32,7 +33,6 @@ from dpfair.fairclass._threshold import (
     dd_steps_from_counts,
     private_fair_threshold,
 )
-from dpfair.fairclass.cli import register
 from dpfair.fairclass.datasets import simulate
 from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
 from dpfair.fairclass.outofcore import ScoreHistogram
