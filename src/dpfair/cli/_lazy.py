@@ -131,7 +131,8 @@ def _one_line_usage_error(exc: click.ClickException) -> NoReturn:
         typer.echo(exc.format_message(), err=True)
         sys.exit(exc.exit_code)
     ctx = getattr(exc, "ctx", None)
-    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else (
+        " (see `dpfair COMMAND --help`)")
     message = " ".join(exc.format_message().split())
     typer.echo(f"dpfair: error: {message}{hint}", err=True)
     sys.exit(exc.exit_code if exc.exit_code else 2)

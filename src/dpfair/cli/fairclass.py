@@ -243,6 +243,10 @@ def fair_classify(
     from dpfair.privacy import Budget
 
     with user_errors():
+        if aggregate not in ("auto", "always", "never"):
+            raise InvalidParameterError(
+                f"--aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
+            )
         if len(bounds) != 2 * len(features):
             raise InvalidParameterError(
                 f"--bounds: {len(bounds)} value(s) for {len(features)} feature(s); give one "

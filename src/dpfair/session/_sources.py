@@ -87,9 +87,12 @@ class DataSource(abc.ABC):
             if c not in available:
                 shown = ", ".join(repr(a) for a in available)
                 raise InvalidParameterError(
-                    f"column={c!r}: not in the session's data. Available columns: "
+                    f"column={c!r}: {self._not_found()}. Available columns: "
                     f"{shown}.{_did_you_mean(c, available)}"
                 )
+
+    def _not_found(self) -> str:
+        return "not in the session's data"
 
     def resolve(self, column: Hashable | None) -> Hashable:
         """The column to use: ``column``, or the only one when the data have one."""
@@ -191,6 +194,10 @@ class FileSource(DataSource):
             # error is kept and raised by the first release's compute step, which charges
             # it and withholds its details (Session._release), instead of here, for free.
             self.broken = exc
+
+    def _not_found(self) -> str:
+        assert self.path is not None
+        return f"not found in '{self.path.name}'"
 
     def _raise_if_broken(self) -> None:
         if self.broken is not None:
