@@ -87,7 +87,7 @@ def test_sigkill_mid_write_never_leaves_a_truncated_file(tmp_path: Path) -> None
 def test_save_model_failure_keeps_the_previous_model(tmp_path: Path) -> None:
     import pickle
 
-    from dpfair.fairclass.cli import _save_model
+    from dpfair.cli.fairclass import _save_model
 
     target = tmp_path / "model.pkl"
     _save_model({"weights": list(range(10_000))}, target)

@@ -22,6 +22,12 @@ dd = pytest.importorskip(
 ddf_mod = pytest.importorskip("dask.dataframe")
 
 BOUNDS = (-5.0, 15.0)
+pytestmark = pytest.mark.filterwarnings("ignore::dpfair.session.ReproducibleSeedWarning")
+
+
+def stream(seed: int, k: int = 0) -> np.random.Generator:
+    """The generator of release k of a session opened with reproducible_seed=seed."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(k,)))
 
 
 @pytest.fixture(scope="module")
@@ -68,16 +74,16 @@ def test_histogram_on_the_cluster_equals_duckdb(client: Any, frame: pd.DataFrame
 def test_session_median_equals_duckdb_path(client: Any, frame: pd.DataFrame, parquet: Path,
                                            method: str) -> None:
     lazy = ddf_mod.from_pandas(frame, npartitions=4)
-    on_cluster = Session(lazy, budget=Budget.zcdp(1.0))
-    on_file = Session(parquet, budget=Budget.zcdp(1.0))
-    a = on_cluster.median_ci("v", rho=0.5, bounds=BOUNDS, method=method, rng=7)
-    b = on_file.median_ci("v", rho=0.5, bounds=BOUNDS, method=method, rng=7, aggregate="always")
+    on_cluster = Session(lazy, budget=Budget.zcdp(1.0), reproducible_seed=7)
+    on_file = Session(parquet, budget=Budget.zcdp(1.0), reproducible_seed=7)
+    a = on_cluster.median_ci("v", rho=0.5, bounds=BOUNDS, method=method)
+    b = on_file.median_ci("v", rho=0.5, bounds=BOUNDS, method=method, aggregate="always")
     assert (a.low, a.high, a.n) == (b.low, b.high, b.n)
     assert on_cluster.records[0].params["aggregated"] is True
     assert on_cluster.spent == on_file.spent
     if method != "expmech":  # the tree methods: identical to the raw in-memory data too
         c = dpfair.median.confidence_interval(frame["v"].to_numpy(), rho=0.5, bounds=BOUNDS,
-                                              method=method, rng=7)
+                                              method=method, rng=stream(7))
         assert (a.low, a.high) == (c.low, c.high)
 
 
@@ -96,9 +102,10 @@ def test_dask_missing_values_refused_charged_without_details(client: Any,
 
 def test_dask_facility_and_refusal(client: Any, frame: pd.DataFrame) -> None:
     lazy = ddf_mod.from_pandas(frame, npartitions=3)
-    s = Session(lazy, budget=Budget.zcdp(0.2))
-    loc = s.place_facility("w", epsilon=1.0, domain=(-10.0, 10.0), rng=3)
-    ref = dpfair.facility.DPExpMed(1.0, (-10.0, 10.0)).sample(frame["w"].to_numpy(), rng=3)
+    s = Session(lazy, budget=Budget.zcdp(0.2), reproducible_seed=3)
+    loc = s.place_facility("w", epsilon=1.0, domain=(-10.0, 10.0))
+    ref = dpfair.facility.DPExpMed(1.0, (-10.0, 10.0)).sample(frame["w"].to_numpy(),
+                                                              rng=stream(3))
     assert loc == ref
     assert s.spent.rho == pytest.approx(0.125)
     with pytest.raises(dpfair.BudgetExceededError):
@@ -127,10 +134,11 @@ def test_session_fair_classifier_on_cluster_equals_duckdb_path(
 
     path = tmp_path / "train.parquet"
     fair_frame.to_parquet(path, index=False)
-    s = Session(ddf_mod.from_pandas(fair_frame, npartitions=5), budget=Budget.approx(2, 1e-5))
+    s = Session(ddf_mod.from_pandas(fair_frame, npartitions=5), budget=Budget.approx(2, 1e-5),
+                reproducible_seed=9)
     with dd.get_task_stream(client) as ts:
-        clf = s.fit_fair_classifier(**FAIR, random_state=9, cross_fit=cross_fit)
-    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=9, cross_fit=cross_fit)
+        clf = s.fit_fair_classifier(**FAIR, cross_fit=cross_fit)
+    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=stream(9), cross_fit=cross_fit)
     assert clf.outofcore_.half_sizes == ref.outofcore_.half_sizes  # the same position split
     for a, b in zip(clf.folds_, ref.folds_, strict=True):
         np.testing.assert_allclose(a.eta, b.eta, rtol=0, atol=1e-9)

@@ -26,6 +26,14 @@ from dpfair.fairclass.datasets import simulate
 from dpfair.privacy import Budget, LedgerFile, cost_in_measure, zcdp_to_approx_epsilon
 from dpfair.session._sources import MemorySource
 
+# Sessions opened with reproducible_seed warn on every release (tested in test_randomness)
+pytestmark = pytest.mark.filterwarnings("ignore::dpfair.session.ReproducibleSeedWarning")
+
+
+def stream(seed: int, k: int = 0) -> np.random.Generator:
+    """The generator of release k of a session opened with reproducible_seed=seed."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(k,)))
+
 BOUNDS = (0.0, 20.0)
 DOMAIN = (-100.0, 100.0)
 
@@ -59,9 +67,9 @@ class CountingSource(MemorySource):
 
 # ------------------------------------------------------------------ each release
 def test_median_ci_charges_the_release_own_privacy(x: np.ndarray) -> None:
-    s = Session(x, budget=Budget.zcdp(1.0))
-    res = s.median_ci(rho=0.4, bounds=BOUNDS, rng=1)
-    expected = dpfair.median.confidence_interval(x, rho=0.4, bounds=BOUNDS, rng=1)
+    s = Session(x, budget=Budget.zcdp(1.0), reproducible_seed=1)
+    res = s.median_ci(rho=0.4, bounds=BOUNDS)
+    expected = dpfair.median.confidence_interval(x, rho=0.4, bounds=BOUNDS, rng=stream(1))
     assert (res.low, res.high) == (expected.low, expected.high)  # the wrapped function
     rec = s.records[-1]
     assert rec.label == "median_ci"
@@ -70,14 +78,16 @@ def test_median_ci_charges_the_release_own_privacy(x: np.ndarray) -> None:
     assert s.spent.rho == pytest.approx(res.privacy.rho, rel=0, abs=0)
     assert s.remaining.rho == pytest.approx(1.0 - res.privacy.rho, rel=1e-12)
     assert rec.params["rho"] == 0.4 and rec.params["n"] == x.size
-    assert "rng" not in rec.params and rec.params["seeded"] is True  # seeds never stored
+    # the mode and the stream are recorded, never the seed (THREATS.md rule 2)
+    assert rec.params["reproducible"] is True and rec.params["stream"] == 0
+    assert "seed" not in rec.params and "rng" not in rec.params
 
 
 def test_place_facility_is_bounded_range_in_zcdp(x: np.ndarray) -> None:
-    s = Session(x, budget=Budget.zcdp(1.0))
-    loc = s.place_facility(epsilon=2.0, domain=DOMAIN, rng=5)
+    s = Session(x, budget=Budget.zcdp(1.0), reproducible_seed=5)
+    loc = s.place_facility(epsilon=2.0, domain=DOMAIN)
     mech = dpfair.facility.DPExpMed(2.0, DOMAIN)
-    assert loc == mech.sample(x, rng=5)
+    assert loc == mech.sample(x, rng=stream(5))
     rec = s.records[-1]
     assert rec.cost == mech.privacy  # pure ε in its own measure
     assert rec.charged.rho == pytest.approx(mech.privacy_zcdp.rho)  # ε²/8 = 0.5
@@ -85,11 +95,11 @@ def test_place_facility_is_bounded_range_in_zcdp(x: np.ndarray) -> None:
 
 
 def test_fit_fair_classifier_charges_privacy_spent(fair_frame: pd.DataFrame) -> None:
-    s = Session(fair_frame, budget=Budget.approx(3.0, 1e-5))
-    clf = s.fit_fair_classifier(**FAIR, random_state=0)
+    s = Session(fair_frame, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    clf = s.fit_fair_classifier(**FAIR)
     assert isinstance(clf, CDPFairClassifier)
     ref = CDPFairClassifier(epsilon=1.0, delta=1e-6, alpha=0.1,
-                            feature_bounds=FAIR["feature_bounds"], random_state=0)
+                            feature_bounds=FAIR["feature_bounds"], random_state=stream(0))
     ref.fit(fair_frame[["x1", "x2"]].to_numpy(), fair_frame["y"].to_numpy(),
             sensitive_features=fair_frame["a"].to_numpy())
     np.testing.assert_array_equal(clf.tau_, ref.tau_)
@@ -103,11 +113,11 @@ def test_fit_fair_classifier_charges_privacy_spent(fair_frame: pd.DataFrame) -> 
 def test_refusal_costs_no_compute_releases_and_charges_nothing(x: np.ndarray) -> None:
     src = CountingSource(x)
     s = Session(src, budget=Budget.zcdp(1.0))
-    s.median_ci(rho=0.75, bounds=BOUNDS, rng=0)
+    s.median_ci(rho=0.75, bounds=BOUNDS)
     assert src.reads == 1
     before = (s.spent, list(s.records))
     with pytest.raises(BudgetExceededError, match="remains") as err:
-        s.median_ci(rho=0.3, bounds=BOUNDS, rng=0)
+        s.median_ci(rho=0.3, bounds=BOUNDS)
     assert "0.3-zCDP" in str(err.value)
     with pytest.raises(BudgetExceededError):
         s.place_facility(epsilon=2.0, domain=DOMAIN)  # 0.5 > 0.25
@@ -162,12 +172,12 @@ def test_uncertified_warning_is_released_only_after_the_charge(
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         with pytest.raises(BudgetExceededError, match="nothing was released"):
-            s.fit_fair_classifier(**request, random_state=0)
+            s.fit_fair_classifier(**request)
     assert not [w for w in seen if issubclass(w.category, UncertifiedFairnessWarning)]
     s.data.columns = original  # type: ignore[method-assign]
     s2 = Session(fair_frame, budget=Budget.approx(3.0, 1e-5))
     with pytest.warns(UncertifiedFairnessWarning):
-        clf = s2.fit_fair_classifier(**request, random_state=0)
+        clf = s2.fit_fair_classifier(**request)
     assert clf.certified_ is False and len(s2.records) == 1
 
 
@@ -192,9 +202,9 @@ def test_incompatible_measures_refused_before_compute(x: np.ndarray,
 def test_mixed_measures_follow_the_table(x: np.ndarray, fair_frame: pd.DataFrame) -> None:
     frame = fair_frame.assign(v=np.resize(x, len(fair_frame)))
     s = Session(frame, budget=Budget.approx(4.0, 1e-5), convert_delta=1e-7)
-    med = s.median_ci("v", rho=0.05, bounds=BOUNDS, method="cdf", rng=0)
-    s.place_facility("v", epsilon=0.5, domain=DOMAIN, rng=0)
-    clf = s.fit_fair_classifier(**FAIR, random_state=0)
+    med = s.median_ci("v", rho=0.05, bounds=BOUNDS, method="cdf")
+    s.place_facility("v", epsilon=0.5, domain=DOMAIN)
+    clf = s.fit_fair_classifier(**FAIR)
     eps_med = zcdp_to_approx_epsilon(med.privacy.rho, 1e-7)
     charged = [r.charged for r in s.records]
     assert charged[0] == cost_in_measure(med.privacy, s.budget, convert_delta=1e-7)
@@ -268,7 +278,7 @@ def test_out_of_domain_locations_are_clamped_not_reported() -> None:
     so repeated free calls recovered max(x) by bisection. Now the values are clamped."""
     x = np.random.default_rng(0).uniform(0.0, 0.8, 1000)
     s = Session({"v": x}, budget=Budget.pure(10.0))
-    loc = s.place_facility("v", epsilon=1.0, domain=(0.0, 0.2), rng=1)
+    loc = s.place_facility("v", epsilon=1.0, domain=(0.0, 0.2))
     assert 0.0 <= loc <= 0.2
     assert s.spent.epsilon == pytest.approx(1.0)
 
@@ -278,29 +288,29 @@ def test_out_of_box_features_are_clamped_in_a_session(fair_frame: pd.DataFrame) 
     frame = fair_frame.copy()
     frame.loc[:4, "x1"] = 7.5  # outside the public box [0, 1]
     s = Session(frame, budget=Budget.approx(2.0, 1e-5))
-    clf = s.fit_fair_classifier(**FAIR, random_state=0)  # clamped, no refusal
+    clf = s.fit_fair_classifier(**FAIR)  # clamped, no refusal
     assert clf.privacy_spent_.epsilon == pytest.approx(1.0)
     s2 = Session(frame, budget=Budget.approx(2.0, 1e-5))
     with pytest.raises(InvalidDataError) as err:
-        s2.fit_fair_classifier(**FAIR, random_state=0, clip=False)
+        s2.fit_fair_classifier(**FAIR, clip=False)
     assert "7.5" not in str(err.value) and "withheld" in str(err.value)
     assert s2.spent.epsilon == pytest.approx(1.0)
 
 
 def test_columns_and_sources(tmp_path: Path, x: np.ndarray) -> None:
     two = np.column_stack([x, x + 1])
-    s = Session(two, budget=Budget.zcdp(1.0))
+    s = Session(two, budget=Budget.zcdp(1.0), reproducible_seed=2)
     with pytest.raises(InvalidParameterError, match="2 columns"):
         s.median_ci(rho=0.1, bounds=BOUNDS)
     with pytest.raises(InvalidParameterError, match="Available columns"):
         s.median_ci("nope", rho=0.1, bounds=BOUNDS)
-    a = s.median_ci(1, rho=0.1, bounds=BOUNDS, method="cdf", rng=2)
+    a = s.median_ci(1, rho=0.1, bounds=BOUNDS, method="cdf")
     path = tmp_path / "d.parquet"
     pd.DataFrame({"v": x + 1}).to_parquet(path)
-    b = Session(path, budget=Budget.zcdp(1.0)).median_ci("v", rho=0.1, bounds=BOUNDS,
-                                                         method="cdf", rng=2)
-    c = Session(str(path), budget=Budget.zcdp(1.0)).median_ci(
-        "v", rho=0.1, bounds=BOUNDS, method="cdf", rng=2, aggregate="always")
+    b = Session(path, budget=Budget.zcdp(1.0), reproducible_seed=2).median_ci(
+        "v", rho=0.1, bounds=BOUNDS, method="cdf")
+    c = Session(str(path), budget=Budget.zcdp(1.0), reproducible_seed=2).median_ci(
+        "v", rho=0.1, bounds=BOUNDS, method="cdf", aggregate="always")
     assert (a.low, a.high) == (b.low, b.high) == (c.low, c.high)
     with pytest.raises(InvalidParameterError, match="data"):
         Session(object(), budget=Budget.zcdp(1.0))
@@ -394,9 +404,9 @@ def test_fair_classifier_from_a_file_out_of_core(tmp_path: Path,
 
     path = tmp_path / "train.parquet"
     fair_frame.to_parquet(path, index=False)
-    s = Session(path, budget=Budget.approx(3.0, 1e-5))
-    clf = s.fit_fair_classifier(**FAIR, random_state=4, aggregate="always")
-    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=4)
+    s = Session(path, budget=Budget.approx(3.0, 1e-5), reproducible_seed=4)
+    clf = s.fit_fair_classifier(**FAIR, aggregate="always")
+    ref = fit_cdp_fair_from_file(path, **FAIR, random_state=stream(4))
     np.testing.assert_array_equal(clf.tau_, ref.tau_)
     assert s.records[-1].params["aggregated"] is True
     assert s.records[-1].cost == clf.privacy_spent_

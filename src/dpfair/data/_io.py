@@ -4,6 +4,12 @@ DuckDB streams the file, so only the requested column is materialised in memory 
 float64 array). Nothing is ever dropped silently: missing values, NaN and infinities are
 counted and reported as an error, because deciding how to treat them is the analyst's
 call, and a silent drop would change n, which the privacy analysis treats as public.
+
+These messages are for the data owner, who may see the data. Every error also carries
+``problem`` (its kind, no value or count) and ``column`` attributes; a
+:class:`~dpfair.Session` (and so every ``dpfair`` data command) shows only those, and
+charges the failure (THREATS.md rule 9). All DuckDB access goes through
+:mod:`dpfair.data._duckdb`.
 """
 
 from __future__ import annotations
@@ -17,14 +23,14 @@ import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfair._errors import InvalidDataError, InvalidParameterError
-from dpfair._sqlpath import scan_sql
+from dpfair._errors import InvalidParameterError
+from dpfair.data._duckdb import connect, data_error, scan, sniff, translate
+from dpfair.data._duckdb import quote as _quote
 
 __all__ = ["FileFormat", "detect_format", "list_columns", "read_column"]
 
 FileFormat = Literal["csv", "parquet"]
 
-_PARQUET_MAGIC = b"PAR1"
 _NUMERIC_TYPES = frozenset(
     {
         "TINYINT",
@@ -78,18 +84,12 @@ def detect_format(path: str | os.PathLike[str]) -> FileFormat:
         extension, and sniffs the delimiter and the header).
     """
     p = _check_path(path)
-    with p.open("rb") as fh:
-        head = fh.read(4)
-    return "parquet" if head == _PARQUET_MAGIC else "csv"
+    return sniff(p)
 
 
 def _source(p: Path, fmt: FileFormat) -> str:
-    """The table function reading exactly ``p`` (no glob expansion; see dpfair._sqlpath)."""
-    return scan_sql(p, fmt)
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
+    """The table function reading exactly ``p`` (no glob expansion; see data._duckdb)."""
+    return scan(p, fmt)
 
 
 def _resolve_format(p: Path, fmt: str | None) -> FileFormat:
@@ -102,14 +102,11 @@ def _resolve_format(p: Path, fmt: str | None) -> FileFormat:
 
 def _describe(con: duckdb.DuckDBPyConnection, p: Path, fmt: FileFormat) -> list[tuple[str, str]]:
     if p.stat().st_size == 0:
-        raise InvalidDataError(f"path='{p}': the file is empty.")
+        raise data_error(f"path='{p}': the file is empty.", problem="the file is empty")
     try:
         rows = con.execute(f"DESCRIBE SELECT * FROM {_source(p, fmt)}").fetchall()
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InvalidDataError(
-            f"path='{p}': could not be read as {fmt.upper()} ({first})."
-        ) from None
+        raise translate(exc, p, fmt=fmt) from None
     return [(str(r[0]), str(r[1])) for r in rows]
 
 
@@ -132,7 +129,7 @@ def list_columns(
     """
     p = _check_path(path)
     fmt = _resolve_format(p, format)
-    with duckdb.connect(":memory:") as con:
+    with connect() as con:
         return dict(_describe(con, p, fmt))
 
 
@@ -159,14 +156,19 @@ def _checked_column(
     duck_type = schema[column]
     q = _quote(column)
     if not _is_numeric(duck_type):
-        n_rows, n_values = con.execute(
-            f"SELECT count(*), count({q}) FROM {_source(p, fmt)}"
-        ).fetchone() or (0, 0)
+        try:
+            n_rows, n_values = con.execute(
+                f"SELECT count(*), count({q}) FROM {_source(p, fmt)}"
+            ).fetchone() or (0, 0)
+        except duckdb.Error as exc:
+            raise translate(exc, p, column=column) from None
         if n_rows == 0:
-            raise InvalidDataError(f"column='{column}': '{p.name}' has no rows.")
+            raise data_error(f"column='{column}': '{p.name}' has no rows.",
+                             problem="the file has no rows", column=column)
         if n_values == 0:
-            raise InvalidDataError(
-                f"column='{column}': all {n_rows} rows are missing (NULL or empty)."
+            raise data_error(
+                f"column='{column}': all {n_rows} rows are missing (NULL or empty).",
+                problem="missing values", column=column,
             )
         detail = ""
         if duck_type.upper() == "VARCHAR":
@@ -180,8 +182,9 @@ def _checked_column(
                     f" Non-numeric entries include {shown}; if they mark missing values, "
                     "clean or impute them first."
                 )
-        raise InvalidDataError(
-            f"column='{column}': has type {duck_type}, expected a numeric column.{detail}"
+        raise data_error(
+            f"column='{column}': has type {duck_type}, expected a numeric column.{detail}",
+            problem="non-numeric entries", column=column,
         )
     return q
 
@@ -228,33 +231,33 @@ def read_column(
     if not isinstance(column, str) or not column:
         raise InvalidParameterError(f"column={column!r}: expected a non-empty column name.")
     fmt = _resolve_format(p, format)
-    with duckdb.connect(":memory:") as con:
+    with connect() as con:
         q = _checked_column(con, p, fmt, column)
         try:
             fetched = con.execute(
                 f"SELECT CAST({q} AS DOUBLE) AS v FROM {_source(p, fmt)}"
             ).fetchnumpy()["v"]
         except duckdb.Error as exc:
-            first = str(exc).strip().splitlines()[0]
-            raise InvalidDataError(
-                f"column='{column}': could not be read as numbers from '{p.name}' ({first})."
-            ) from None
+            raise translate(exc, p, column=column) from None
     n_missing = int(np.ma.count_masked(fetched)) if np.ma.isMaskedArray(fetched) else 0
     values = np.ma.getdata(fetched).astype(np.float64, copy=False)
     if values.size == 0:
-        raise InvalidDataError(f"column='{column}': '{p.name}' has no rows.")
+        raise data_error(f"column='{column}': '{p.name}' has no rows.",
+                         problem="the file has no rows", column=column)
     if n_missing:
-        raise InvalidDataError(
+        raise data_error(
             f"column='{column}': {n_missing} of {values.size} rows are missing (NULL or "
-            "empty). dpfair never drops rows silently: remove or impute them first."
+            "empty). dpfair never drops rows silently: remove or impute them first.",
+            problem="missing values", column=column,
         )
     bad = ~np.isfinite(values)
     if bad.any():
         n_nan = int(np.isnan(values).sum())
         n_inf = int(bad.sum()) - n_nan
-        raise InvalidDataError(
+        raise data_error(
             f"column='{column}': {n_nan} NaN and {n_inf} infinite value(s) among "
             f"{values.size} rows. dpfair never drops rows silently: remove or impute them "
-            "first."
+            "first.",
+            problem="NaN or infinite values", column=column,
         )
     return np.ascontiguousarray(values)

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import os
 
-import duckdb
-
 from dpfair._errors import InvalidParameterError
-from dpfair.data._io import _check_path, _resolve_format, _source
+from dpfair.data import _duckdb
+from dpfair.data._io import _check_path, _resolve_format
 
 __all__ = ["AGGREGATE_ROWS", "row_count", "use_out_of_core"]
 
@@ -28,13 +27,11 @@ AGGREGATE_ROWS = 2**24
 def row_count(path: str | os.PathLike[str]) -> int:
     """Number of rows of a CSV or Parquet file (DuckDB; Parquet from its metadata).
 
-    Public under replace-one neighbours, so it may steer public choices.
+    Public under replace-one neighbours, so it may steer public choices. A file DuckDB
+    cannot read raises a one-line :class:`~dpfair.InvalidDataError` (no traceback).
     """
     p = _check_path(path)
-    fmt = _resolve_format(p, None)
-    with duckdb.connect() as con:
-        row = con.execute(f"SELECT count(*) FROM {_source(p, fmt)}").fetchone()
-    return int(row[0]) if row else 0
+    return _duckdb.row_count(p, _resolve_format(p, None))
 
 
 def use_out_of_core(path: str | os.PathLike[str], aggregate: str) -> bool:

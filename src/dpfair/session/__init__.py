@@ -7,6 +7,18 @@ papers and charge each one, in its own measure converted by
 :class:`~dpfair.privacy.LedgerFile`, the same budget is shared with ``dpfair ... --ledger``.
 """
 
-from dpfair.session._session import AGGREGATE_ROWS, Session
+from dpfair.session._session import (
+    AGGREGATE_ROWS,
+    ReproducibleSeedWarning,
+    Session,
+    charged_on_failure,
+    withheld_message,
+)
 
-__all__ = ["AGGREGATE_ROWS", "Session"]
+__all__ = [
+    "AGGREGATE_ROWS",
+    "ReproducibleSeedWarning",
+    "Session",
+    "charged_on_failure",
+    "withheld_message",
+]

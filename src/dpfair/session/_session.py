@@ -6,21 +6,38 @@ import math
 import os
 import threading
 import warnings
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from dpfair._errors import InvalidDataError, InvalidParameterError, LedgerError
+from dpfair._errors import (
+    InsufficientDataError,
+    InvalidDataError,
+    InvalidParameterError,
+    LedgerError,
+)
 from dpfair._validation import check_in_open_interval, check_positive
-from dpfair._warnings import UncertifiedFairnessWarning
+from dpfair._warnings import DPFairWarning, UncertifiedFairnessWarning
 from dpfair.privacy import Budget, Ledger, LedgerFile, LedgerRecord
 from dpfair.session._sources import DataSource, FileSource, as_source
 
-__all__ = ["AGGREGATE_ROWS", "Session"]
+if TYPE_CHECKING:
+    from dpfair.fairclass import CDPFairClassifier
+    from dpfair.median import MedianInterval
+
+__all__ = ["AGGREGATE_ROWS", "ReproducibleSeedWarning", "Session", "charged_on_failure",
+           "withheld_message"]
 
 T = TypeVar("T")
+
+
+class ReproducibleSeedWarning(DPFairWarning):
+    """A release of a :class:`Session` opened with ``reproducible_seed``: its noise is a
+    fixed function of the seed, so anyone who knows the seed can undo it. Issued on every
+    release of such a session (tests and studies only, never on real data)."""
 
 #: ``aggregate="auto"`` reads files with more rows than this out of core: the row count is
 #: public (replace-one neighbours), a file's size in bytes is not (``dpfair.data._paths``).
@@ -50,6 +67,94 @@ def _check_cap(budget: Any) -> Budget:
             f"budget={budget}: a total budget must be > 0 (nothing could be released)."
         )
     return budget
+
+
+_GENERIC_PROBLEM = (
+    "the data failed this release's checks (non-finite values, labels or groups outside "
+    "{0, 1}, too few rows of a group, ...)"
+)
+
+
+def withheld_message(
+    label: str, planned: Budget, exc: BaseException, columns: Sequence[Hashable] = ()
+) -> str:
+    """The one error text of a release that failed on the data, under a budget.
+
+    Names the column and the *kind* of problem (the ``problem`` and ``column`` attributes
+    the readers of :mod:`dpfair.data` attach), never a value, a row number or a count.
+    """
+    problem = getattr(exc, "problem", None) or _GENERIC_PROBLEM
+    column = getattr(exc, "column", None)
+    if column is not None:
+        where = f"column={column!r}: "
+    elif columns:
+        where = f"column(s) {', '.join(repr(c) for c in columns)}: "
+    else:
+        where = ""
+    return (
+        f"{label}: {where}{problem}. The details depend on the data and are withheld; the "
+        f"planned cost {planned} was charged because the failure is itself a release. The "
+        "data owner can look at the rows outside any budget with `dpfair inspect DATA "
+        "--column C` (not a release)."
+    )
+
+
+@contextmanager
+def charged_on_failure(
+    charge_planned: Callable[[], object],
+    *,
+    label: str,
+    planned: Budget,
+    columns: Sequence[Hashable] = (),
+    public: tuple[type[BaseException], ...] = (),
+) -> Iterator[None]:
+    """Run the data-touching part of a release; on *any* exception charge, then re-raise.
+
+    An exception raised after the data were touched is an output that depends on them
+    (a data check, a warning the caller's filters turn into an error, a signal), so
+    ``charge_planned()`` runs first. An :class:`~dpfair.InvalidDataError` is re-raised
+    with :func:`withheld_message` (no value, row or count); anything else is re-raised
+    unchanged, and so is an exception of the ``public`` types (errors whose text depends
+    only on public quantities: n under replace-one neighbours and the parameters, e.g. the
+    median's :class:`~dpfair.InsufficientDataError`). If the charge itself fails, that
+    error is raised (chained to the first). Used by :meth:`Session._release` and the
+    ``dpfair fdp site`` rounds.
+    """
+    try:
+        yield
+    except BaseException as exc:
+        try:
+            charge_planned()
+        except BaseException as charge_error:
+            raise charge_error from exc
+        if isinstance(exc, InvalidDataError) and not isinstance(exc, public):
+            raise InvalidDataError(withheld_message(label, planned, exc, columns)) from None
+        raise
+
+
+def _refuse_caller_randomness(value: object, name: str) -> None:
+    """Refuse any per-release seed or Generator (before the data are touched)."""
+    if value is None:
+        return
+    kind = type(value).__name__  # never repr(): a subclass's repr is the caller's code
+    raise InvalidParameterError(
+        f"{name}: got a {kind}; a Session draws every release's randomness itself from "
+        "fresh OS entropy and accepts no seed or Generator per release (a known seed makes "
+        "the output a fixed function of the data; a Generator object sees the mechanism's "
+        "data-dependent calls). To reproduce a run in a test or study, open the session "
+        "with Session(..., reproducible_seed=S)."
+    )
+
+
+def _check_seed(seed: object) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
+        raise InvalidParameterError(
+            f"reproducible_seed: expected None or a non-negative int, got a "
+            f"{type(seed).__name__}."
+        )
+    return int(seed)
 
 
 def _check_aggregate(aggregate: str) -> str:
@@ -122,6 +227,28 @@ class Session:
     convert_delta : float, optional
         δ' at which ρ-zCDP releases are converted for an (ε, δ) budget (in-memory ledger or
         a new ledger file). Without it, a zCDP release on an (ε, δ) budget is refused.
+    reproducible_seed : int, optional
+        Open the session *for reproduction* (tests, studies): release k of this session
+        (k = 0, 1, ...) draws from ``SeedSequence(reproducible_seed, spawn_key=(k,))``, so a
+        script gives the same outputs when run again. Every release then warns
+        (:class:`ReproducibleSeedWarning`) and its ledger entry records
+        ``"reproducible": True`` and its stream index (never the seed: the noise must not be
+        regenerable from the ledger, THREATS.md rule 2). Default ``None``: every release
+        draws fresh OS entropy, the only mode for real data.
+
+    Randomness
+    ----------
+    The releases accept no ``rng``/``random_state`` of their own: an int, a
+    ``SeedSequence`` or any ``numpy.random.Generator`` (subclasses included) is refused
+    before the data are read. A known seed would make the output a fixed function of the
+    data; a Generator object sees the mechanism's data-dependent calls and can abort them.
+
+    Failures
+    --------
+    Once a release has touched the data, *any* exception (a data check, a warning turned
+    into an error by the caller's filters, an interrupt) charges the planned cost before it
+    propagates. An error about the data names the column and the kind of problem, never a
+    value, a row number or a count (:func:`withheld_message`).
 
     Attributes
     ----------
@@ -139,8 +266,8 @@ class Session:
     >>> from dpfair.privacy import Budget
     >>> x = np.random.default_rng(0).normal(10.0, 2.0, 2000)
     >>> s = dpfair.Session(x, budget=Budget.zcdp(1.0))
-    >>> ci = s.median_ci(rho=0.5, bounds=(0.0, 20.0), rng=1)
-    >>> loc = s.place_facility(epsilon=1.0, domain=(-100.0, 100.0), rng=2)
+    >>> ci = s.median_ci(rho=0.5, bounds=(0.0, 20.0))
+    >>> loc = s.place_facility(epsilon=1.0, domain=(-100.0, 100.0))
     >>> round(s.spent.rho, 6)  # 0.5 + 1²/8
     0.625
     """
@@ -152,7 +279,12 @@ class Session:
         *,
         ledger: str | os.PathLike[str] | LedgerFile | None = None,
         convert_delta: float | None = None,
+        reproducible_seed: int | None = None,
     ) -> None:
+        self._seed = _check_seed(reproducible_seed)
+        self._streams = 0  # releases drawn in reproduction mode
+        self._via: str | None = None  # "cli" for a command-line session (ledger params)
+        self._last: LedgerRecord | None = None
         self._source: DataSource = as_source(data)
         self._lock = threading.Lock()
         self._ledger: Ledger | LedgerFile
@@ -261,9 +393,21 @@ class Session:
         """The data source (columns, description)."""
         return self._source
 
-    def summary(self) -> dict[str, Any]:
+    @property
+    def last_record(self) -> LedgerRecord | None:
+        """The ledger entry of this session's last successful release (None before one).
+
+        Unlike ``records[-1]``, never another process's entry of a shared ledger file."""
+        return self._last
+
+    @property
+    def reproducible(self) -> bool:
+        """Whether the session was opened for reproduction (``reproducible_seed``)."""
+        return self._seed is not None
+
+    def summary(self) -> dict[str, object]:
         """JSON-ready: cap, spent, remaining and every release."""
-        return self._ledger.summary()
+        return dict(self._ledger.summary())
 
     def __getstate__(self) -> dict[str, Any]:
         raise TypeError(
@@ -279,6 +423,22 @@ class Session:
         )
 
     # ------------------------------------------------------------------ the release protocol
+    def _random_source(self) -> np.random.Generator | None:
+        """The randomness of the next release: ``None`` (fresh OS entropy) or, opened for
+        reproduction, the generator of stream k (class docstring)."""
+        if self._seed is None:
+            return None
+        with self._lock:
+            k = self._streams
+            self._streams += 1
+        return np.random.default_rng(np.random.SeedSequence(self._seed, spawn_key=(k,)))
+
+    def _mode_params(self) -> dict[str, Any]:
+        via = {"via": self._via} if self._via else {}
+        if self._seed is None:
+            return {"reproducible": False, **via}
+        return {"reproducible": True, "stream": self._streams - 1, **via}
+
     def _release(
         self,
         *,
@@ -288,38 +448,53 @@ class Session:
         compute: Callable[[], T],
         spent_of: Callable[[T], Budget],
         params: Callable[[T], dict[str, Any]],
+        columns: Sequence[Hashable] = (),
+        public_errors: tuple[type[BaseException], ...] = (),
     ) -> T:
         """Pre-check ``planned``, compute, charge what was spent, then return.
 
-        A release that fails *on the data* (:class:`~dpfair.InvalidDataError`: a NaN, a
-        label outside {0, 1}, too few rows of a group, …) is itself an output that depends
-        on the data. So its message is replaced by one that names no value, row or count,
-        and the planned cost is charged before it is raised: an analyst cannot probe the
-        data for free by provoking errors (found by the issue-11 attack review). Values
-        outside the public bounds never raise in a session: they are clamped (see each
-        release).
+        The one road of every release (THREATS.md rule 9): arguments are validated by the
+        caller before this; then the ledger is checked (refused: nothing read, nothing
+        charged), the data binding re-checked, and ``compute`` touches the data. Any
+        exception from there on charges ``planned`` before it propagates
+        (:func:`charged_on_failure`): a release that fails *on the data* is itself an
+        output that depends on them, so an analyst cannot probe the data for free by
+        provoking errors (issue-11 and issue-23 attack reviews), and its message names the
+        column and the kind of problem only. Values outside the public bounds never raise
+        in a session: they are clamped (see each release). On success the release's real
+        cost ``spent_of(result)`` is charged before the result is returned.
+
+        ``columns`` names the columns the release reads (for the withheld message);
+        ``public_errors`` are error types shown unchanged (still charged), see
+        :func:`charged_on_failure`.
         """
         self._ledger.check(planned, label=label, bounded_range=bounded_range)
         self._check_binding()
-        try:
-            result = compute()
-        except InvalidDataError:
+        if self._seed is not None:  # before the data: an error here is not a release
+            warnings.warn(
+                f"{label}: this session was opened with reproducible_seed, so this "
+                "release's noise is a fixed function of the seed; anyone who knows it can "
+                "undo the noise. Use it for tests and studies only, never on real data.",
+                ReproducibleSeedWarning,
+                stacklevel=3,
+            )
+        mode = self._mode_params()
+
+        def charge_planned() -> None:
             with self._lock:
                 self._ledger.charge(
                     planned, label=f"{label} (failed on the data)",
-                    params={"failed_on_data": True}, bounded_range=bounded_range,
+                    params={"failed_on_data": True, **mode}, bounded_range=bounded_range,
                 )
-            raise InvalidDataError(
-                f"{label}: the data failed this release's checks (non-finite values, labels "
-                "or groups outside {0, 1}, too few rows of a group, ...). The details depend "
-                "on the data and are withheld; the planned cost "
-                f"{planned} was charged because the failure is itself a release. The data "
-                "owner can check the data outside the session."
-            ) from None
-        cost = spent_of(result)
+
+        with charged_on_failure(charge_planned, label=label, planned=planned, columns=columns,
+                                public=public_errors):
+            result = compute()
+            cost = spent_of(result)
+            public = {**params(result), **mode}
         with self._lock:  # LedgerFile.charge also locks the file across processes
-            self._ledger.charge(
-                cost, label=label, params=params(result), bounded_range=bounded_range
+            self._last = self._ledger.charge(
+                cost, label=label, params=public, bounded_range=bounded_range
             )
         return result
 
@@ -342,9 +517,9 @@ class Session:
         alpha: float = 0.05,
         method: str = "expmech",
         granularity: float | None = None,
-        rng: Any = None,
+        rng: None = None,
         aggregate: str = "auto",
-    ) -> Any:
+    ) -> MedianInterval:
         """Private (1 − α) confidence interval for the median of one column (ρ-zCDP).
 
         Wraps :func:`dpfair.median.confidence_interval` (data in memory) and
@@ -356,9 +531,11 @@ class Session:
         ----------
         column : hashable, optional
             The column (may be omitted when the data have one).
-        rho, bounds, alpha, method, granularity, rng
-            As in :func:`dpfair.median.confidence_interval`. ``rng`` is a testing tool:
-            it is never stored in the ledger.
+        rho, bounds, alpha, method, granularity
+            As in :func:`dpfair.median.confidence_interval`.
+        rng : None
+            Must be None: the session draws the randomness (class docstring,
+            *Randomness*); an int or any Generator is refused before the data are read.
         aggregate : {"auto", "always", "never"}
             For a file: aggregate with DuckDB instead of loading the column ("auto": files
             over 2^24 rows, a public count, never the byte size). For a Dask DataFrame:
@@ -382,34 +559,39 @@ class Session:
             confidence_interval_from_counts,
         )
 
+        _refuse_caller_randomness(rng, "rng")
         col = self._source.resolve(column)
         r = check_positive("rho", rho)
         a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
         depth = aggregation_depth(str(method), bounds, granularity)  # checks method, bounds
         lo, hi = float(bounds[0]), float(bounds[1])
-        use_counts = self._use_aggregates(_check_aggregate(aggregate))
+        agg = _check_aggregate(aggregate)
         source = self._source
+        gen = self._random_source()
+        used_counts: list[bool] = []
 
-        def compute() -> Any:
+        def compute() -> MedianInterval:
+            use_counts = self._use_aggregates(agg)  # a row count: reads the file
+            used_counts.append(use_counts)
             if use_counts:
-                def refine(sub: tuple[float, float], d: int) -> Any:
+                def refine(sub: tuple[float, float], d: int) -> np.ndarray:
                     return source.histogram(col, sub, d)  # type: ignore[attr-defined]
 
                 counts = source.histogram(col, (lo, hi), depth)  # type: ignore[attr-defined]
                 return confidence_interval_from_counts(
                     counts, rho=r, bounds=(lo, hi), alpha=a, method=method,
-                    granularity=granularity, rng=rng, refine=refine,
+                    granularity=granularity, rng=gen, refine=refine,
                 )
             return confidence_interval(
                 source.column(col), rho=r, bounds=(lo, hi), alpha=a, method=method,
-                granularity=granularity, rng=rng,
+                granularity=granularity, rng=gen,
             )
 
-        def params(res: Any) -> dict[str, Any]:
+        def params(res: MedianInterval) -> dict[str, Any]:
             return {
                 "column": col, "rho": r, "bounds": [lo, hi], "alpha": a,
                 "method": str(method), "granularity": res.granularity, "n": res.n,
-                "aggregated": use_counts, "seeded": rng is not None,
+                "aggregated": used_counts[0],
             }
 
         return self._release(
@@ -419,6 +601,9 @@ class Session:
             compute=compute,
             spent_of=lambda res: res.privacy,
             params=params,
+            columns=[col],
+            # "n too small for this rho and alpha": public n and parameters only
+            public_errors=(InsufficientDataError,),
         )
 
     def place_facility(
@@ -429,7 +614,7 @@ class Session:
         domain: tuple[float, float],
         widening: float | None = None,
         median: str = "lower",
-        rng: Any = None,
+        rng: None = None,
     ) -> float:
         """Place one facility privately on ``domain`` (DPExpMed_α, paper 000): ε-DP.
 
@@ -448,8 +633,8 @@ class Session:
             clamped to it (per record, so the guarantee holds; unlike
             :class:`~dpfair.facility.DPExpMed`, which refuses them, since a refusal that
             names the records would be a release of them).
-        rng : None, int, SeedSequence or Generator
-            Testing tool; never stored in the ledger.
+        rng : None
+            Must be None (class docstring, *Randomness*).
 
         Returns
         -------
@@ -458,9 +643,11 @@ class Session:
         """
         from dpfair.facility import DPExpMed
 
+        _refuse_caller_randomness(rng, "rng")
         col = self._source.resolve(column)
         mech = DPExpMed(epsilon, domain, widening=widening, median=median)  # type: ignore[arg-type]
         source = self._source
+        gen = self._random_source()
         n_rows: list[int] = []
 
         def compute() -> float:
@@ -468,14 +655,14 @@ class Session:
             # refusal naming out-of-domain records would leak them (attack review)
             x = np.clip(np.asarray(source.column(col), dtype=np.float64), *mech.domain)
             n_rows.append(int(x.size))
-            return float(mech.sample(x, rng=rng))
+            return float(mech.sample(x, rng=gen))
 
         def params(_loc: float) -> dict[str, Any]:
             return {
                 "column": col, "epsilon": mech.epsilon, "domain": list(mech.domain),
                 "widening": mech.widening_for(n_rows[0]),
                 "widening_rule": "1/(n*epsilon)" if widening is None else "given",
-                "median": mech.median, "n": n_rows[0], "seeded": rng is not None,
+                "median": mech.median, "n": n_rows[0],
             }
 
         return self._release(
@@ -485,6 +672,7 @@ class Session:
             compute=compute,
             spent_of=lambda _loc: mech.privacy,
             params=params,
+            columns=[col],
         )
 
     def fit_fair_classifier(
@@ -497,11 +685,11 @@ class Session:
         delta: float,
         alpha: float,
         feature_bounds: Sequence[tuple[float, float]],
-        random_state: Any = None,
+        random_state: None = None,
         cross_fit: bool | None = None,
         aggregate: str = "auto",
         **options: Any,
-    ) -> Any:
+    ) -> CDPFairClassifier:
         """Fit CDP-Fair (paper 003) on the session's data: an (ε, δ)-DP release.
 
         Wraps :class:`dpfair.fairclass.CDPFairClassifier` (data in memory) and
@@ -517,10 +705,11 @@ class Session:
             Feature columns, in the order of ``feature_bounds``.
         target, sensitive : column names
             0/1 label and 0/1 group columns.
-        epsilon, delta, alpha, feature_bounds, random_state, cross_fit
+        epsilon, delta, alpha, feature_bounds, cross_fit
             As in :class:`~dpfair.fairclass.CDPFairClassifier` (``cross_fit=None``: the
-            threshold rule's default). ``random_state`` is a testing tool, never stored in
-            the ledger.
+            threshold rule's default).
+        random_state : None
+            Must be None (class docstring, *Randomness*).
         aggregate : {"auto", "always", "never"}
             For a file: fit from DuckDB aggregates ("auto": files over 2^24 rows, a public
             count, never the byte size). For a Dask DataFrame: "never" brings the columns
@@ -548,6 +737,7 @@ class Session:
         from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file, plan_budget
         from dpfair.fairclass._validation import check_alpha, check_budget
 
+        _refuse_caller_randomness(random_state, "random_state")
         allowed = {"bandwidth", "clip", "alpha_margin", "cross_fit_budget", "s1_share",
                    "count_share", "threshold_count_share", "threshold_rule", "fail_prob",
                    "check_share", "estimator", "categories", "grid_resolution",
@@ -579,17 +769,20 @@ class Session:
                                              "threshold_count_share") if k in options}
         planned = plan_budget(eps, dl, cross_fit=bool(cross_fit), has_s2=True,
                               **plan_opts).limit
-        use_aggregates = self._use_aggregates(_check_aggregate(aggregate))
+        agg = _check_aggregate(aggregate)
         source = self._source
+        gen = self._random_source()
+        used: list[bool] = []
         # In a session features outside the public box are clamped (clip=True) unless the
         # caller asks otherwise: with clip=False an out-of-box value fails the release,
         # which is then charged and reported without details (see _release).
         options.setdefault("clip", True)
         settings = dict(epsilon=eps, delta=dl, alpha=alpha, feature_bounds=feature_bounds,
-                        random_state=random_state, cross_fit=cross_fit, **options)
+                        random_state=gen, cross_fit=cross_fit, **options)
         held: list[warnings.WarningMessage] = []
 
-        def compute() -> Any:
+        def compute() -> CDPFairClassifier:
+            used.append(self._use_aggregates(agg))  # a row count: reads the file
             with warnings.catch_warnings(record=True) as seen:
                 warnings.simplefilter("always", UncertifiedFairnessWarning)
                 out = fit()
@@ -599,35 +792,39 @@ class Session:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             return out
 
-        def fit() -> Any:
+        def fit() -> CDPFairClassifier:
+            use_aggregates = used[0]
+            # the aggregate fits take a bool: the threshold rule's default, as in memory
+            rule_default = options.get("threshold_rule", "certified") == "target"
+            agg_settings = {**settings,
+                            "cross_fit": rule_default if cross_fit is None else cross_fit}
             if use_aggregates and isinstance(source, FileSource):
                 return fit_cdp_fair_from_file(
                     source.path,  # type: ignore[arg-type]
                     features=[str(f) for f in names], target=str(target),
-                    sensitive=str(sensitive), **settings,
+                    sensitive=str(sensitive), **agg_settings,
                 )
             if use_aggregates and source.kind == "dask":
                 from dpfair.session._dask_fair import fit_cdp_fair_from_dask
 
                 return fit_cdp_fair_from_dask(
                     source.frame,  # type: ignore[attr-defined]
-                    features=names, target=target, sensitive=sensitive, **settings,
+                    features=names, target=target, sensitive=sensitive, **agg_settings,
                 )
             data = source.columns(cols)
             X = np.column_stack([data[f] for f in names])
             clf = CDPFairClassifier(**settings)
             return clf.fit(X, data[target], sensitive_features=data[sensitive])
 
-        def params(clf: Any) -> dict[str, Any]:
+        def params(clf: CDPFairClassifier) -> dict[str, Any]:
             return {
                 "features": names, "target": target, "sensitive": sensitive,
                 "feature_bounds": [list(map(float, b)) for b in feature_bounds],
                 "epsilon": eps, "delta": dl, "alpha": alpha, "cross_fit": cross_fit,
-                "aggregated": use_aggregates, "seeded": random_state is not None,
-                **{k: v for k, v in options.items()},
+                "aggregated": used[0], **{k: v for k, v in options.items()},
             }
 
-        def spent_of(clf: Any) -> Budget:
+        def spent_of(clf: CDPFairClassifier) -> Budget:
             spent = clf.privacy_spent_
             if not isinstance(spent, Budget):  # pragma: no cover - defensive
                 raise InvalidParameterError("internal: the fit reported no privacy spent.")
@@ -640,6 +837,7 @@ class Session:
             compute=compute,
             spent_of=spent_of,
             params=params,
+            columns=cols,
         )
         for w in held:  # released only now that the fit has been charged
             warnings.warn(w.message, w.category, stacklevel=2)

@@ -52,6 +52,18 @@ def _to_float(name: Hashable, values: Any) -> NDArray[np.float64]:
     return np.array(arr, dtype=np.float64, copy=True)
 
 
+def _did_you_mean(name: Hashable, available: Sequence[Hashable]) -> str:
+    """`` Did you mean 'x'?`` for a near or case-folded match among the column names."""
+    import difflib
+
+    names = [a for a in available if isinstance(a, str)]
+    if not isinstance(name, str) or not names:
+        return ""
+    folded = [a for a in names if a.lower() == name.lower()]
+    close = folded or difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
 class DataSource(abc.ABC):
     """What every source provides (see the subclasses)."""
 
@@ -62,19 +74,34 @@ class DataSource(abc.ABC):
     def names(self) -> list[Hashable]:
         """The column names."""
 
+    #: A file whose layout could not be read at opening: raised by the first release's
+    #: compute step, where the failure is charged and withheld (see FileSource).
+    broken: InvalidDataError | None = None
+
     def check_columns(self, columns: Sequence[Hashable]) -> None:
         """Raise :class:`InvalidParameterError` naming a column that is not in the data."""
+        if self.broken is not None:
+            return  # unknown layout: the release fails on the data, charged
         available = self.names()
         for c in columns:
             if c not in available:
                 shown = ", ".join(repr(a) for a in available)
                 raise InvalidParameterError(
-                    f"column={c!r}: not in the session's data. Available columns: {shown}."
+                    f"column={c!r}: {self._not_found()}. Available columns: "
+                    f"{shown}.{_did_you_mean(c, available)}"
                 )
+
+    def _not_found(self) -> str:
+        return "not in the session's data"
 
     def resolve(self, column: Hashable | None) -> Hashable:
         """The column to use: ``column``, or the only one when the data have one."""
         if column is None:
+            if self.broken is not None:
+                raise InvalidParameterError(
+                    "column=None: name the column to use (the session's file could not be "
+                    "read to list its columns)."
+                )
             names = self.names()
             if len(names) != 1:
                 raise InvalidParameterError(
@@ -155,14 +182,26 @@ class FileSource(DataSource):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         from dpfair.data import list_columns
+        from dpfair.data._io import _check_path
 
-        p = Path(path).expanduser()
-        if not p.is_file():
-            raise InvalidParameterError(
-                f"data='{path}': no such file. Check the path and try again."
-            )
+        p = _check_path(path)  # no such file (globs are never expanded), a directory
         self.path = p
-        self._names: list[Hashable] = list(list_columns(p))
+        self._names: list[Hashable] = []
+        try:
+            self._names = list(list_columns(p))
+        except InvalidDataError as exc:
+            # Reading the layout already looked at the data (the sniffer reads rows): the
+            # error is kept and raised by the first release's compute step, which charges
+            # it and withholds its details (Session._release), instead of here, for free.
+            self.broken = exc
+
+    def _not_found(self) -> str:
+        assert self.path is not None
+        return f"not found in '{self.path.name}'"
+
+    def _raise_if_broken(self) -> None:
+        if self.broken is not None:
+            raise self.broken
 
     def names(self) -> list[Hashable]:
         return list(self._names)
@@ -170,12 +209,14 @@ class FileSource(DataSource):
     def column(self, name: Hashable) -> NDArray[np.float64]:
         from dpfair.data import read_column
 
+        self._raise_if_broken()
         self.check_columns([name])
         return read_column(self.path, str(name))  # type: ignore[arg-type]
 
     def columns(self, names: Sequence[Hashable]) -> dict[Hashable, NDArray[np.float64]]:
         from dpfair.fairclass._io import read_columns
 
+        self._raise_if_broken()
         self.check_columns(names)
         got = read_columns(self.path, [str(n) for n in names])  # type: ignore[arg-type]
         return {n: got[str(n)] for n in names}
@@ -184,6 +225,7 @@ class FileSource(DataSource):
                   depth: int) -> NDArray[np.int64]:
         from dpfair.data import histogram_counts
 
+        self._raise_if_broken()
         return histogram_counts(self.path, str(column), bounds, depth)  # type: ignore[arg-type]
 
     def row_count(self) -> int:
@@ -191,6 +233,7 @@ class FileSource(DataSource):
         from dpfair.data import row_count
 
         assert self.path is not None
+        self._raise_if_broken()
         return row_count(self.path)
 
     def describe(self) -> str:

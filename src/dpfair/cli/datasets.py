@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpfair._cli_support import emit, user_errors
+from dpfair.cli._support import emit, user_errors
 
 __all__ = ["register"]
 

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from dpfair.fairclass.cli import expand_multi_value_options, register
+from dpfair.cli.fairclass import expand_multi_value_options, register
 from dpfair.fairclass.datasets import load_bundled_adult
 
 

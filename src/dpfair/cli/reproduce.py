@@ -2,12 +2,15 @@
 
 :func:`register` adds the command to the main Typer app (``dpfair.cli``). The command maps
 its flags onto :func:`dpfair.experiments.run_experiment` and prints; no statistics here.
+Resources are bounded before anything is allocated: ``--reps`` × the study's cells may not
+pass :data:`MAX_TOTAL_REPETITIONS`, and ``--jobs`` is clamped to the CPUs and the tasks.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -23,10 +26,27 @@ if TYPE_CHECKING:
     from dpfair.experiments._registry import Experiment
     from dpfair.experiments._runner import RunResult
 
-__all__ = ["register", "reproduce"]
+__all__ = ["MAX_TOTAL_REPETITIONS", "register", "reproduce"]
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+#: A public limit on repetitions × cells of one run (25 times the largest built-in study,
+#: median-coverage's 400,000): a larger request is refused before anything is allocated.
+MAX_TOTAL_REPETITIONS = 10_000_000
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def bounded_jobs(jobs: int | None, tasks: int) -> int | None:
+    """``jobs`` clamped to the CPUs this process may use and to ``tasks`` (None: default)."""
+    if jobs is None:
+        return None
+    return max(1, min(jobs, _cpus(), max(tasks, 1)))
 
 
 def _fail(message: str, code: int = EXIT_USER_ERROR) -> NoReturn:
@@ -176,6 +196,20 @@ def reproduce(
         if experiment is None:
             _fail("EXPERIMENT is missing: give a registered name, e.g. `dpfair reproduce "
                   "median-smoke`, or list them with `dpfair reproduce --list`.")
+        from dpfair.experiments import get_experiment
+
+        exp = get_experiment(experiment)
+        total = (reps if reps is not None else exp.reps) * exp.n_cells
+        if total > MAX_TOTAL_REPETITIONS:
+            _fail(f"--reps {reps}: {exp.n_cells} cell(s) x {reps} repetitions = {total} "
+                  f"passes the limit of {MAX_TOTAL_REPETITIONS:,} repetitions per run; "
+                  "ask for fewer (or run the study in several stores with other --seed).")
+        if backend == "loky" and jobs is not None:
+            clamped = bounded_jobs(jobs, total)
+            if clamped != jobs:
+                typer.echo(f"dpfair: note: --jobs {jobs} clamped to {clamped} (the CPUs "
+                           "available and the repetitions to run).", err=True)
+            jobs = clamped
         result = run_experiment(
             experiment,
             reps=reps,

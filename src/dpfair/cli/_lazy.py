@@ -7,15 +7,19 @@ imported, and its ``register(app)`` run, the first time the command is looked up
 invoked or to print its own help. The one-line help shown in the command list is the
 stored text, which a test keeps equal to the command's own docstring.
 
-Also hides the ``<bool>`` type label that recent Typer releases print after every flag.
+Also hides the ``<bool>`` type label that recent Typer releases print after every flag, and
+turns every usage error (unknown option, missing argument, bad value) into one line on
+stderr with exit code 2 instead of Typer's boxed multi-line message.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
-from typing import Any, ClassVar
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, NoReturn
 
+import click
 import typer
 import typer.main
 from typer.core import TyperGroup
@@ -91,9 +95,44 @@ class LazyGroup(TyperGroup):
         for name, command in getattr(loaded, "commands", {}).items():
             self.commands.setdefault(name, command)
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the group; in standalone mode a usage error is one line and exit code 2."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except click.ClickException as exc:
+            _one_line_usage_error(exc)
+        except click.exceptions.Abort:
+            typer.echo("dpfair: aborted.", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True
         try:
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
+
+
+def _one_line_usage_error(exc: click.ClickException) -> NoReturn:
+    """``dpfair: error: <message> (see `dpfair CMD --help`)`` on one line; exit code 2."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # the help text, not an error
+        typer.echo(exc.format_message(), err=True)
+        sys.exit(exc.exit_code)
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else (
+        " (see `dpfair COMMAND --help`)")
+    message = " ".join(exc.format_message().split())
+    typer.echo(f"dpfair: error: {message}{hint}", err=True)
+    sys.exit(exc.exit_code if exc.exit_code else 2)

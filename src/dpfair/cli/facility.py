@@ -1,9 +1,10 @@
-"""Typer command for private facility location: ``facility``.
+"""``dpfair facility``: a :class:`~dpfair.Session` release of one private location.
 
-:func:`register` adds it to the main ``dpfair`` app. The command only parses flags, calls
-the public API (:class:`dpfair.facility.DPExpMed`) and prints; the facility studies run
-through ``dpfair reproduce facility-…`` (:mod:`dpfair.experiments`). User errors
-(:class:`dpfair.DPFairError`, file errors) become one line on stderr and exit code 2.
+:func:`register` adds it to the main ``dpfair`` app. The command parses flags, opens a
+session on DATA (its ``--ledger``, or a one-release cap of ε) and calls
+:meth:`dpfair.Session.place_facility` (DPExpMed, paper 000); the facility studies run
+through ``dpfair reproduce facility-…``. User errors become one line on stderr and exit
+code 2.
 """
 
 from __future__ import annotations
@@ -13,8 +14,15 @@ from typing import Annotated, Any
 
 import typer
 
-from dpfair._cli_ledger import LedgerOption, open_ledger
-from dpfair._cli_support import emit, fmt, user_errors
+from dpfair.cli._ledger import (
+    LedgerOption,
+    SeedOption,
+    ledger_row,
+    ledger_summary,
+    open_session,
+    release_context,
+)
+from dpfair.cli._support import emit, fmt, user_errors
 
 __all__ = ["register"]
 
@@ -37,7 +45,8 @@ def facility(
             help=(
                 "Public domain [LO, HI] of the locations. It must come from outside "
                 "knowledge, never from the data's min/max (that is itself a release); a "
-                "location outside it is an error, not clipped."
+                "location outside it is clamped to it (per record: the guarantee holds; a "
+                "refusal naming such records would release them)."
             ),
         ),
     ],
@@ -52,15 +61,7 @@ def facility(
             show_default=False,
         ),
     ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed",
-            min=0,
-            help="Seed for reproducible output (default: OS entropy; use that in deployments).",
-            show_default=False,
-        ),
-    ] = None,
+    seed: SeedOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = (
         False
     ),
@@ -70,7 +71,8 @@ def facility(
             "--report-metrics",
             help=(
                 "Also print the exact expected FAIR and SWDIFF of the mechanism on this data "
-                "(and their 0.95-quantiles). NOT private: for analysts who hold the data."
+                "(and their 0.95-quantiles). NOT private: for analysts who hold the data; "
+                "refused with --ledger (a budget is in force)."
             ),
         ),
     ] = False,
@@ -83,23 +85,29 @@ def facility(
     mechanism's exact expected welfare loss (SWDIFF) and worst individual loss (FAIR) on
     this data, which are functions of the private data and are not themselves private.
     """
-    import dpfair.data
     from dpfair.facility import DPExpMed
 
     with user_errors():
-        mech = DPExpMed(epsilon, domain, widening=widening)
-        led = open_ledger(ledger, data)
-        # An exponential mechanism: ε-bounded-range, ε²/8 of a ρ-zCDP ledger.
-        led.precheck(mech.privacy, label="place_facility", bounded_range=True)
-        x = dpfair.data.read_column(data, column)
-        location = mech.sample(x, rng=seed)
-        alpha = mech.widening_for(x.size)
-        charged = led.charge(mech.privacy, label="place_facility", bounded_range=True, params={
-            "column": column, "epsilon": mech.epsilon, "domain": list(mech.domain),
-            "widening": alpha, "n": int(x.size), "data": str(data), "seeded": seed is not None})
+        mech = DPExpMed(epsilon, domain, widening=widening)  # validates the flags
+        if report_metrics and ledger is not None:
+            from dpfair._errors import InvalidParameterError
+
+            raise InvalidParameterError(
+                "--report-metrics with --ledger: the metrics are non-private functions of "
+                "the data, which a budget in force forbids. Drop one of the two."
+            )
+        session = open_session(data, ledger=ledger, request=mech.privacy, seed=seed)
+        with release_context(ledger):
+            location = session.place_facility(column, epsilon=epsilon, domain=domain,
+                                              widening=widening)
+        rec = session.last_record
+        assert rec is not None
+        n = int(rec.params["n"])
+        alpha = float(rec.params["widening"])
+        charged = ledger_summary(session, ledger)
         payload: dict[str, Any] = {
             "location": location,
-            "n": int(x.size),
+            "n": n,
             "epsilon": mech.epsilon,
             "domain": list(mech.domain),
             "widening": alpha,
@@ -111,17 +119,22 @@ def facility(
         }
         rows = [
             ("data", f"{data} [{column}]"),
-            ("n", str(x.size)),
+            ("n", str(n)),
             ("location", fmt(location)),
             ("public domain", f"[{fmt(mech.domain[0])}, {fmt(mech.domain[1])}]"),
             ("widening α", f"{fmt(alpha)} ({payload['widening_rule']})"),
             ("privacy spent", f"{mech.privacy} (pure, replace-one neighbours)"),
-            ("seed", fmt(seed) if seed is not None else "none (OS entropy)"),
+            ("seed", f"{seed} (reproduction mode)" if seed is not None else "none (OS entropy)"),
         ]
         if charged:
             payload["ledger"] = charged
-            rows += [r for r in [led.row(charged)] if r]
-        if report_metrics:
+            rows += ledger_row(charged)
+        if report_metrics:  # non-private, for the data owner: no budget is in force here
+            import numpy as np
+
+            import dpfair.data
+
+            x = np.clip(dpfair.data.read_column(data, column), *mech.domain)
             dist = mech.distribution(x)
             metrics = {
                 "expected_fair": dist.expected_fair(),

@@ -1,14 +1,10 @@
-"""``dpfair fair-classify``: register it on the main app (the studies run through
-``dpfair reproduce fairclass-…``).
+"""``dpfair fair-classify``: a :class:`~dpfair.Session` release of a CDP-Fair model.
 
-Usage (from ``dpfair/cli.py``)::
-
-    from dpfair.fairclass.cli import register
-    register(app)
-
-No statistics live here: the command parses flags, call :mod:`dpfair.fairclass` and print.
-User errors (:class:`dpfair.DPFairError`, missing files) become one line on stderr and exit
-code 2.
+The command parses flags, opens a session on TRAIN (its ``--ledger``, or a one-release cap
+of (ε, δ)) and calls :meth:`dpfair.Session.fit_fair_classifier`: the same validation,
+pre-check, charge and withheld error text as the Python API. TEST is public by assumption
+(its metrics are computed in the clear) and read outside the session. The studies run
+through ``dpfair reproduce fairclass-…``.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import pickle
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,10 +21,16 @@ import typer
 from typer.core import TyperCommand
 
 from dpfair._atomic import atomic_open, write_text_atomic
-from dpfair._cli_ledger import LedgerOption, open_ledger
-from dpfair._cli_support import user_errors
 from dpfair._errors import InvalidParameterError
-from dpfair._warnings import UncertifiedFairnessWarning
+from dpfair.cli._ledger import (
+    LedgerOption,
+    SeedOption,
+    ledger_row,
+    ledger_summary,
+    open_session,
+    release_context,
+)
+from dpfair.cli._support import user_errors
 
 __all__ = ["register"]
 
@@ -166,15 +167,7 @@ def fair_classify(
     epsilon: Annotated[float, typer.Option("--epsilon", help="Total ε > 0.")],
     delta: Annotated[float, typer.Option("--delta", help="Total δ in (0, 1).")],
     alpha: Annotated[float, typer.Option("--alpha", help="Disparity cap α in (0, 1).")],
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed",
-            min=0,
-            help="Seed (default: OS entropy; use that in deployments).",
-            show_default=False,
-        ),
-    ] = None,
+    seed: SeedOption = None,
     cross_fit: Annotated[
         bool | None,
         typer.Option(
@@ -244,10 +237,10 @@ def fair_classify(
     The test metrics are computed on TEST in the clear: they are not private with respect to
     TEST (keep TEST out of any release that must be private).
     """
-    from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file, plan_budget
     from dpfair.fairclass._io import read_columns
     from dpfair.fairclass._validation import check_budget
     from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+    from dpfair.privacy import Budget
 
     with user_errors():
         if aggregate not in ("auto", "always", "never"):
@@ -261,68 +254,30 @@ def fair_classify(
             )
         pairs = [(float(bounds[2 * k]), float(bounds[2 * k + 1])) for k in range(len(features))]
         cols = [*features, target, sensitive]
-        led = open_ledger(ledger, train)  # the ledger of the TRAIN file (TEST is not private)
-        planned = plan_budget(*check_budget(epsilon, delta),
-                              cross_fit=bool(cross_fit) if cross_fit is not None else False,
-                              has_s2=True)
-        led.precheck(planned.limit, label="fit_fair_classifier")
-        te = read_columns(test, cols) if ledger is not None else None  # fail before charging
-        # decided by the public row count, never by the file's size (dpfair.data._paths)
-        from dpfair.data import use_out_of_core
+        request = Budget.approx(*check_budget(epsilon, delta))
+        te = read_columns(test, cols)  # public TEST: read (and failing) before any charge
+        # the ledger of the TRAIN file (TEST is not private)
+        session = open_session(train, ledger=ledger, request=request, seed=seed)
+        with release_context(ledger):
+            clf = session.fit_fair_classifier(
+                features=list(features), target=target, sensitive=sensitive,
+                epsilon=epsilon, delta=delta, alpha=alpha, feature_bounds=pairs,
+                cross_fit=cross_fit, aggregate=aggregate, bandwidth=bandwidth, clip=clip,
+                threshold_rule=threshold_rule, fail_prob=fail_prob,
+            )
+        rec = session.last_record
+        assert rec is not None
+        use_aggregates = bool(rec.params.get("aggregated"))
+        if use_aggregates:
+            n_train = int(clf.outofcore_.n)
+        else:
+            from dpfair.data import row_count
 
-        use_aggregates = use_out_of_core(train, aggregate)
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always", UncertifiedFairnessWarning)
-            if use_aggregates:
-                clf = fit_cdp_fair_from_file(
-                    train,
-                    features=list(features),
-                    target=target,
-                    sensitive=sensitive,
-                    feature_bounds=pairs,
-                    epsilon=epsilon,
-                    delta=delta,
-                    alpha=alpha,
-                    bandwidth=bandwidth,
-                    cross_fit=(threshold_rule == "target") if cross_fit is None else cross_fit,
-                    clip=clip,
-                    random_state=seed,
-                    threshold_rule=threshold_rule,
-                    fail_prob=fail_prob,
-                )
-                n_train = clf.outofcore_.n
-            else:
-                tr = read_columns(train, cols)
-                Xtr = np.column_stack([tr[f] for f in features])
-                n_train = int(Xtr.shape[0])
-                clf = CDPFairClassifier(
-                    epsilon=epsilon,
-                    delta=delta,
-                    alpha=alpha,
-                    threshold_rule=threshold_rule,
-                    fail_prob=fail_prob,
-                    feature_bounds=pairs,
-                    bandwidth=bandwidth,
-                    cross_fit=cross_fit,
-                    clip=clip,
-                    random_state=seed,
-                )
-                clf.fit(Xtr, tr[target], sensitive_features=tr[sensitive])
-                del tr, Xtr
+            n_train = row_count(train)  # public (replace-one neighbours)
         certified = getattr(clf, "certified_", None)
         spent = clf.privacy_spent_
         assert spent is not None
-        charged = led.charge(spent, label="fit_fair_classifier", params={
-            "features": list(features), "target": target, "sensitive": sensitive,
-            "feature_bounds": [list(b) for b in pairs], "epsilon": epsilon, "delta": delta,
-            "alpha": alpha, "cross_fit": cross_fit, "threshold_rule": threshold_rule,
-            "fail_prob": fail_prob, "n": n_train, "data": str(train),
-            "aggregated": use_aggregates, "seeded": seed is not None})
-        for w in seen:  # printed only after the charge: certification is part of the release
-            if issubclass(w.category, UncertifiedFairnessWarning):
-                typer.echo(f"warning: {w.message}", err=True)
-        if te is None:
-            te = read_columns(test, cols)
+        charged = ledger_summary(session, ledger)
         Xte = np.column_stack([te[f] for f in features])
         pred = clf.predict(Xte, sensitive_features=te[sensitive])
         proba = clf.predict_proba(Xte, sensitive_features=te[sensitive])[:, 1]
@@ -385,7 +340,7 @@ def fair_classify(
             ("privacy spent", f"({spent.epsilon:.6g}, {spent.delta:.3g})-DP, replace-one"),
             ("bandwidth", _fmt(clf.bandwidth_)),
             ("tau", ", ".join(_fmt(t) for t in clf.tau_)),
-            ("seed", str(seed) if seed is not None else "none (OS entropy)"),
+            ("seed", f"{seed} (reproduction mode)" if seed is not None else "none (OS entropy)"),
             (
                 "training input",
                 "DuckDB aggregates (out of core; position-hash split, scores on a "
@@ -398,7 +353,7 @@ def fair_classify(
             rows.append(("saved model", str(saved)))
         if charged:
             payload["ledger"] = charged
-            rows += [r for r in [led.row(charged)] if r]
+            rows += ledger_row(charged)
     _emit(payload, rows, "CDP-Fair (single server)", as_json)
 
 

@@ -1,0 +1,84 @@
+"""Each data command imports only what it uses (issue 23, item 7), checked by the modules a
+fresh interpreter has loaded after running it — never by wall time.
+
+Two heavy imports are not the command line's and are excluded until their owners make them
+lazy: ``scipy.optimize`` (loaded by :mod:`dpfair.privacy._budget` at import) and
+``scipy.stats`` (:mod:`dpfair.median._ranks`). ``dpfair fdp keygen`` is checked to add
+nothing to what importing the key module itself loads (today the package
+``dpfair.fairclass`` imports scikit-learn eagerly in its ``__init__``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HEAVY = ("sklearn", "pandas", "matplotlib", "pyarrow", "dask", "scipy.optimize",
+         "scipy.stats", "scipy.special", "scipy", "duckdb", "numpy", "rich", "cryptography")
+#: loaded by modules outside the command line (see the module docstring)
+NOT_OURS = {"scipy.optimize", "scipy.stats", "scipy.special", "scipy"}
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = (
+        "import sys, json\n"
+        f"{code}\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _main(argv: list[str]) -> str:
+    return (
+        "from dpfair.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def ages(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ages") / "ages.csv"
+    x = np.random.default_rng(0).integers(17, 91, 5000)
+    path.write_text("age\n" + "".join(f"{v}\n" for v in x))
+    return path
+
+
+def test_median_ci_loads_no_scikit_learn_pandas_arrow_or_rich(ages: Path) -> None:
+    loaded = _loaded_after(_main(["median-ci", str(ages), "-c", "age", "--rho", "0.5",
+                                  "--bounds", "0", "120", "--json"]))
+    assert loaded - NOT_OURS == {"numpy", "duckdb"}, loaded
+
+
+def test_facility_loads_no_scikit_learn_or_pandas(ages: Path) -> None:
+    loaded = _loaded_after(_main(["facility", str(ages), "-c", "age", "--epsilon", "1",
+                                  "--domain", "0", "120", "--json"]))
+    assert not loaded & {"sklearn", "pandas", "matplotlib", "pyarrow", "rich"}, loaded
+
+
+def test_fdp_keygen_adds_nothing_to_the_key_module(tmp_path: Path) -> None:
+    own = _loaded_after("import dpfair.fairclass.federated._keys")
+    loaded = _loaded_after(_main(["fdp", "keygen", "--out", str(tmp_path / "alice")]))
+    assert (tmp_path / "alice.key").exists()
+    assert loaded <= own | {"rich"} - {"duckdb"}, loaded - own
+    assert "duckdb" not in loaded - own
+
+
+def test_the_command_modules_load_nothing_heavy_at_import() -> None:
+    for module in ("dpfair.cli.median", "dpfair.cli.facility", "dpfair.cli.fdp",
+                   "dpfair.cli.inspect", "dpfair.cli.report", "dpfair.cli.reproduce",
+                   "dpfair.cli.datasets"):
+        loaded = _loaded_after(f"import {module}")
+        assert loaded <= {"rich"}, (module, loaded)
