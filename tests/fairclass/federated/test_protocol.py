@@ -22,14 +22,16 @@ from dpfair.fairclass.federated import (
     decode,
     encode,
     make_protocol,
+)
+from dpfair.fairclass.federated._centre import site_dd_curve, site_dd_variance_parts
+from dpfair.fairclass.federated._keys import Signer
+from dpfair.fairclass.federated._monotone import (
+    confidence_threshold,
+    confidence_z,
     monotone_alg4,
     monotone_alg6,
     monotone_isotonic,
-    site_dd_curve,
 )
-from dpfair.fairclass.federated._centre import site_dd_variance_parts
-from dpfair.fairclass.federated._keys import Signer
-from dpfair.fairclass.federated._monotone import confidence_threshold, confidence_z
 from dpfair.fairclass.federated._protocol import depth_rule, gdp_epsilon
 from dpfair.fairclass.federated._site import flatten_levels
 from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts, node_counts

@@ -507,7 +507,7 @@ class Centre:
                     "sequence within the band exists. Use correction='alg6' (the paper's "
                     "practical variant), a larger c_omega, or more data.",
                 )
-            search = grid_threshold(taus, res.values, target, cfg.rho)
+            search = grid_threshold(taus, res.values, target, cfg.tolerance)
             taus_out.append(search.tau)
             diags.append(
                 {
