@@ -5,11 +5,11 @@ differences are *how the site's rows are read*; every noise draw, every ledger c
 every message field is produced by the inherited ``round1``/``round2`` code, unchanged.
 
 * **Split.** Row number i (0-based position in the file; DuckDB's ``file_row_number``)
-  goes to half :meth:`PositionSplit.half_of(i) <dpfair.fairclass._split.PositionSplit>`,
-  whose coefficients are drawn from the same seed stream the in-memory site uses for its
-  permutation. Data-independent; half sizes are functions of (N_s, seed), hence public;
-  a replaced record keeps its position and its half — exactly what the in-memory
-  permutation split provides (``docs/proofs/fairclass_fdp_fair.md``).
+  goes to half :meth:`PositionSplit.half_of(i) <dpfair.fairclass._split.PositionSplit>`
+  (:func:`~dpfair.fairclass.federated._site.split_of`): the in-memory site's split, so
+  the same entropy gives the same halves whichever reader runs. Data-independent; half
+  sizes are functions of (N_s, seed), hence public; a replaced record keeps its position
+  and its half (``docs/proofs/fairclass_fdp_fair.md``).
 * **Round 1.** Per training half, :func:`dpfair.fairclass.aggregate.kernel_grid_weights`
   aggregates the per-(group, label) linear-binning weights W on the public grid; the four
   kernel sums are F = K·W and the group-1 count comes from the same pass. These are the
@@ -39,18 +39,17 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
 from dpfair.fairclass._model import ReleasedFold
-from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.fairclass.federated._messages import ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
 from dpfair.fairclass.federated._site import (
-    _HALVES,
-    MIN_GROUP_ROWS_PER_HALF,
     Site,
+    check_half_groups,
     check_site_labels,
     score_leaf_counts,
     seed_of,
     split_entropy_of,
+    split_of,
 )
 from dpfair.fairclass.outofcore import _as_parquet, _connect, _lit, _quote
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
@@ -156,9 +155,7 @@ class FileSite(Site):
         self.split_entropy = split_entropy_of(
             self._seed, site_id, config.protocol_id, split_entropy
         )
-        self.split = PositionSplit.from_rng(
-            np.random.default_rng(np.random.SeedSequence(self.split_entropy))
-        )
+        self.split = split_of(self.split_entropy)
 
         self._stack = ExitStack()
         try:
@@ -188,17 +185,11 @@ class FileSite(Site):
                 "size must match (replace-one DP assumes N_s public).",
             )
         self.half_sizes = (int(self._group_counts[0].sum()), int(self._group_counts[1].sum()))
-        for h in (0, 1):
-            for a in (0, 1):
-                c = int(self._group_counts[h, a])
-                if c < MIN_GROUP_ROWS_PER_HALF:
-                    self._stack.close()
-                    raise InsufficientDataError(
-                        f"site {site_id!r}, field 'sensitive_features': group {a} has {c} "
-                        f"row(s) in {_HALVES[h]} of the site's position split; each group "
-                        f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
-                        "cannot take part until it has more rows of that group."
-                    )
+        try:
+            check_half_groups(site_id, self._group_counts)
+        except InsufficientDataError:
+            self._stack.close()
+            raise
         if y_range[0] == y_range[1]:
             self._stack.close()
             check_site_labels(site_id, int(y_range[0]), int(y_range[1]), n)
