@@ -38,8 +38,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
+from dpfair._sqlpath import scan_sql
 from dpfair.fairclass._model import ReleasedFold
 from dpfair.fairclass.aggregate import kernel_grid_weights
+from dpfair.fairclass.federated._fileio import connect, file_order_parquet, quote
 from dpfair.fairclass.federated._messages import ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
 from dpfair.fairclass.federated._site import (
@@ -51,7 +53,6 @@ from dpfair.fairclass.federated._site import (
     split_entropy_of,
     split_of,
 )
-from dpfair.fairclass.outofcore import _as_parquet, _connect, _lit, _quote
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 
 __all__ = ["FileSite"]
@@ -160,7 +161,7 @@ class FileSite(Site):
         self._stack = ExitStack()
         try:
             self._pq, self.converted_csv = self._stack.enter_context(
-                _as_parquet(
+                file_order_parquet(
                     p,
                     [*names, self._target, self._sensitive],
                     memory_limit=memory_limit,
@@ -209,15 +210,15 @@ class FileSite(Site):
 
     # ------------------------------------------------------------------ data access
     def _source(self) -> str:
-        return f"read_parquet({_lit(self._pq)}, file_row_number = true)"
+        return scan_sql(self._pq, "parquet", file_row_number=True)
 
     def _count_groups(self) -> tuple[NDArray[np.int64], tuple[float, float]]:
         """Rows per (half, group), and the smallest and largest label (same pass); any
         group value other than 0/1 is an error (labels are checked when read)."""
-        s = _quote(self._sensitive)
-        t = _quote(self._target)
+        s = quote(self._sensitive)
+        t = quote(self._target)
         half = self.split.sql("file_row_number")
-        with _connect(self._memory_limit, self._threads) as con:
+        with connect(self._memory_limit, self._threads) as con:
             try:
                 rows = con.execute(
                     f"SELECT {half} AS h, CAST({s} AS DOUBLE) AS a, count(*), "
@@ -276,13 +277,13 @@ class FileSite(Site):
         highs = np.array([hi for _, hi in self._bounds])
         half_expr = self.split.sql("file_row_number")
         cols = ", ".join(
-            [f"CAST({_quote(c)} AS DOUBLE)" for c in [*self._features, self._sensitive]]
+            [f"CAST({quote(c)} AS DOUBLE)" for c in [*self._features, self._sensitive]]
         )
         where = "" if len(want) == 2 else f"WHERE {half_expr} = {next(iter(want))}"
         sql = f"SELECT {cols}, {half_expr} AS half FROM {self._source()} {where}"
         name = self.path.name
         try:
-            with _connect(self._memory_limit, self._threads) as con:
+            with connect(self._memory_limit, self._threads) as con:
                 rel = con.sql(sql)
                 to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
                 for batch in to_reader(self._batch_rows):
