@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+import dpfair
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass.datasets import simulate
 from dpfair.fairclass.federated import (
@@ -131,6 +132,8 @@ def test_config_resolves_auto_and_cross_fit() -> None:
     assert rff.estimator == "rff" and rff.features_dim == 2048
     cat = FDPConfig(feature_bounds=[(0, 1), None], estimator="auto", categories={1: ["a", "b"]})
     assert cat.is_rff and cat.categories == ((1, ("a", "b")),)
+    lin = FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", features_dim=8)
+    assert lin == FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="rff", features_dim=8)
     assert FDPConfig(feature_bounds=[(0, 1)], threshold_rule="paper").cross_fit is True
     assert FDPConfig(feature_bounds=[(0, 1)]).cross_fit is False
 
@@ -176,3 +179,18 @@ def test_a_version_2_setup_with_rho_is_still_read() -> None:
                                                  "value": signer.sign(canonical(body))}})
     with pytest.raises(ProtocolError, match="version-2"):
         decode(bad, keys={"centre": signer.public}, kind="setup")
+
+
+def test_design_call_estimator_linear_and_tolerance() -> None:
+    """DESIGN.md: ``FDPFairClassifier(..., estimator="linear", tolerance=...)``."""
+    sites = _data(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        fed = dpfair.fairclass.FDPFairClassifier(
+            epsilon=EPS, delta=DELTA, alpha=0.2, feature_bounds=[(0, 1), (0, 1)],
+            random_state=0, estimator="linear", tolerance=0.02, features_dim=64,
+        ).fit([d.X for d in sites], [d.y for d in sites],
+              sensitive_features=[d.A for d in sites])
+    assert fed.estimator_ == "rff" and fed.protocol_.tolerance == 0.02
+    pred = fed.predict(sites[0].X, sensitive_features=sites[0].A)
+    assert pred.shape == (N,) and set(np.unique(pred)) <= {0, 1}

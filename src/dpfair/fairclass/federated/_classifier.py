@@ -328,12 +328,14 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         None (real data): every release draws fresh OS entropy. A seed reproduces a fit for
         tests and studies; each site mixes it with its id and the run id.
     clip : bool, default=False
-    estimator : {"auto", "kernel", "rff"}, default="auto"
+    estimator : {"auto", "kernel", "rff", "linear"}, default="auto"
         The group-score estimator of round 1. "kernel": the paper's kernel estimate on a
         public grid (m^d nodes). "rff": D random Fourier features of the same Gaussian
         kernel released as four noisy D-vectors per site (``fairclass/_rff.py``; scales in
-        d, accepts one-hot categorical columns). "auto": kernel for at most 3 numeric
-        features without categories, else rff.
+        d, accepts one-hot categorical columns); "linear" is its other name (the scores are
+        linear in the public features φ(x); CDP-Fair's name for its scalable estimator).
+        "auto": kernel for at most 3 numeric features without categories, else rff.
+        ``estimator_`` holds the resolved name ("kernel" or "rff").
     categories : mapping or None, default=None
         ``{column index or name: [public categories]}``; those columns get ``None`` in
         ``feature_bounds`` and are one-hot encoded over the public list (rff only).

@@ -45,6 +45,10 @@ TAIL_ESTIMATORS = ("dyadic", "consistent")
 #: features of the same Gaussian kernel (``fairclass/_rff.py``; scales in d). "auto"
 #: picks the kernel grid for at most ``AUTO_KERNEL_MAX_D`` numeric features (CDP-Fair's).
 PROTOCOL_ESTIMATORS = ("kernel", "rff")
+#: Other accepted names, resolved at construction: "linear" is the design's name for the
+#: scalable group score shared with CDP-Fair's ``estimator="linear"``; in FDP-Fair it is
+#: the RFF estimator, whose group scores are linear in the public features φ(x).
+ESTIMATOR_ALIASES = {"linear": "rff"}
 #: Default number D of random Fourier features (the privacy noise of φ(x)·S̃ does not
 #: grow with D; the approximation error of the kernel falls like D^-1/2).
 DEFAULT_FEATURES_DIM = 2048
@@ -107,9 +111,10 @@ class FDPConfig:
         Grid nodes per bandwidth of the default grid.
     max_grid_nodes : int, default :data:`MAX_GRID_NODES`
         Nodes of the default grid.
-    estimator : {"kernel", "rff", "auto"}, default "kernel"
-        The group-score estimator; "auto" (resolved at construction): the kernel grid for
-        at most 3 numeric features without categories, else "rff".
+    estimator : {"kernel", "rff", "linear", "auto"}, default "kernel"
+        The group-score estimator; "linear" is another name of "rff" (scores linear in D
+        public random Fourier features); "auto" (resolved at construction): the kernel grid
+        for at most 3 numeric features without categories, else "rff".
     features_dim : int or None, default None
         D of the rff estimator (even, at most 4096); None: 2048.
     categories : mapping of column index to list, or None
@@ -250,7 +255,8 @@ def _check_rules(c: FDPConfig) -> dict[str, Any]:
 
 def _check_estimator(c: FDPConfig) -> dict[str, Any]:
     """The estimator ("auto" resolved), the feature box, the categories and D."""
-    est = _choice("estimator", c.estimator, ("auto", *PROTOCOL_ESTIMATORS))
+    est = _choice("estimator", c.estimator, ("auto", *PROTOCOL_ESTIMATORS, *ESTIMATOR_ALIASES))
+    est = ESTIMATOR_ALIASES.get(est, est)
     if est == "auto":
         fb = c.feature_bounds
         d = len(fb) if isinstance(fb, (list, tuple)) else 0
