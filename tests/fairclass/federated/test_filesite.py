@@ -1,8 +1,8 @@
 """FileSite: an FDP-Fair site reading a file out of core sends the in-memory site's messages.
 
 What is compared. A :class:`FileSite` and an in-memory :class:`Site` built from the same
-seed draw the same round-1 and round-2 noise; the in-memory site is given the file site's
-position-hash halves (its own split is a permutation). Then, with the same broadcast model:
+seed draw the same round-1 and round-2 noise and split their rows by the same position hash
+(the same halves). Then, with the same broadcast model:
 
 * round 1: kind, protocol id, sender, every field (``n_train``, σ_c, σ_f) and the noisy
   counts are *equal*; the noisy kernel sums agree to 1e-12 (the aggregated binning weights
@@ -80,7 +80,10 @@ def test_file_site_messages_equal_in_memory(tmp_path: Path, cross_fit: bool) -> 
         halves = fs.halves_in_memory()
         assert (halves[0].size, halves[1].size) == fs.half_sizes
         assert sorted(np.concatenate(halves).tolist()) == list(range(N))
-        mem._halves = halves  # the in-memory site on the file site's halves
+        # one split for both readers: the same seed gives the in-memory site the same halves
+        assert mem.split == fs.split and mem.split_entropy == fs.split_entropy
+        for got, want in zip(mem._halves, halves, strict=True):
+            np.testing.assert_array_equal(got, want)
 
         r1f, r1m = fs.round1(), mem.round1()
         _assert_same(r1f, r1m, approx=("sums",))

@@ -22,14 +22,16 @@ from dpfair.fairclass.federated import (
     decode,
     encode,
     make_protocol,
+)
+from dpfair.fairclass.federated._centre import site_dd_curve, site_dd_variance_parts
+from dpfair.fairclass.federated._keys import Signer
+from dpfair.fairclass.federated._monotone import (
+    confidence_threshold,
+    confidence_z,
     monotone_alg4,
     monotone_alg6,
     monotone_isotonic,
-    site_dd_curve,
 )
-from dpfair.fairclass.federated._centre import site_dd_variance_parts
-from dpfair.fairclass.federated._keys import Signer
-from dpfair.fairclass.federated._monotone import confidence_threshold, confidence_z
 from dpfair.fairclass.federated._protocol import depth_rule, gdp_epsilon
 from dpfair.fairclass.federated._site import flatten_levels
 from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts, node_counts
@@ -164,7 +166,8 @@ def test_roundtrip_and_tamper(messages):
     assert env.receiver == "centre" and env.round == 1 and len(env.nonce) == 32
     with pytest.raises(ProtocolError, match="truncated"):
         decode(raw[: len(raw) // 2], keys=keys)
-    tampered = raw.replace(b'"n_train":[1000', b'"n_train":[1001')
+    n1 = r1[0].fields["n_train"][0]  # the position split's half size (public, not N/2)
+    tampered = raw.replace(f'"n_train":[{n1}'.encode(), f'"n_train":[{n1 + 1}'.encode())
     assert tampered != raw
     with pytest.raises(ProtocolError, match="does not verify") as ei:
         decode(tampered, keys=keys)

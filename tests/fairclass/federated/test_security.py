@@ -17,13 +17,10 @@ from dpfair._errors import InvalidParameterError
 from dpfair.fairclass.datasets import simulate
 from dpfair.fairclass.federated import ProtocolError, Site, make_protocol
 from dpfair.fairclass.federated._centre import plausibility_k
+from dpfair.fairclass.federated._config import MAX_AXIS_NODES, MAX_DEPTH
 from dpfair.fairclass.federated._keys import Signer
 from dpfair.fairclass.federated._messages import decode, encode
-from dpfair.fairclass.federated._protocol import (
-    MAX_AXIS_NODES,
-    MAX_DEPTH,
-    ProtocolConfig,
-)
+from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import mixed_seed
 
 N = 400

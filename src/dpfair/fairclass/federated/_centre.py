@@ -394,6 +394,94 @@ class Centre:
         return self.model_
 
     # ------------------------------------------------------------------ round 2
+    def _check_round2(
+        self, sid: str, msg: Envelope
+    ) -> tuple[NDArray[np.float64], list[Any], float]:
+        """A site's round-2 trees, half sizes and σ_t, checked against the setup (depth,
+        σ_t, N_s) and for plausibility; a bad message names the site and the field."""
+        cfg = self.config
+        nf, depth = cfg.n_folds, cfg.depth
+        plan = cfg.plan(sid)
+        got_depth = msg.get("depth", int)
+        if got_depth != depth:
+            raise ProtocolError(
+                sid,
+                "fields.depth",
+                f"tree depth M = {got_depth} but the setup fixes M = {depth}: trees over "
+                "different grids cannot be combined.",
+            )
+        sig = msg.number("sigma_tree", positive=True)
+        if not _close(sig, plan.sigma_tree):
+            raise ProtocolError(
+                sid,
+                "fields.sigma_tree",
+                f"{sig!r} differs from {plan.sigma_tree!r} derived from the setup.",
+            )
+        n_cal = msg.get("n_cal", list)
+        if not _half_sizes_ok(n_cal, nf, cfg.site(sid).n):
+            raise ProtocolError(sid, "fields.n_cal", f"{n_cal!r} does not match N_s.")
+        trees = msg.array("trees", (nf, 2, (1 << (depth + 1)) - 1))
+        kk = plausibility_k(trees.size)
+        for k in range(nf):
+            _check_plausible(
+                sid, "trees", trees[k], 0.0, float(n_cal[k]), sig, kk,
+                f"each tree node of fold {k + 1} (a count of {int(n_cal[k])} "
+                "calibration rows)",
+            )
+        return trees, n_cal, sig
+
+    def _fold_threshold(
+        self,
+        k: int,
+        taus: NDArray[np.float64],
+        curve: NDArray[np.float64],
+        sd: NDArray[np.float64],
+        om: float,
+    ) -> tuple[float, dict[str, Any]]:
+        """τ̂ of fold ``k`` from its combined DD curve (post-processing) and its diagnostics."""
+        cfg = self.config
+        target = cfg.alpha - cfg.alpha_margin
+        zero = taus.size // 2
+        if cfg.threshold_rule == "confidence":
+            # The raw combined curve (exact sd known pointwise); its monotone envelopes
+            # are the correction (see confidence_threshold). ω is not used.
+            z = confidence_z(cfg.fail_prob, cfg.n_folds)
+            cs = confidence_threshold(taus, curve, sd, target, z)
+            return cs.tau, {
+                "fold": k + 1,
+                "tau": cs.tau,
+                "rule": "confidence",
+                "outcome": cs.outcome,
+                "dd_at_tau": cs.dd_at_tau,
+                "sd_at_tau": cs.sd_at_tau,
+                "upper_at_tau": cs.upper,
+                "lower_at_tau": cs.lower,
+                "z": z,
+                "dd_at_zero": float(curve[zero]),
+                "sd_at_zero": float(sd[zero]),
+            }
+        res = correct(curve, cfg.correction, om)
+        if not res.feasible or res.values is None:
+            raise ProtocolError(
+                "centre",
+                "correction",
+                f"Algorithm 4 is infeasible for fold {k + 1} (first violation at grid "
+                f"index {res.first_violation}, omega = {om:.4g}): no non-increasing "
+                "sequence within the band exists. Use correction='alg6' (the paper's "
+                "practical variant), a larger c_omega, or more data.",
+            )
+        search = grid_threshold(taus, res.values, target, cfg.tolerance)
+        return search.tau, {
+            "fold": k + 1,
+            "tau": search.tau,
+            "rule": "paper",
+            "outcome": search.outcome,
+            "dd_at_tau": search.dd_at_tau,
+            "dd_at_zero": float(res.values[zero]),
+            "correction": res.method,
+            "monotone": res.monotone,
+        }
+
     def finalize(self, messages: list[Envelope], model: Envelope | None = None) -> Envelope:
         """Validate every ``round2`` message, search τ̂ and return the ``released_model``.
 
@@ -425,7 +513,6 @@ class Centre:
             score_arrays = {"eta": eta, "pi": pi}
         by_site = self._collect(messages, "round2")
         nf, depth = cfg.n_folds, cfg.depth
-        n_nodes = (1 << (depth + 1)) - 1
         mu = cfg.weights()
         taus = cfg.tau_grid()
         curves = np.zeros((nf, taus.size))
@@ -433,94 +520,22 @@ class Centre:
         n_cal_all, eps2, deltas, privacy = [], [], [], {}
         for w, sid in zip(mu, cfg.site_ids, strict=True):
             msg = by_site[sid]
-            plan = cfg.plan(sid)
-            spec = cfg.site(sid)
-            got_depth = msg.get("depth", int)
-            if got_depth != depth:
-                raise ProtocolError(
-                    sid,
-                    "fields.depth",
-                    f"tree depth M = {got_depth} but the setup fixes M = {depth}: trees over "
-                    "different grids cannot be combined.",
-                )
-            sig = msg.number("sigma_tree", positive=True)
-            if not _close(sig, plan.sigma_tree):
-                raise ProtocolError(
-                    sid,
-                    "fields.sigma_tree",
-                    f"{sig!r} differs from {plan.sigma_tree!r} derived from the setup.",
-                )
-            n_cal = msg.get("n_cal", list)
-            if not _half_sizes_ok(n_cal, nf, spec.n):
-                raise ProtocolError(sid, "fields.n_cal", f"{n_cal!r} does not match N_s.")
-            trees = msg.array("trees", (nf, 2, n_nodes))
-            kk = plausibility_k(trees.size)
-            for k in range(nf):
-                _check_plausible(
-                    sid, "trees", trees[k], 0.0, float(n_cal[k]), sig, kk,
-                    f"each tree node of fold {k + 1} (a count of {int(n_cal[k])} "
-                    "calibration rows)",
-                )
+            trees, n_cal, sig = self._check_round2(sid, msg)
             for k in range(nf):
                 dd_s, _, var_s = site_dd_terms(trees[k], depth, sig, cfg.tail)
                 curves[k] += w * dd_s
                 variances[k] += w * w * var_s
+            spec = cfg.site(sid)
             n_cal_all.append(float(np.mean(n_cal)))
-            eps2.append(plan.round2_epsilon(spec.delta))
+            eps2.append(cfg.plan(sid).round2_epsilon(spec.delta))
             deltas.append(spec.delta)
             priv = msg.fields.get("privacy")
             privacy[sid] = priv if isinstance(priv, dict) else {}
         om = omega(cfg.c_omega, mu, n_cal_all, eps2, deltas, depth, cfg.eta_fail)
-        target = cfg.alpha - cfg.alpha_margin
         sds = np.sqrt(variances)
-        z = confidence_z(cfg.fail_prob, nf)
-        taus_out, diags = [], []
-        for k in range(nf):
-            if cfg.threshold_rule == "confidence":
-                # The raw combined curve (exact sd known pointwise); its monotone envelopes
-                # are the correction (see confidence_threshold). ω is not used.
-                cs = confidence_threshold(taus, curves[k], sds[k], target, z)
-                taus_out.append(cs.tau)
-                diags.append(
-                    {
-                        "fold": k + 1,
-                        "tau": cs.tau,
-                        "rule": "confidence",
-                        "outcome": cs.outcome,
-                        "dd_at_tau": cs.dd_at_tau,
-                        "sd_at_tau": cs.sd_at_tau,
-                        "upper_at_tau": cs.upper,
-                        "lower_at_tau": cs.lower,
-                        "z": z,
-                        "dd_at_zero": float(curves[k][taus.size // 2]),
-                        "sd_at_zero": float(sds[k][taus.size // 2]),
-                    }
-                )
-                continue
-            res = correct(curves[k], cfg.correction, om)
-            if not res.feasible or res.values is None:
-                raise ProtocolError(
-                    "centre",
-                    "correction",
-                    f"Algorithm 4 is infeasible for fold {k + 1} (first violation at grid "
-                    f"index {res.first_violation}, omega = {om:.4g}): no non-increasing "
-                    "sequence within the band exists. Use correction='alg6' (the paper's "
-                    "practical variant), a larger c_omega, or more data.",
-                )
-            search = grid_threshold(taus, res.values, target, cfg.rho)
-            taus_out.append(search.tau)
-            diags.append(
-                {
-                    "fold": k + 1,
-                    "tau": search.tau,
-                    "rule": "paper",
-                    "outcome": search.outcome,
-                    "dd_at_tau": search.dd_at_tau,
-                    "dd_at_zero": float(res.values[taus.size // 2]),
-                    "correction": res.method,
-                    "monotone": res.monotone,
-                }
-            )
+        folds = [self._fold_threshold(k, taus, curves[k], sds[k], om) for k in range(nf)]
+        taus_out = [tau for tau, _ in folds]
+        diags = [diag for _, diag in folds]
         return Envelope(
             "released_model",
             cfg.protocol_id,

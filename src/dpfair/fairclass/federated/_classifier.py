@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -14,16 +15,17 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedError
 from dpfair._rng import as_generator
 from dpfair._warnings import UncertifiedFairnessWarning
-from dpfair.fairclass._estimators import AUTO_KERNEL_MAX_D, uncertified_message
+from dpfair.fairclass._estimators import uncertified_message
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import ReleasedFold, row_uniforms
 from dpfair.fairclass._rff import ReleasedRFFFold
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._centre import Centre
+from dpfair.fairclass.federated._config import DEFAULT_TOLERANCE, MAX_GRID_NODES, FDPConfig
 from dpfair.fairclass.federated._keys import Signer
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError, decode, encode
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
-from dpfair.fairclass.federated._site import Site
+from dpfair.fairclass.federated._site import Site, seed_of
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 from dpfair.privacy import Budget
 
@@ -193,6 +195,28 @@ def _as_list(name: str, value: Any, n_sites: int) -> list[float]:
     return vals
 
 
+#: FDPConfig fields the classifier leaves at their defaults (the default grid).
+_GRID_DEFAULTS: dict[str, Any] = {
+    "grid_shape": None,
+    "grid_resolution": 4.0,
+    "max_grid_nodes": MAX_GRID_NODES,
+}
+#: Spawn-key entry of the stream that draws a seeded in-process run's public ids.
+_IDS_STREAM = 0x1D5
+
+
+def _run_ids(seed: np.random.SeedSequence | None, rff: bool) -> tuple[str, int | None]:
+    """The in-process run id and RFF seed: fresh, or (tests and studies) from their own
+    stream of the user seed, independent of the stream ``run_protocol`` draws from."""
+    if seed is None:
+        return f"inproc-{secrets.token_hex(8)}", None
+    ids = np.random.default_rng(
+        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, _IDS_STREAM))
+    )
+    protocol_id = f"inproc-{int(ids.integers(0, 2**62)):x}"
+    return protocol_id, int(ids.integers(0, 2**62)) if rff else None
+
+
 def run_protocol(
     config: ProtocolConfig,
     data: Sequence[tuple[ArrayLike, ArrayLike, ArrayLike]],
@@ -270,8 +294,8 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         Disparity tolerance α.
     feature_bounds : sequence of (lo, hi)
         Public feature box.
-    rho : float, default=0.03
-        Tolerance band ρ of the threshold search.
+    tolerance : float, default=0.03
+        Tolerance band of the paper rule's threshold search (the paper's ρ, §5.1.2).
     c_omega : float, default=0.1
         C_ω of the monotone band ω.
     alpha_margin : float, default=0.0
@@ -285,7 +309,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         envelope D̂ + z·sd is ≤ α and the running-min lower envelope D̂ − z·sd is ≥ −α,
         with sd the exact noise sd of each grid point (from σ_t, μ_s and the released
         counts) and z from ``fail_prob``; holds |DD| ≤ α with probability ≥ 1 − β when
-        certified. "paper": monotone correction (``correction``, ω) + tolerance band ρ.
+        certified. "paper": monotone correction (``correction``, ω) + ``tolerance`` band.
     fail_prob : float, default=0.05
         β of the confidence rule (per released classifier, both folds and both sides).
     depth : int, "paper" or None, default=None
@@ -304,17 +328,31 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         None (real data): every release draws fresh OS entropy. A seed reproduces a fit for
         tests and studies; each site mixes it with its id and the run id.
     clip : bool, default=False
-    estimator : {"auto", "kernel", "rff"}, default="auto"
+    estimator : {"auto", "kernel", "rff", "linear"}, default="auto"
         The group-score estimator of round 1. "kernel": the paper's kernel estimate on a
         public grid (m^d nodes). "rff": D random Fourier features of the same Gaussian
         kernel released as four noisy D-vectors per site (``fairclass/_rff.py``; scales in
-        d, accepts one-hot categorical columns). "auto": kernel for at most 3 numeric
-        features without categories, else rff.
+        d, accepts one-hot categorical columns); "linear" is its other name (the scores are
+        linear in the public features φ(x); CDP-Fair's name for its scalable estimator).
+        "auto": kernel for at most 3 numeric features without categories, else rff.
+        ``estimator_`` holds the resolved name ("kernel" or "rff").
     categories : mapping or None, default=None
         ``{column index or name: [public categories]}``; those columns get ``None`` in
         ``feature_bounds`` and are one-hot encoded over the public list (rff only).
     features_dim : int or None, default=None
         D of the rff estimator (even, at most 4096); None: 2048.
+    rho : float or None, default=None
+        Deprecated name of ``tolerance`` (ρ means zCDP elsewhere in dpfair); accepted for
+        one release with a DeprecationWarning.
+
+    The parameters other than ``epsilon``, ``delta``, ``random_state`` and ``clip`` are
+    those of :class:`~dpfair.fairclass.federated.FDPConfig`, which ``fit`` builds from them
+    (validated there, once) and passes to
+    :func:`~dpfair.fairclass.federated.make_protocol`; :meth:`from_config` goes the other
+    way. With an int or SeedSequence ``random_state``, ``fit`` releases exactly what
+    ``run_protocol(make_protocol(sites, config_, protocol_id=protocol_.protocol_id,
+    rff_seed=…), data, random_state=random_state)`` releases (sites ``site-1``, … with
+    the rows of each X and the given ε_s, δ_s).
 
     Attributes
     ----------
@@ -335,6 +373,9 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     thresholds_ : list of dict
         Per fold: τ̂, the rule, its outcome and diagnostics.
     protocol_ : ProtocolConfig
+        The signed setup of the run (public).
+    config_ : FDPConfig
+        The public choices the setup was built from.
 
     Notes
     -----
@@ -351,7 +392,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         delta: Any = 1e-5,
         alpha: float = 0.1,
         feature_bounds: Any = None,
-        rho: float = 0.03,
+        tolerance: float = DEFAULT_TOLERANCE,
         c_omega: float = 0.1,
         alpha_margin: float = 0.0,
         correction: str = "alg6",
@@ -369,12 +410,13 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         estimator: str = "auto",
         categories: Any = None,
         features_dim: int | None = None,
+        rho: float | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
         self.feature_bounds = feature_bounds
-        self.rho = rho
+        self.tolerance = tolerance
         self.c_omega = c_omega
         self.alpha_margin = alpha_margin
         self.correction = correction
@@ -392,6 +434,58 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.estimator = estimator
         self.categories = categories
         self.features_dim = features_dim
+        self.rho = rho
+
+    @classmethod
+    def from_config(
+        cls,
+        config: FDPConfig,
+        *,
+        epsilon: Any = 1.0,
+        delta: Any = 1e-5,
+        random_state: Any = None,
+        clip: bool = False,
+    ) -> FDPFairClassifier:
+        """The classifier whose ``fit`` builds exactly ``config`` (with each site's budget).
+
+        Raises
+        ------
+        InvalidParameterError
+            ``config`` sets ``grid_shape``, ``grid_resolution`` or ``max_grid_nodes``, which
+            the classifier leaves at their defaults (use :func:`make_protocol` and
+            :func:`run_protocol` for a custom grid).
+        """
+        if not isinstance(config, FDPConfig):
+            raise InvalidParameterError(f"config={config!r}: expected an FDPConfig.")
+        custom = [
+            name for name, default in _GRID_DEFAULTS.items() if getattr(config, name) != default
+        ]
+        if custom:
+            raise InvalidParameterError(
+                f"config: {custom} are not FDPFairClassifier parameters (it uses the default "
+                "grid); build the setup with make_protocol and run it with run_protocol."
+            )
+        params = {
+            f.name: getattr(config, f.name)
+            for f in fields(FDPConfig)
+            if f.name not in _GRID_DEFAULTS
+        }
+        params["categories"] = {j: list(v) for j, v in config.categories} or None
+        return cls(epsilon=epsilon, delta=delta, random_state=random_state, clip=clip, **params)
+
+    def fdp_config(self, X0: Any = None) -> FDPConfig:
+        """The :class:`FDPConfig` of this classifier's parameters (validated).
+
+        ``X0`` (the first site's X) resolves ``categories`` given by column name.
+        """
+        params = {
+            f.name: getattr(self, f.name)
+            for f in fields(FDPConfig)
+            if f.name not in _GRID_DEFAULTS
+        }
+        params["categories"] = self._category_indices(X0)
+        params["rho"] = self.rho
+        return FDPConfig.from_params(params, where="FDPFairClassifier", stacklevel=4)
 
     def fit(
         self,
@@ -427,49 +521,28 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
             SiteSpec(f"site-{i + 1}", int(np.shape(X[i])[0]), eps[i], dls[i])
             for i in range(n_sites)
         ]
-        rng = as_generator(self.random_state, name="random_state")
-        est = self._resolve_estimator(X)
-        cats = self._category_indices(X[0]) if est == "rff" else self.categories
-        cfg = make_protocol(
-            specs,
-            feature_bounds=self.feature_bounds,
-            alpha=self.alpha,
-            alpha_margin=self.alpha_margin,
-            rho=self.rho,
-            c_omega=self.c_omega,
-            eta_fail=self.eta_fail,
-            correction=self.correction,
-            tail=self.tail,
-            threshold_rule=self.threshold_rule,
-            fail_prob=self.fail_prob,
-            cross_fit=self.cross_fit,
-            s1_share=self.s1_share,
-            count_share=self.count_share,
-            bandwidth=self.bandwidth,
-            depth=self.depth,
-            protocol_id=f"inproc-{int(rng.integers(0, 2**62)):x}",
-            estimator=est,
-            features_dim=self.features_dim if est == "rff" else None,
-            rff_seed=int(rng.integers(0, 2**62)) if est == "rff" else None,
-            categories=cats,
-        )
+        config = self.fdp_config(X[0])
+        seed = seed_of(self.random_state)
+        protocol_id, rff_seed = _run_ids(seed, config.is_rff)
+        cfg = make_protocol(specs, config, protocol_id=protocol_id, rff_seed=rff_seed)
         for i in range(n_sites):
             check_binary("y", y[i], n_samples=int(np.shape(X[i])[0]))
         final, sites = run_protocol(
             cfg,
             list(zip(X, y, sensitive_features, strict=True)),
-            random_state=None if self.random_state is None else rng,
+            random_state=seed,
             clip=bool(self.clip),
         )
         model = FederatedModel.from_envelope(final)
         self.protocol_ = cfg
+        self.config_ = config
         self.released_model_ = final
         self.model_ = model
         self.tau_ = np.array([f.tau for f in model.folds])
         self.pi_ = np.vstack([f.pi for f in model.folds])
         self.classes_ = np.array([0, 1])
         self.n_features_in_ = len(cfg.feature_bounds)
-        self.estimator_ = est
+        self.estimator_ = config.estimator
         self.site_privacy_ = {s.site_id: s.ledger.to_dict() for s in sites}
         spent = [s.ledger.spent for s in sites]
         self.privacy_spent_ = Budget.approx(
@@ -489,27 +562,10 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
             )
         return self
 
-    def _resolve_estimator(self, X: Sequence[ArrayLike]) -> str:
-        kind = self.estimator
-        if kind not in ("auto", "kernel", "rff"):
-            raise InvalidParameterError(
-                f"estimator={kind!r}: expected 'auto' (kernel grid for d <= "
-                f"{AUTO_KERNEL_MAX_D} numeric features, else rff), 'kernel' or 'rff'."
-            )
-        if kind == "kernel" and self.categories:
-            raise InvalidParameterError(
-                "categories: the kernel estimator needs numeric features on a grid; use "
-                "estimator='rff' (or 'auto') for one-hot categorical columns."
-            )
-        if kind == "auto":
-            d = int(np.shape(X[0])[1]) if np.ndim(X[0]) == 2 else 0
-            return "kernel" if (not self.categories and 1 <= d <= AUTO_KERNEL_MAX_D) else "rff"
-        return str(kind)
-
     def _category_indices(self, X0: Any) -> dict[int, list[Any]] | None:
         """``categories`` keyed by column index (names resolved with the first site's X)."""
-        if not self.categories:
-            return None
+        if not self.categories or self.estimator == "kernel":
+            return self.categories or None
         if not isinstance(self.categories, dict):
             raise InvalidParameterError(
                 "categories: expected a mapping {column: [public categories]}."

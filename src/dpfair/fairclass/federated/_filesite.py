@@ -5,11 +5,11 @@ differences are *how the site's rows are read*; every noise draw, every ledger c
 every message field is produced by the inherited ``round1``/``round2`` code, unchanged.
 
 * **Split.** Row number i (0-based position in the file; DuckDB's ``file_row_number``)
-  goes to half :meth:`PositionSplit.half_of(i) <dpfair.fairclass._split.PositionSplit>`,
-  whose coefficients are drawn from the same seed stream the in-memory site uses for its
-  permutation. Data-independent; half sizes are functions of (N_s, seed), hence public;
-  a replaced record keeps its position and its half — exactly what the in-memory
-  permutation split provides (``docs/proofs/fairclass_fdp_fair.md``).
+  goes to half :meth:`PositionSplit.half_of(i) <dpfair.fairclass._split.PositionSplit>`
+  (:func:`~dpfair.fairclass.federated._site.split_of`): the in-memory site's split, so
+  the same entropy gives the same halves whichever reader runs. Data-independent; half
+  sizes are functions of (N_s, seed), hence public; a replaced record keeps its position
+  and its half (``docs/proofs/fairclass_fdp_fair.md``).
 * **Round 1.** Per training half, :func:`dpfair.fairclass.aggregate.kernel_grid_weights`
   aggregates the per-(group, label) linear-binning weights W on the public grid; the four
   kernel sums are F = K·W and the group-1 count comes from the same pass. These are the
@@ -38,21 +38,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
+from dpfair._sqlpath import scan_sql
 from dpfair.fairclass._model import ReleasedFold
-from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass.aggregate import kernel_grid_weights
+from dpfair.fairclass.federated._fileio import connect, file_order_parquet, quote
 from dpfair.fairclass.federated._messages import ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
 from dpfair.fairclass.federated._site import (
-    _HALVES,
-    MIN_GROUP_ROWS_PER_HALF,
     Site,
+    check_half_groups,
     check_site_labels,
     score_leaf_counts,
     seed_of,
     split_entropy_of,
+    split_of,
 )
-from dpfair.fairclass.outofcore import _as_parquet, _connect, _lit, _quote
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 
 __all__ = ["FileSite"]
@@ -156,14 +156,12 @@ class FileSite(Site):
         self.split_entropy = split_entropy_of(
             self._seed, site_id, config.protocol_id, split_entropy
         )
-        self.split = PositionSplit.from_rng(
-            np.random.default_rng(np.random.SeedSequence(self.split_entropy))
-        )
+        self.split = split_of(self.split_entropy)
 
         self._stack = ExitStack()
         try:
             self._pq, self.converted_csv = self._stack.enter_context(
-                _as_parquet(
+                file_order_parquet(
                     p,
                     [*names, self._target, self._sensitive],
                     memory_limit=memory_limit,
@@ -188,17 +186,11 @@ class FileSite(Site):
                 "size must match (replace-one DP assumes N_s public).",
             )
         self.half_sizes = (int(self._group_counts[0].sum()), int(self._group_counts[1].sum()))
-        for h in (0, 1):
-            for a in (0, 1):
-                c = int(self._group_counts[h, a])
-                if c < MIN_GROUP_ROWS_PER_HALF:
-                    self._stack.close()
-                    raise InsufficientDataError(
-                        f"site {site_id!r}, field 'sensitive_features': group {a} has {c} "
-                        f"row(s) in {_HALVES[h]} of the site's position split; each group "
-                        f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
-                        "cannot take part until it has more rows of that group."
-                    )
+        try:
+            check_half_groups(site_id, self._group_counts)
+        except InsufficientDataError:
+            self._stack.close()
+            raise
         if y_range[0] == y_range[1]:
             self._stack.close()
             check_site_labels(site_id, int(y_range[0]), int(y_range[1]), n)
@@ -218,15 +210,15 @@ class FileSite(Site):
 
     # ------------------------------------------------------------------ data access
     def _source(self) -> str:
-        return f"read_parquet({_lit(self._pq)}, file_row_number = true)"
+        return scan_sql(self._pq, "parquet", file_row_number=True)
 
     def _count_groups(self) -> tuple[NDArray[np.int64], tuple[float, float]]:
         """Rows per (half, group), and the smallest and largest label (same pass); any
         group value other than 0/1 is an error (labels are checked when read)."""
-        s = _quote(self._sensitive)
-        t = _quote(self._target)
+        s = quote(self._sensitive)
+        t = quote(self._target)
         half = self.split.sql("file_row_number")
-        with _connect(self._memory_limit, self._threads) as con:
+        with connect(self._memory_limit, self._threads) as con:
             try:
                 rows = con.execute(
                     f"SELECT {half} AS h, CAST({s} AS DOUBLE) AS a, count(*), "
@@ -285,13 +277,13 @@ class FileSite(Site):
         highs = np.array([hi for _, hi in self._bounds])
         half_expr = self.split.sql("file_row_number")
         cols = ", ".join(
-            [f"CAST({_quote(c)} AS DOUBLE)" for c in [*self._features, self._sensitive]]
+            [f"CAST({quote(c)} AS DOUBLE)" for c in [*self._features, self._sensitive]]
         )
         where = "" if len(want) == 2 else f"WHERE {half_expr} = {next(iter(want))}"
         sql = f"SELECT {cols}, {half_expr} AS half FROM {self._source()} {where}"
         name = self.path.name
         try:
-            with _connect(self._memory_limit, self._threads) as con:
+            with connect(self._memory_limit, self._threads) as con:
                 rel = con.sql(sql)
                 to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
                 for batch in to_reader(self._batch_rows):

@@ -5,7 +5,7 @@ Every arrow of the protocol (ALGORITHMS.md §C, paper 003 Algorithm 1) is one me
 ========================  ==========  ==========  =====  =======================================
 kind                      sender      receiver    round  content
 ========================  ==========  ==========  =====  =======================================
-``setup``                 centre      all         0      public parameters (grid, M, α, ρ, …) and
+``setup``                 centre      all         0      public parameters (grid, M, α, band, …) and
                                                          every party's pinned public key
 ``round1``                site s      centre      1      ñ_{s,1} and the four noisy sums F̃_{a,y}
 ``model``                 centre      all         1      aggregated η̃_a on the grid and π̃_a
@@ -20,7 +20,7 @@ Fourier feature sums, and ``model``/``released_model`` carry ``coef`` (aggregate
 
 Document (schema ``dpfair.fdp``, version :data:`SCHEMA_VERSION`), canonical JSON::
 
-    {"body": {"schema": "dpfair.fdp", "version": 2, "kind": "round1", "protocol_id": "…",
+    {"body": {"schema": "dpfair.fdp", "version": 3, "kind": "round1", "protocol_id": "…",
               "round": 1, "sender": "h1", "receiver": "centre", "nonce": "<32 hex>",
               "fields": {…JSON scalars and lists…},
               "arrays": {"sums": {"dtype": "<f8", "shape": [1, 33, 33, 2, 2], "b64": "…"}}},
@@ -91,7 +91,12 @@ __all__ = [
 ]
 
 SCHEMA_NAME = "dpfair.fdp"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: Older versions this release still reads, with each kind's renamed fields (old → new).
+#: Version 3 renamed the setup's tolerance band ``rho`` → ``tolerance`` (ρ means zCDP
+#: elsewhere in dpfair); nothing else changed, so a version-2 document is read as the same
+#: message under the new name. Every message this release writes is version 3.
+LEGACY_FIELDS: dict[int, dict[str, dict[str, str]]] = {2: {"setup": {"rho": "tolerance"}}}
 KINDS = ("setup", "round1", "model", "round2", "released_model")
 #: The protocol round of each kind (part of the signed body).
 ROUNDS = {"setup": 0, "round1": 1, "model": 1, "round2": 2, "released_model": 2}
@@ -142,7 +147,7 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "depth",
                 "alpha",
                 "alpha_margin",
-                "rho",
+                "tolerance",
                 "c_omega",
                 "eta_fail",
                 "correction",
@@ -508,12 +513,14 @@ def decode(
     if body.get("schema") != SCHEMA_NAME:
         raise ProtocolError(who, "schema", f"{body.get('schema')!r} in {source}; expected "
                             f"{SCHEMA_NAME!r}.")
-    if body.get("version") != SCHEMA_VERSION:
+    version = body.get("version")
+    if isinstance(version, bool) or (version != SCHEMA_VERSION and version not in LEGACY_FIELDS):
         raise ProtocolError(
             who,
             "version",
-            f"schema version {body.get('version')!r} in {source}, but this dpfair reads "
-            f"version {SCHEMA_VERSION}: run every party with the same dpfair release.",
+            f"schema version {version!r} in {source}, but this dpfair reads versions "
+            f"{sorted({SCHEMA_VERSION, *LEGACY_FIELDS})}: run every party with the same "
+            "dpfair release.",
         )
     if set(body) != _BODY_KEYS:
         odd = sorted(set(body) ^ _BODY_KEYS)
@@ -574,6 +581,7 @@ def decode(
     fields, array_specs = body["fields"], body["arrays"]
     if not isinstance(fields, dict) or not isinstance(array_specs, dict):
         raise ProtocolError(who, "fields", "fields and arrays must be objects.")
+    fields = _current_names(who, version, knd, fields)
     _check_schema_names(who, knd, fields, array_specs)
     declared = _declared_arrays(who, array_specs, shapes)
     arrays: dict[str, NDArray[Any]] = {}
@@ -589,6 +597,20 @@ def decode(
     return Envelope(
         knd, body["protocol_id"], who, fields, arrays, body["receiver"], body["nonce"]
     )
+
+
+def _current_names(who: str, version: int, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a (signature-verified) older document under this version's names."""
+    renamed = LEGACY_FIELDS.get(version, {}).get(kind)
+    if not renamed:
+        return fields
+    clash = sorted(set(renamed.values()) & set(fields))
+    if clash:
+        raise ProtocolError(
+            who, f"fields.{clash[0]}",
+            f"unknown field in a version-{version} {kind!r} message; refused.",
+        )
+    return {renamed.get(k, k): v for k, v in fields.items()}
 
 
 def write_message(path: str | os.PathLike[str], msg: Envelope, signer: Signer) -> Path:

@@ -183,10 +183,10 @@ class ThresholdSearch:
     index : int
         Grid index of τ̂.
     outcome : str
-        ``"zero"`` (|DD↓(0)| ≤ α' + ρ: no adjustment needed), ``"band"`` (smallest |τ| with
-        |DD↓(τ)| ∈ [α' − ρ, α' + ρ] on the needed side), ``"below_band"`` (no grid point in
-        the band; smallest |τ| with |DD↓| ≤ α' + ρ), or ``"infeasible"`` (none of those: the
-        grid point with the smallest |DD↓|).
+        ``"zero"`` (|DD↓(0)| ≤ α' + b: no adjustment needed), ``"band"`` (smallest |τ| with
+        |DD↓(τ)| ∈ [α' − b, α' + b] on the needed side, b the tolerance), ``"below_band"``
+        (no grid point in the band; smallest |τ| with |DD↓| ≤ α' + b), or ``"infeasible"``
+        (none of those: the grid point with the smallest |DD↓|).
     dd_at_tau : float
         Corrected DD at τ̂ (a released, noisy quantity).
     target : float
@@ -200,11 +200,15 @@ class ThresholdSearch:
     target: float
 
 
-def grid_threshold(taus: ArrayLike, dd: ArrayLike, alpha: float, rho: float) -> ThresholdSearch:
-    """τ̂ = argmin{|τ| : τ ∈ G, |DD↓(τ)| ∈ [α − ρ, α + ρ]} on the needed side (paper S3).
+def grid_threshold(
+    taus: ArrayLike, dd: ArrayLike, alpha: float, tolerance: float
+) -> ThresholdSearch:
+    """τ̂ = argmin{|τ| : τ ∈ G, |DD↓(τ)| ∈ [α − b, α + b]} on the needed side (paper S3).
+
+    b is the ``tolerance`` band (the paper's ρ; renamed because ρ means zCDP in dpfair).
 
     The needed side is where DD moves towards 0: τ > 0 if DD↓(0) > 0, τ < 0 otherwise.
-    If |DD↓(0)| ≤ α + ρ the answer is τ̂ = 0 (the unconstrained classifier already meets the
+    If |DD↓(0)| ≤ α + b the answer is τ̂ = 0 (the unconstrained classifier already meets the
     tolerance). ``taus`` must be increasing and contain 0.
     """
     t = np.asarray(taus, dtype=np.float64)
@@ -213,14 +217,14 @@ def grid_threshold(taus: ArrayLike, dd: ArrayLike, alpha: float, rho: float) -> 
     if zero.size != 1 or t.shape != f.shape:
         raise InvalidParameterError("grid_threshold: the grid must contain 0 exactly once.")
     j0 = int(zero[0])
-    if abs(f[j0]) <= alpha + rho:
+    if abs(f[j0]) <= alpha + tolerance:
         return ThresholdSearch(0.0, j0, "zero", float(f[j0]), alpha)
     side = t > 0 if f[j0] > 0 else t < 0
     absd = np.abs(f)
     order = np.argsort(np.abs(t), kind="stable")
     for mask, outcome in (
-        (side & (absd >= alpha - rho) & (absd <= alpha + rho), "band"),
-        (side & (absd <= alpha + rho), "below_band"),
+        (side & (absd >= alpha - tolerance) & (absd <= alpha + tolerance), "band"),
+        (side & (absd <= alpha + tolerance), "below_band"),
     ):
         hits = order[mask[order]]
         if hits.size:

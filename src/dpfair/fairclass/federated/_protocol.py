@@ -34,13 +34,17 @@ allocated; a setup over a limit is refused): at most :data:`MAX_SITES` sites, a 
 most :data:`MAX_GRID_NODES` nodes and :data:`MAX_AXIS_NODES` per axis (each axis holds a
 dense g×g kernel matrix and its root: a 1-D grid of 2^18 nodes would need 512 GiB), a
 bandwidth in [:data:`MIN_BANDWIDTH`, 10] and a tree depth M ≤ :data:`MAX_DEPTH`. Message
-sizes follow from these (:meth:`ProtocolConfig.message_limit`).
+sizes follow from these (:meth:`ProtocolConfig.message_limit`). The run's public choices
+are an :class:`~dpfair.fairclass.federated.FDPConfig` (``_config.py``, validated there);
+:func:`make_protocol` adds the sites and resolves the defaults that need them.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +54,9 @@ from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import bandwidth_rule
-from dpfair.fairclass._rff import MAX_FEATURES_DIM, RFF_SENSITIVITY, rff_frequencies
-from dpfair.fairclass._validation import check_alpha, check_budget, check_feature_bounds
+from dpfair.fairclass._rff import RFF_SENSITIVITY, rff_frequencies
+from dpfair.fairclass._validation import check_budget
+from dpfair.fairclass.federated._config import MAX_AXIS_NODES, MAX_DEPTH, FDPConfig
 from dpfair.fairclass.federated._keys import parse_public_key
 from dpfair.fairclass.federated._messages import (
     CENTRE,
@@ -59,7 +64,6 @@ from dpfair.fairclass.federated._messages import (
     Envelope,
     ProtocolError,
 )
-from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 from dpfair.mechanisms.gaussian_calibration import (
     approx_dp_sigma_target,
     check_delta_form,
@@ -70,33 +74,27 @@ from dpfair.privacy import Budget, Ledger, LedgerRecord
 from dpfair.privacy import gdp_epsilon as _engine_gdp_epsilon
 
 __all__ = [
+    "FDPConfig",
     "ProtocolConfig",
     "SiteLedger",
     "SitePlan",
     "SiteSpec",
+    "check_sites",
+    "default_bandwidth",
+    "default_grid_shape",
     "depth_rule",
     "effective_size",
     "gdp_epsilon",
     "make_protocol",
+    "resolve_depth",
     "site_plan",
 ]
 
-TAIL_ESTIMATORS = ("dyadic", "consistent")
-#: Group-score estimators of the protocol: the kernel grid (paper) or random Fourier
-#: features of the same Gaussian kernel (``fairclass/_rff.py``; scales in d).
-PROTOCOL_ESTIMATORS = ("kernel", "rff")
-#: Default number D of random Fourier features (the privacy noise of φ(x)·S̃ does not
-#: grow with D; the approximation error of the kernel falls like D^-1/2).
-DEFAULT_FEATURES_DIM = 2048
-#: Scale of the RFF default bandwidth (see make_protocol).
+#: Scale of the RFF default bandwidth (see :func:`default_bandwidth`).
 RFF_BANDWIDTH_FACTOR = 0.85
-
-#: Public resource limits (module docstring).
+#: Public limit on the number of sites (the grid, bandwidth and depth limits are
+#: :mod:`~dpfair.fairclass.federated._config`'s).
 MAX_SITES = 1000
-MAX_GRID_NODES = 2**18
-MAX_AXIS_NODES = 2048
-MAX_DEPTH = 20
-MIN_BANDWIDTH = 1e-4
 _PARTY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 _RESERVED_IDS = (CENTRE, "all")
 
@@ -297,8 +295,10 @@ class ProtocolConfig:
         Nodes per axis of the public grid on [0, 1]^d.
     depth : int
         Tree depth M (2^M bins on [−1, 1]).
-    alpha, alpha_margin, rho, c_omega, eta_fail : float
-        α, the margin (target α − margin), the tolerance band ρ, C_ω, and η of ω.
+    alpha, alpha_margin, tolerance, c_omega, eta_fail : float
+        α, the margin (target α − margin), the tolerance band of the paper's threshold
+        search (the paper's ρ; setup field ``tolerance`` since schema version 3), C_ω,
+        and η of ω.
     correction : str
         "alg6", "alg4", "isotonic" or "none".
     tail : str
@@ -307,7 +307,7 @@ class ProtocolConfig:
     s1_share, count_share : float
     threshold_rule : str
         "confidence" (default: certified set of the pointwise confidence envelopes) or
-        "paper" (monotone correction + tolerance band ρ).
+        "paper" (monotone correction + tolerance band).
     fail_prob : float
         β of the confidence rule: P(population |DD| > α) ≤ β (up to the approximations
         stated in ``docs/proofs/fairclass_fdp_fair.md``) whenever the outcome is certified.
@@ -325,7 +325,7 @@ class ProtocolConfig:
     depth: int
     alpha: float
     alpha_margin: float
-    rho: float
+    tolerance: float
     c_omega: float
     eta_fail: float
     correction: str
@@ -345,6 +345,43 @@ class ProtocolConfig:
     def is_rff(self) -> bool:
         """True for the random-Fourier-feature estimator."""
         return self.estimator == "rff"
+
+    @property
+    def rho(self) -> float:
+        """Deprecated name of :attr:`tolerance` (ρ means zCDP elsewhere in dpfair)."""
+        warnings.warn(
+            "ProtocolConfig.rho is deprecated and will be removed in the next release; use "
+            ".tolerance.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.tolerance
+
+    def fdp_config(self) -> FDPConfig:
+        """The run's public choices with this setup's resolved depth, bandwidth and grid:
+        ``make_protocol(self.sites, self.fdp_config(), protocol_id=…, keys=…,
+        rff_seed=…)`` rebuilds this setup."""
+        return FDPConfig(
+            feature_bounds=self.feature_bounds,
+            alpha=self.alpha,
+            alpha_margin=self.alpha_margin,
+            tolerance=self.tolerance,
+            c_omega=self.c_omega,
+            eta_fail=self.eta_fail,
+            correction=self.correction,
+            tail=self.tail,
+            threshold_rule=self.threshold_rule,
+            fail_prob=self.fail_prob,
+            cross_fit=self.cross_fit,
+            s1_share=self.s1_share,
+            count_share=self.count_share,
+            depth=self.depth,
+            bandwidth=self.bandwidth,
+            grid_shape=None if self.is_rff else self.grid_shape,
+            estimator=self.estimator,
+            features_dim=self.features_dim if self.is_rff else None,
+            categories=self.categories,
+        )
 
     def function_sensitivity(self) -> float:
         """L2 sensitivity of the round-1 function sums (√2 kernel, 2 RFF)."""
@@ -476,7 +513,7 @@ class ProtocolConfig:
                 "depth": self.depth,
                 "alpha": self.alpha,
                 "alpha_margin": self.alpha_margin,
-                "rho": self.rho,
+                "tolerance": self.tolerance,
                 "c_omega": self.c_omega,
                 "eta_fail": self.eta_fail,
                 "correction": self.correction,
@@ -508,81 +545,15 @@ class ProtocolConfig:
         """Validate a ``setup`` message."""
         if env.kind != "setup":
             raise ProtocolError(env.sender, "kind", f"expected 'setup', got {env.kind!r}.")
-        raw_sites = env.get("sites", list)
-        if not 1 <= len(raw_sites) <= MAX_SITES:
-            raise ProtocolError(
-                env.sender, "fields.sites", f"{len(raw_sites)} sites; the limit is {MAX_SITES}."
-            )
-        sites = []
-        for i, s in enumerate(raw_sites):
-            ok = (
-                isinstance(s, dict)
-                and set(s) == {"site_id", "n", "epsilon", "delta"}
-                and isinstance(s["site_id"], str)
-                and isinstance(s["n"], int)
-                and not isinstance(s["n"], bool)
-                and all(
-                    isinstance(s[k], (int, float)) and not isinstance(s[k], bool)
-                    for k in ("epsilon", "delta")
-                )
-            )
-            if not ok:
-                raise ProtocolError(
-                    env.sender,
-                    f"fields.sites[{i}]",
-                    "malformed (exactly site_id: str, n: int, epsilon, delta: numbers).",
-                )
-            sites.append(SiteSpec(s["site_id"], s["n"], float(s["epsilon"]), float(s["delta"])))
-        grid_shape = env.get("grid_shape", list)
-        est = env.get("estimator", str) if "estimator" in env.fields else "kernel"
-        rff_kw: dict[str, Any] = {}
-        if est == "rff":
-            raw_cats = env.get("categories", list)
-            ok = all(
-                isinstance(c, list) and len(c) == 2 and isinstance(c[0], int)
-                and not isinstance(c[0], bool) and isinstance(c[1], list)
-                for c in raw_cats
-            )
-            if not ok:
-                raise ProtocolError(env.sender, "fields.categories", "malformed.")
-            rff_kw = {
-                "features_dim": env.get("features_dim", int),
-                "rff_seed": env.get("rff_seed", int),
-                "categories": {int(c[0]): list(c[1]) for c in raw_cats},
-            }
-        if not (
-            (est == "rff" and not grid_shape)
-            or (
-                1 <= len(grid_shape) <= 18
-                and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
-            )
-        ):
-            raise ProtocolError(env.sender, "fields.grid_shape", "malformed.")
-        raw_keys = env.get("keys", dict)
-        depth = env.get("depth", int)
         try:
+            sites = _sites_from_envelope(env)
+            config = _fdp_config_from_envelope(env)
             return make_protocol(
                 sites,
-                feature_bounds=env.get("feature_bounds", list),
-                alpha=env.number("alpha"),
-                alpha_margin=env.number("alpha_margin"),
-                rho=env.number("rho"),
-                c_omega=env.number("c_omega"),
-                eta_fail=env.number("eta_fail"),
-                correction=env.get("correction", str),
-                tail=env.get("tail", str),
-                cross_fit=env.get("cross_fit", bool),
-                s1_share=env.number("s1_share"),
-                count_share=env.number("count_share"),
-                threshold_rule=env.get("threshold_rule", str),
-                fail_prob=env.number("fail_prob"),
-                bandwidth=env.number("bandwidth", positive=True),
-                grid_shape=tuple(grid_shape) if est != "rff" else None,
-                depth=depth,
+                config,
                 protocol_id=env.protocol_id,
-                keys=raw_keys,
-                estimator=est,
-                **rff_kw,
+                keys=env.get("keys", dict),
+                rff_seed=env.get("rff_seed", int) if config.is_rff else None,
             )
         except InvalidParameterError as exc:
             if isinstance(exc, ProtocolError):
@@ -590,368 +561,276 @@ class ProtocolConfig:
             raise ProtocolError(env.sender, "fields", str(exc)) from None
 
 
-def _share(name: str, v: Any) -> float:
-    x = float(v)
-    if not 0.0 < x < 1.0:
-        raise InvalidParameterError(f"{name}={v!r}: must lie strictly between 0 and 1.")
-    return x
+def _sites_from_envelope(env: Envelope) -> list[SiteSpec]:
+    """The ``sites`` field of a setup: at most :data:`MAX_SITES` exact records."""
+    raw_sites = env.get("sites", list)
+    if not 1 <= len(raw_sites) <= MAX_SITES:
+        raise ProtocolError(
+            env.sender, "fields.sites", f"{len(raw_sites)} sites; the limit is {MAX_SITES}."
+        )
+    sites = []
+    for i, s in enumerate(raw_sites):
+        ok = (
+            isinstance(s, dict)
+            and set(s) == {"site_id", "n", "epsilon", "delta"}
+            and isinstance(s["site_id"], str)
+            and isinstance(s["n"], int)
+            and not isinstance(s["n"], bool)
+            and all(
+                isinstance(s[k], (int, float)) and not isinstance(s[k], bool)
+                for k in ("epsilon", "delta")
+            )
+        )
+        if not ok:
+            raise ProtocolError(
+                env.sender,
+                f"fields.sites[{i}]",
+                "malformed (exactly site_id: str, n: int, epsilon, delta: numbers).",
+            )
+        sites.append(SiteSpec(s["site_id"], s["n"], float(s["epsilon"]), float(s["delta"])))
+    return sites
+
+
+def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
+    """The public choices of a setup message (every field type-checked first)."""
+    grid_shape = env.get("grid_shape", list)
+    est = env.get("estimator", str) if "estimator" in env.fields else "kernel"
+    rff_kw: dict[str, Any] = {}
+    if est == "rff":
+        raw_cats = env.get("categories", list)
+        ok = all(
+            isinstance(c, list) and len(c) == 2 and isinstance(c[0], int)
+            and not isinstance(c[0], bool) and isinstance(c[1], list)
+            for c in raw_cats
+        )
+        if not ok:
+            raise ProtocolError(env.sender, "fields.categories", "malformed.")
+        rff_kw = {
+            "features_dim": env.get("features_dim", int),
+            "categories": {int(c[0]): list(c[1]) for c in raw_cats},
+        }
+    if not (
+        (est == "rff" and not grid_shape)
+        or (
+            1 <= len(grid_shape) <= 18
+            and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
+        )
+    ):
+        raise ProtocolError(env.sender, "fields.grid_shape", "malformed.")
+    return FDPConfig(
+        feature_bounds=env.get("feature_bounds", list),
+        alpha=env.number("alpha"),
+        alpha_margin=env.number("alpha_margin"),
+        tolerance=env.number("tolerance"),
+        c_omega=env.number("c_omega"),
+        eta_fail=env.number("eta_fail"),
+        correction=env.get("correction", str),
+        tail=env.get("tail", str),
+        cross_fit=env.get("cross_fit", bool),
+        s1_share=env.number("s1_share"),
+        count_share=env.number("count_share"),
+        threshold_rule=env.get("threshold_rule", str),
+        fail_prob=env.number("fail_prob"),
+        bandwidth=env.number("bandwidth", positive=True),
+        grid_shape=tuple(grid_shape) if est != "rff" else None,
+        depth=env.get("depth", int),
+        estimator=est,
+        **rff_kw,
+    )
 
 
 def make_protocol(
-    sites: list[SiteSpec] | list[tuple[str, int, float, float]],
+    sites: Sequence[SiteSpec] | Sequence[tuple[str, int, float, float]],
+    config: FDPConfig | None = None,
     *,
-    feature_bounds: Any,
-    alpha: float,
-    alpha_margin: float = 0.0,
-    rho: float = 0.03,
-    c_omega: float = 0.1,
-    eta_fail: float = 0.05,
-    correction: str = "alg6",
-    tail: str = "consistent",
-    cross_fit: bool | None = None,
-    s1_share: float = 0.5,
-    count_share: float = 0.05,
-    threshold_rule: str = "confidence",
-    fail_prob: float = 0.05,
-    bandwidth: float | None = None,
-    grid_shape: tuple[int, ...] | None = None,
-    depth: int | str | None = None,
-    grid_resolution: float = 4.0,
-    max_grid_nodes: int = MAX_GRID_NODES,
     protocol_id: str | None = None,
     keys: Any = None,
-    estimator: str = "kernel",
-    features_dim: int | None = None,
     rff_seed: int | None = None,
-    categories: Any = None,
+    **params: Any,
 ) -> ProtocolConfig:
     """Build and validate the public protocol parameters (the centre's ``setup``).
+
+    ``make_protocol(sites, FDPConfig(feature_bounds=…, alpha=…))``, or with the
+    configuration's fields as keywords: ``make_protocol(sites, feature_bounds=…, alpha=…)``
+    (the same, built by :meth:`FDPConfig.from_params`; the deprecated ``rho=`` is accepted
+    there for one release, with a DeprecationWarning). Nothing is read or released.
 
     Parameters
     ----------
     sites : list of SiteSpec or (site_id, N_s, ε_s, δ_s)
         Public size and budget of every site (replace-one DP: N_s is public).
-    feature_bounds : sequence of (lo, hi)
-        Public feature box.
-    alpha : float
-        Disparity tolerance α ∈ (0, 1).
-    alpha_margin : float, default 0
-        Target α − margin in the threshold search (paper §4.2: α − ρ keeps the population
-        disparity below α with high probability).
-    rho : float, default 0.03
-        Tolerance band ρ of the threshold search (paper §5.1.2).
-    c_omega : float, default 0.1
-        C_ω of the monotone band ω.
-    eta_fail : float, default 0.05
-        η in ω's log(M/η).
-    correction : {"alg6", "alg4", "isotonic", "none"}, default "alg6"
-    tail : {"consistent", "dyadic"}, default "consistent"
-        Tail counts from the O(M) canonical nodes (paper), or from Honaker's consistent
-        (BLUE) estimate of each tree — also post-processing, lower variance.
-    cross_fit : bool or None, default None
-        Two folds with the halves swapped; budget composed per row (module docstring).
-        None: True for the paper rule, False for the confidence rule (each fold must be
-        certified on its own, and a fold's round 2 then gets μ* instead of μ*/√2).
-    threshold_rule : {"confidence", "paper"}, default "confidence"
-    fail_prob : float in (0, 1), default 0.05
-        β of the confidence rule.
-    s1_share : float in (0, 1), default 0.5
-        Round 1's share of μ*² when cross-fitting.
-    count_share : float in (0, 1), default 0.05
-        The group count's share of round 1's μ₁².
-    bandwidth : float, optional
-        h in unit-box units; default :func:`dpfair.fairclass.bandwidth_rule` with
-        n = Σ_s ⌊N_s/2⌋ and the privacy term at the aggregate's noise level
-        (n·μ_f)_eff = 1/sqrt(Σ_s ν_s²/(n_s μ_{f,s})²) — public quantities only.
-    grid_shape, depth : optional
-        Override the grid (default :func:`dpfair.fairclass._model.make_grid`) and M
-        (default: :data:`DEFAULT_CONFIDENCE_DEPTH` for the confidence rule,
-        :func:`depth_rule` for the paper rule, capped at :data:`MAX_DEPTH`;
-        ``depth="paper"`` forces the paper's rule).
-    max_grid_nodes : int
-        Nodes of the default grid (at most :data:`MAX_GRID_NODES`; each axis at most
-        :data:`MAX_AXIS_NODES`).
+    config : FDPConfig, optional
+        The run's public choices (α, tolerance, rule, estimator, grid, …).
+    protocol_id : str, optional
+        The run id every message carries; default fresh (64 random bits).
     keys : mapping of party to public key, optional
         ``{"centre": "ed25519:…", site_id: "ed25519:…", …}`` — exactly the centre and every
         site. Required for a setup that is sent as a message.
-    estimator : {"kernel", "rff"}, default "kernel"
-        The group-score estimator: the kernel grid, or D random Fourier features of the
-        same Gaussian kernel (``fairclass/_rff.py``), which scale in d and accept one-hot
-        categorical columns. With "rff", ``feature_bounds`` has one entry per column:
-        (lo, hi) for a numeric column, None for a column listed in ``categories``.
-    features_dim : int, optional
-        D (even, at most :data:`~dpfair.fairclass._rff.MAX_FEATURES_DIM`; public limit);
-        default :data:`DEFAULT_FEATURES_DIM`.
     rff_seed : int, optional
-        Public seed of the frequencies (signed in the setup); default fresh.
-    categories : mapping of column index to list, optional
-        Public category lists of the categorical columns (JSON strings or numbers).
+        Public seed of the RFF frequencies (signed in the setup); default fresh.
+    **params
+        :class:`FDPConfig`'s fields, when ``config`` is not given.
+
+    Returns
+    -------
+    ProtocolConfig
+        With the defaults that need the sites resolved: the depth M
+        (:data:`DEFAULT_CONFIDENCE_DEPTH` for the confidence rule, :func:`depth_rule` for
+        the paper rule or ``depth="paper"``, capped at :data:`MAX_DEPTH`), the bandwidth
+        (:func:`default_bandwidth`) and the kernel grid (:func:`default_grid_shape`).
 
     Raises
     ------
     InvalidParameterError
         Any parameter out of range or over a public resource limit (module docstring).
     """
+    cfg = _as_config(config, params)
+    specs = check_sites(sites)
+    depth = resolve_depth(cfg, specs)
+    h = default_bandwidth(cfg, specs, depth) if cfg.bandwidth is None else cfg.bandwidth
+    if cfg.is_rff:
+        shape: tuple[int, ...] = ()
+    elif cfg.grid_shape is None:
+        shape = default_grid_shape(cfg, h)
+    else:
+        shape = cfg.grid_shape
+    return ProtocolConfig(
+        protocol_id=protocol_id or secrets.token_hex(8),
+        sites=specs,
+        feature_bounds=cfg.feature_bounds,
+        bandwidth=h,
+        grid_shape=shape,
+        depth=depth,
+        alpha=cfg.alpha,
+        alpha_margin=cfg.alpha_margin,
+        tolerance=cfg.tolerance,
+        c_omega=cfg.c_omega,
+        eta_fail=cfg.eta_fail,
+        correction=cfg.correction,
+        tail=cfg.tail,
+        cross_fit=bool(cfg.cross_fit),
+        s1_share=cfg.s1_share,
+        count_share=cfg.count_share,
+        threshold_rule=cfg.threshold_rule,
+        fail_prob=cfg.fail_prob,
+        keys=_check_keys(keys, [s.site_id for s in specs]),
+        estimator=cfg.estimator,
+        features_dim=int(cfg.features_dim or 0),
+        rff_seed=_check_rff_seed(rff_seed) if cfg.is_rff else 0,
+        categories=cfg.categories,
+    )
+
+
+def _as_config(config: FDPConfig | None, params: dict[str, Any]) -> FDPConfig:
+    """``config``, or an :class:`FDPConfig` from the keyword parameters (not both)."""
+    if config is None:
+        return FDPConfig.from_params(params, where="make_protocol", stacklevel=4)
+    if not isinstance(config, FDPConfig):
+        raise InvalidParameterError(
+            f"config={config!r}: expected an FDPConfig (or give its fields as keywords)."
+        )
+    if params:
+        raise InvalidParameterError(
+            f"make_protocol: give either config= or its fields as keywords, not both "
+            f"(got config and {sorted(params)}); use dataclasses.replace(config, …)."
+        )
+    return config
+
+
+def check_sites(sites: Any) -> tuple[SiteSpec, ...]:
+    """Validate the sites' public ids, sizes and budgets (at most :data:`MAX_SITES`)."""
     if not isinstance(sites, (list, tuple)) or len(sites) > MAX_SITES:
         raise InvalidParameterError(
             f"sites: expected a list of at most {MAX_SITES} sites (public limit)."
         )
-    specs: list[SiteSpec] = []
-    for s in sites:
-        spec = s if isinstance(s, SiteSpec) else SiteSpec(*s)
-        if (
-            not isinstance(spec.site_id, str)
-            or not 1 <= len(spec.site_id) <= 64
-            or not set(spec.site_id) <= _PARTY_CHARS
-            or spec.site_id[0] in "._-"
-            or spec.site_id in _RESERVED_IDS
-        ):
-            raise InvalidParameterError(
-                f"site id {spec.site_id!r}: expected 1-64 letters, digits, '.', '_' or '-' "
-                f"(starting with a letter or digit), not one of {_RESERVED_IDS}."
-            )
-        if isinstance(spec.n, bool) or not isinstance(spec.n, (int, np.integer)):
-            raise InvalidParameterError(
-                f"site {spec.site_id!r}: n={spec.n!r}: expected an integer number of rows."
-            )
-        eps, dl = check_budget(spec.epsilon, spec.delta)
-        if int(spec.n) < 8:
-            raise InvalidParameterError(f"site {spec.site_id!r}: n={spec.n!r} is too small.")
-        specs.append(SiteSpec(spec.site_id, int(spec.n), eps, dl))
+    specs = tuple(_check_site(s if isinstance(s, SiteSpec) else SiteSpec(*s)) for s in sites)
     if not specs:
         raise InvalidParameterError("sites: at least one site is required.")
     ids = [s.site_id for s in specs]
     if len(set(ids)) != len(ids):
         raise InvalidParameterError(f"sites: duplicate site ids in {ids}.")
-    a, margin = check_alpha(alpha, alpha_margin)
-    for name, v in (("rho", rho), ("c_omega", c_omega)):
-        if not (math.isfinite(float(v)) and float(v) >= 0):
-            raise InvalidParameterError(f"{name}={v!r}: must be a finite number >= 0.")
-    eta_f = _share("eta_fail", eta_fail)
-    if correction not in CORRECTIONS:
-        raise InvalidParameterError(f"correction={correction!r}: expected one of {CORRECTIONS}.")
-    if threshold_rule not in THRESHOLD_RULES:
-        raise InvalidParameterError(
-            f"threshold_rule={threshold_rule!r}: expected one of {THRESHOLD_RULES}."
-        )
-    beta = _share("fail_prob", fail_prob)
-    if tail not in TAIL_ESTIMATORS:
-        raise InvalidParameterError(f"tail={tail!r}: expected one of {TAIL_ESTIMATORS}.")
-    if cross_fit is None:
-        cross_fit = threshold_rule == "paper"
-    if not isinstance(cross_fit, (bool, np.bool_)):
-        raise InvalidParameterError(f"cross_fit={cross_fit!r}: expected True or False.")
-    s1 = _share("s1_share", s1_share)
-    cs = _share("count_share", count_share)
-    if estimator not in PROTOCOL_ESTIMATORS:
-        raise InvalidParameterError(
-            f"estimator={estimator!r}: expected one of {PROTOCOL_ESTIMATORS}."
-        )
-    rff = estimator == "rff"
-    if rff:
-        fmap, dim, seed = _check_rff(feature_bounds, categories, features_dim, rff_seed)
-        d = len(fmap.bounds)
-        bounds_t: tuple[Any, ...] = fmap.bounds
-    else:
-        if categories:
-            raise InvalidParameterError(
-                "categories: the kernel estimator needs numeric features on a grid; use "
-                "estimator='rff' for one-hot categorical columns."
-            )
-        fb = np.asarray(feature_bounds, dtype=np.float64) if feature_bounds is not None else None
-        d = 0 if fb is None or fb.ndim != 2 else fb.shape[0]
-        lows, highs = check_feature_bounds(feature_bounds, max(d, 1))
-        d = lows.size
-        bounds_t = tuple(zip(lows.tolist(), highs.tolist(), strict=True))
-        dim, seed, fmap = 0, 0, None
-    sizes, epss = [s.n for s in specs], [s.epsilon for s in specs]
-    if depth is None:
-        m: Any = (
-            min(depth_rule(sizes, epss), MAX_DEPTH)
-            if threshold_rule == "paper"
-            else DEFAULT_CONFIDENCE_DEPTH
-        )
-    elif depth == "paper":
-        m = min(depth_rule(sizes, epss), MAX_DEPTH)
-    else:
-        m = depth
-    if (
-        isinstance(m, bool)
-        or not isinstance(m, (int, np.integer, float))
-        or int(m) != m
-        or not 1 <= int(m) <= MAX_DEPTH
-    ):
-        raise InvalidParameterError(
-            f"depth={depth!r}: expected an integer in [1, {MAX_DEPTH}] (public limit: a "
-            f"depth-{MAX_DEPTH} tree pair already has 2^{MAX_DEPTH + 2} nodes)."
-        )
-    m = int(m)
-    tmp_id = protocol_id or secrets.token_hex(8)
-    cfg_partial = ProtocolConfig(
-        tmp_id,
-        tuple(specs),
-        bounds_t,
-        1.0,
-        () if rff else (2,) * d,
-        m,
-        a,
-        margin,
-        float(rho),
-        float(c_omega),
-        eta_f,
-        correction,
-        tail,
-        bool(cross_fit),
-        s1,
-        cs,
-        str(threshold_rule),
-        beta,
-        estimator=str(estimator),
-    )
-    if bandwidth is None:
-        n_train = [s.n // 2 for s in specs]
-        nu = cfg_partial.weights()
-        sens = cfg_partial.function_sensitivity()
-        mu_f = [sens / cfg_partial.plan(s.site_id).sigma_function for s in specs]
-        inv = math.sqrt(
-            sum((w / (n * mf)) ** 2 for w, n, mf in zip(nu, n_train, mu_f, strict=True))
-        )
-        n_tot = sum(n_train)
-        h = bandwidth_rule(n_tot, d, (1.0 / inv) / n_tot)
-        if rff:
-            # Unit-box distances over d columns grow like sqrt(d) (a one-hot column
-            # contributes 0 or 2 to the squared distance): the per-column rule times
-            # RFF_BANDWIDTH_FACTOR·sqrt(d). The factor was set on full Adult (the data of
-            # docs/fairclass_full_adult.md, so not an out-of-sample choice): the ratio
-            # estimate collapses towards the base rate for h ≳ 1.2 there.
-            h = h * RFF_BANDWIDTH_FACTOR * math.sqrt(d)
-    else:
-        h = float(bandwidth)
-        if not (math.isfinite(h) and MIN_BANDWIDTH <= h <= 10):
-            raise InvalidParameterError(
-                f"bandwidth={bandwidth!r}: expected a number in [{MIN_BANDWIDTH:g}, 10] "
-                "(unit-box units; public limit: a bandwidth finer than the finest allowed "
-                "grid can resolve only makes the model noise)."
-            )
-    if not (isinstance(max_grid_nodes, int) and 2**d <= max_grid_nodes <= MAX_GRID_NODES):
-        raise InvalidParameterError(
-            f"max_grid_nodes={max_grid_nodes!r}: expected an integer in "
-            f"[2**d, {MAX_GRID_NODES}]."
-        )
-    if rff:
-        shape: tuple[int, ...] = ()
-    elif grid_shape is None:
-        shape = tuple(
-            min(int(g), MAX_AXIS_NODES)
-            for g in _grid_shape(d, h, grid_resolution, max_grid_nodes)
-        )
-    else:
-        shape = tuple(grid_shape)
-        if (
-            len(shape) != d
-            or not all(
-                isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in shape
-            )
-            or min(shape) < 2
-            or max(shape) > MAX_AXIS_NODES
-            or math.prod(int(g) for g in shape) > MAX_GRID_NODES
-        ):
-            raise InvalidParameterError(
-                f"grid_shape={list(grid_shape)!r}: need {d} integer axis sizes in "
-                f"[2, {MAX_AXIS_NODES}] with at most {MAX_GRID_NODES} nodes in total "
-                "(public limits, checked before anything is allocated)."
-            )
-        shape = tuple(int(g) for g in shape)
-    pinned = _check_keys(keys, [s.site_id for s in specs])
-    return ProtocolConfig(
-        tmp_id,
-        tuple(specs),
-        cfg_partial.feature_bounds,
-        h,
-        tuple(shape),
-        m,
-        a,
-        margin,
-        float(rho),
-        float(c_omega),
-        eta_f,
-        correction,
-        tail,
-        bool(cross_fit),
-        s1,
-        cs,
-        str(threshold_rule),
-        beta,
-        pinned,
-        str(estimator),
-        dim,
-        seed,
-        tuple(sorted((int(j), tuple(c)) for j, c in fmap.categories.items())) if fmap else (),
-    )
+    return specs
 
 
-def _check_rff(
-    feature_bounds: Any, categories: Any, features_dim: Any, rff_seed: Any
-) -> tuple[FeatureMap, int, int]:
-    """Validate the RFF estimator's public parameters (limits checked before allocation)."""
-    dim = DEFAULT_FEATURES_DIM if features_dim is None else features_dim
+def _check_site(spec: SiteSpec) -> SiteSpec:
     if (
-        isinstance(dim, bool)
-        or not isinstance(dim, (int, np.integer))
-        or not 2 <= int(dim) <= MAX_FEATURES_DIM
-        or int(dim) % 2
+        not isinstance(spec.site_id, str)
+        or not 1 <= len(spec.site_id) <= 64
+        or not set(spec.site_id) <= _PARTY_CHARS
+        or spec.site_id[0] in "._-"
+        or spec.site_id in _RESERVED_IDS
     ):
         raise InvalidParameterError(
-            f"features_dim={features_dim!r}: expected an even integer in "
-            f"[2, {MAX_FEATURES_DIM}] (public limit: round-1 messages carry 4·D numbers "
-            "per fold)."
+            f"site id {spec.site_id!r}: expected 1-64 letters, digits, '.', '_' or '-' "
+            f"(starting with a letter or digit), not one of {_RESERVED_IDS}."
         )
+    if isinstance(spec.n, bool) or not isinstance(spec.n, (int, np.integer)):
+        raise InvalidParameterError(
+            f"site {spec.site_id!r}: n={spec.n!r}: expected an integer number of rows."
+        )
+    eps, dl = check_budget(spec.epsilon, spec.delta)
+    if int(spec.n) < 8:
+        raise InvalidParameterError(f"site {spec.site_id!r}: n={spec.n!r} is too small.")
+    return SiteSpec(spec.site_id, int(spec.n), eps, dl)
+
+
+def resolve_depth(config: FDPConfig, specs: Sequence[SiteSpec]) -> int:
+    """The tree depth M: given, the paper's rule (capped at :data:`MAX_DEPTH`), or 8."""
+    if isinstance(config.depth, int):
+        return config.depth
+    if config.depth == "paper" or config.threshold_rule == "paper":
+        return min(depth_rule([s.n for s in specs], [s.epsilon for s in specs]), MAX_DEPTH)
+    return DEFAULT_CONFIDENCE_DEPTH
+
+
+def default_bandwidth(config: FDPConfig, specs: Sequence[SiteSpec], depth: int) -> float:
+    """The public bandwidth rule with n = Σ_s ⌊N_s/2⌋ and the aggregate's noise level.
+
+    :func:`dpfair.fairclass.bandwidth_rule` with the privacy term at
+    (n·μ_f)_eff = 1/sqrt(Σ_s ν_s²/(n_s μ_{f,s})²) — public quantities only. For random
+    Fourier features, times ``RFF_BANDWIDTH_FACTOR``·sqrt(d): unit-box distances over d
+    columns grow like sqrt(d) (a one-hot column contributes 0 or 2 to the squared distance).
+    The factor was set on full Adult (the data of docs/fairclass_full_adult.md, so not an
+    out-of-sample choice): the ratio estimate collapses towards the base rate for h ≳ 1.2.
+    """
+    sens = config.function_sensitivity()
+    w = np.array([effective_size(s.n, s.epsilon) for s in specs], dtype=np.float64)
+    nu = w / w.sum()
+    n_train = [s.n // 2 for s in specs]
+    mu_f = [
+        sens / site_plan(
+            s.epsilon, s.delta, depth, cross_fit=bool(config.cross_fit),
+            s1_share=config.s1_share, count_share=config.count_share,
+            function_sensitivity=sens,
+        ).sigma_function
+        for s in specs
+    ]
+    inv = math.sqrt(sum((v / (n * mf)) ** 2 for v, n, mf in zip(nu, n_train, mu_f, strict=True)))
+    n_tot = sum(n_train)
+    d = config.n_features
+    h = bandwidth_rule(n_tot, d, (1.0 / inv) / n_tot)
+    return h * RFF_BANDWIDTH_FACTOR * math.sqrt(d) if config.is_rff else h
+
+
+def default_grid_shape(config: FDPConfig, bandwidth: float) -> tuple[int, ...]:
+    """The default grid (:func:`dpfair.fairclass._model.make_grid`'s rule), computed
+    without building it: ⌈resolution/h⌉ + 1 nodes per axis, capped by the node limits."""
+    d = config.n_features
+    g = math.ceil(min(config.grid_resolution / bandwidth, 1e9)) + 1
+    cap = math.floor(config.max_grid_nodes ** (1.0 / d) + 1e-9)
+    return (min(max(min(g, cap), 2), MAX_AXIS_NODES),) * d
+
+
+def _check_rff_seed(rff_seed: Any) -> int:
     if rff_seed is None:
-        seed = secrets.randbits(63)
-    elif (
+        return secrets.randbits(63)
+    if (
         isinstance(rff_seed, bool)
         or not isinstance(rff_seed, (int, np.integer))
         or not 0 <= int(rff_seed) < 2**63
     ):
         raise InvalidParameterError(f"rff_seed={rff_seed!r}: expected an integer in [0, 2**63).")
-    else:
-        seed = int(rff_seed)
-    if feature_bounds is None or not isinstance(feature_bounds, (list, tuple)):
-        n_cols = 0
-    else:
-        n_cols = len(feature_bounds)
-    if not 1 <= n_cols <= 4096:
-        raise InvalidParameterError(
-            "feature_bounds: expected one entry per column — (lo, hi) for a numeric column, "
-            "None for a categorical one listed in categories."
-        )
-    if categories is not None and isinstance(categories, dict):
-        for key, vals in categories.items():
-            for c in vals:
-                if isinstance(c, bool) or not isinstance(c, (str, int, float)):
-                    raise InvalidParameterError(
-                        f"categories[{key!r}]: category {c!r} must be a string or a number "
-                        "(it is sent in the signed setup)."
-                    )
-    fmap = FeatureMap.build(feature_bounds, categories, n_cols)
-    from dpfair.fairclass._rff import MAX_MAP_WIDTH
-
-    if fmap.width > MAX_MAP_WIDTH:
-        raise InvalidParameterError(
-            f"categories: the one-hot map has {fmap.width} columns; the public limit is "
-            f"{MAX_MAP_WIDTH}."
-        )
-    return fmap, int(dim), seed
-
-
-def _grid_shape(d: int, h: float, resolution: float, max_nodes: int) -> tuple[int, ...]:
-    """The default grid's shape (:func:`dpfair.fairclass._model.make_grid`'s rule),
-    computed without building the grid."""
-    if resolution <= 0 or not math.isfinite(resolution):
-        raise InvalidParameterError(f"grid_resolution={resolution!r}: must be > 0.")
-    g = math.ceil(min(resolution / h, 1e9)) + 1
-    cap = math.floor(max_nodes ** (1.0 / d) + 1e-9)
-    return (max(min(g, cap), 2),) * d
+    return int(rff_seed)
 
 
 def _check_keys(keys: Any, site_ids: list[str]) -> tuple[tuple[str, str], ...]:

@@ -24,6 +24,15 @@ same noise, and round 2's noise is independent of round 1's. The split of the ro
 halves is data-independent and not noise: its entropy (:attr:`Site.split_entropy`) is
 what a site keeps between the two rounds' processes (in its private state file); nothing
 that determines a release's noise is kept anywhere.
+
+Split. Row i (its position in the site's data) goes to half
+:meth:`PositionSplit.half_of(i) <dpfair.fairclass._split.PositionSplit>`, the package's
+seeded position hash with coefficients drawn from the split entropy (:func:`split_of`) —
+the same split whether the rows are in memory (:class:`Site`) or in a file
+(:class:`~dpfair.fairclass.federated._filesite.FileSite`). It depends on (N_s, entropy)
+only, never on a row's values, so the halves are independent of the data, their sizes are
+public functions of (N_s, entropy), and a replace-one neighbour keeps its position and so
+its half (``docs/proofs/fairclass_fdp_fair.md``).
 """
 
 from __future__ import annotations
@@ -44,13 +53,14 @@ from dpfair.fairclass._rff import (
     rff_cell_sums,
     rff_lattice,
 )
+from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts
 
-__all__ = ["Site", "flatten_levels", "mixed_seed", "unflatten_levels"]
+__all__ = ["Site", "flatten_levels", "mixed_seed", "split_of", "unflatten_levels"]
 
 _HALVES = ("half A", "half B")
 #: Each group needs at least this many rows in each half of each site.
@@ -135,6 +145,26 @@ def split_entropy_of(
     return int.from_bytes(words.astype("<u4").tobytes(), "little")
 
 
+def split_of(split_entropy: int) -> PositionSplit:
+    """The site's data-independent split into halves (in memory and out of core alike)."""
+    return PositionSplit.from_rng(np.random.default_rng(np.random.SeedSequence(split_entropy)))
+
+
+def check_half_groups(site_id: str, counts: NDArray[np.int64]) -> None:
+    """Refuse a split with fewer than :data:`MIN_GROUP_ROWS_PER_HALF` rows of a group in a
+    half (``counts[half, group]``); a data-dependent refusal: nothing is released."""
+    for h in (0, 1):
+        for a in (0, 1):
+            c = int(counts[h, a])
+            if c < MIN_GROUP_ROWS_PER_HALF:
+                raise InsufficientDataError(
+                    f"site {site_id!r}, field 'sensitive_features': group {a} has {c} "
+                    f"row(s) in {_HALVES[h]} of the site's random split; each group "
+                    f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
+                    "cannot take part until it has more rows of that group."
+                )
+
+
 def folds_of(cross_fit: bool) -> list[tuple[int, int]]:
     """(training half, calibration half) per fold."""
     return [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
@@ -169,6 +199,8 @@ class Site:
         The site's own accountant over both rounds.
     split_entropy : int
         Entropy of the data-independent split (kept by the site between its rounds).
+    split : PositionSplit
+        The split itself (row position → half), from ``split_entropy``.
     """
 
     def __init__(
@@ -196,18 +228,13 @@ class Site:
         self.split_entropy = split_entropy_of(
             self._seed, site_id, config.protocol_id, split_entropy
         )
-        perm = np.random.default_rng(np.random.SeedSequence(self.split_entropy)).permutation(n)
-        self._halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
-        for h, rows in enumerate(self._halves):
-            for a in (0, 1):
-                c = int(np.sum(self._A[rows] == a))
-                if c < MIN_GROUP_ROWS_PER_HALF:
-                    raise InsufficientDataError(
-                        f"site {site_id!r}, field 'sensitive_features': group {a} has {c} "
-                        f"row(s) in {_HALVES[h]} of the site's random split; each group "
-                        f"needs at least {MIN_GROUP_ROWS_PER_HALF} per half. This site "
-                        "cannot take part until it has more rows of that group."
-                    )
+        self.split = split_of(self.split_entropy)
+        which = self.split.halves(n)
+        self._halves = (np.flatnonzero(which == 0), np.flatnonzero(which == 1))
+        check_half_groups(
+            site_id, np.array([np.bincount(self._A[rows], minlength=2)[:2]
+                               for rows in self._halves])
+        )
         check_site_labels(site_id, int(self._y.min()), int(self._y.max()), n)
         self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
         self._round = 0

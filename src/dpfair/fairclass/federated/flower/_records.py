@@ -36,21 +36,26 @@ def pack(payloads: Mapping[str, bytes | str]) -> RecordDict:
 
 def unpack(content: RecordDict, name: str, *, sender: str = "?") -> bytes:
     """The byte payload ``name`` of a received RecordDict."""
-    record = content.config_records.get(RECORD)
-    value = None if record is None else record.get(name)
+    value = _payload(content, name)
     if not isinstance(value, bytes):
-        raise ProtocolError(
-            sender, f"{RECORD}.{name}", "missing or not bytes in the Flower message."
-        )
+        raise _missing(sender, name, "bytes")
     return value
 
 
 def unpack_text(content: RecordDict, name: str, *, sender: str = "?") -> str:
     """The text payload ``name`` of a received RecordDict."""
-    record = content.config_records.get(RECORD)
-    value = None if record is None else record.get(name)
+    value = _payload(content, name)
     if not isinstance(value, str):
-        raise ProtocolError(
-            sender, f"{RECORD}.{name}", "missing or not text in the Flower message."
-        )
+        raise _missing(sender, name, "text")
     return value
+
+
+def _payload(content: RecordDict, name: str) -> object:
+    record = content.config_records.get(RECORD)
+    return None if record is None else record.get(name)
+
+
+def _missing(sender: str, name: str, what: str) -> ProtocolError:
+    return ProtocolError(
+        sender, f"{RECORD}.{name}", f"missing or not {what} in the Flower message."
+    )
