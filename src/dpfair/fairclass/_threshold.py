@@ -34,6 +34,7 @@ from dpfair.mechanisms.exact_choice import PieceMasses, choose_piece, exact_rate
 __all__ = [
     "SCORE_LATTICE_BINS",
     "DDSteps",
+    "ScoreHistogram",
     "ThresholdLaw",
     "ThresholdResult",
     "dd_steps",
@@ -75,6 +76,50 @@ def snap_count_noise(value: float, n_public: int) -> float:
     from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
 
     return float(snap_to_lattice(value, lattice_bits(2.0 * float(n_public) + 1e6)))
+
+
+@dataclass(frozen=True)
+class ScoreHistogram:
+    """Calibration scores rounded to the lattice (2/B)·ℤ ∩ [−1, 1], counted per group.
+
+    What S2 reads of a calibration half held out of core; its step function equals
+    :func:`dd_steps` of the lattice-rounded scores (:func:`snap_scores`, same B).
+
+    Attributes
+    ----------
+    bins : int
+        B (a power of two ≥ 2); the lattice has B + 1 points, spacing 2/B.
+    counts : ndarray of shape (2, B + 1), int64
+        counts[a, k]: rows of group a whose rounded score is −1 + 2k/B.
+    """
+
+    bins: int
+    counts: NDArray[np.int64]
+
+    @property
+    def values(self) -> NDArray[np.float64]:
+        """The lattice points −1 + 2k/B, k = 0..B (exact in floating point)."""
+        half = self.bins // 2
+        return (np.arange(self.bins + 1, dtype=np.float64) - half) * (2.0 / self.bins)
+
+    @staticmethod
+    def round_scores(z: NDArray[np.float64], bins: int) -> NDArray[np.int64]:
+        """Lattice index of each score: rint(z·B/2) + B/2, clipped to [0, B] (|z| ≤ 1)."""
+        half = bins // 2
+        k = np.rint(np.asarray(z, dtype=np.float64) * half).astype(np.int64) + half
+        return np.clip(k, 0, bins)
+
+    def group_counts(self) -> tuple[int, int]:
+        """(rows of group 1, all rows)."""
+        return int(self.counts[1].sum()), int(self.counts.sum())
+
+    def steps(self, m1: float, m0: float) -> DDSteps:
+        """DD̂ with the public denominators (:func:`dd_steps_from_counts`)."""
+        return dd_steps_from_counts(self.values, self.counts[1], self.counts[0], m1, m0)
+
+    def exact_steps(self) -> DDSteps:
+        """DD̂ with the true group sizes (the rounded scores are all there is)."""
+        return dd_steps_from_counts(self.values, self.counts[1], self.counts[0])
 
 
 @dataclass(frozen=True)
