@@ -42,7 +42,6 @@ __all__ = [
     "exact_fair_threshold",
     "loss_lattice",
     "private_fair_threshold",
-    "snap_count_noise",
     "snap_scores",
     "threshold_law",
     "threshold_law_from_steps",
@@ -69,13 +68,6 @@ def snap_scores(z: NDArray[np.float64], bins: int = SCORE_LATTICE_BINS) -> NDArr
     half = int(bins) // 2
     k = np.clip(np.rint(np.asarray(z, dtype=np.float64) * half), -half, half)
     return np.asarray(k * (2.0 / int(bins)))
-
-
-def snap_count_noise(value: float, n_public: int) -> float:
-    """Noise of a released count snapped to a public lattice, so count + noise is exact."""
-    from dpfair.mechanisms.gaussian import lattice_bits, snap_to_lattice
-
-    return float(snap_to_lattice(value, lattice_bits(2.0 * float(n_public) + 1e6)))
 
 
 @dataclass(frozen=True)
