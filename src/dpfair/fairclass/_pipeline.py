@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
+from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair.fairclass._budget import (
     KERNEL_SUM_RKHS_SENSITIVITY,
     BudgetPlan,
@@ -75,7 +75,7 @@ from dpfair.fairclass._threshold import (
     snap_scores,
     threshold_law_from_steps,
 )
-from dpfair.fairclass._validation import MIN_GROUP_ROWS
+from dpfair.fairclass._validation import check_group_table
 from dpfair.fairclass.aggregate import GridAggregate
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 from dpfair.privacy import Budget
@@ -310,26 +310,7 @@ class PipelineResult:
 
 def check_counts(counts: NDArray[np.int64]) -> None:
     """The group checks of every fit, from the (half, group, label) counts of all rows."""
-    total = counts.sum(axis=0)  # (group, label)
-    for a in (0, 1):
-        count = int(total[a].sum())
-        if count == 0:
-            raise InsufficientDataError(
-                f"sensitive_features: group {a} is empty; both groups 0 and 1 must be present "
-                "to estimate (and constrain) the demographic disparity."
-            )
-        if count < MIN_GROUP_ROWS:
-            raise InsufficientDataError(
-                f"sensitive_features: group {a} has only {count} row(s); at least "
-                f"{MIN_GROUP_ROWS} are needed (half go to each of the two fitting stages). "
-                "Collect more data for that group."
-            )
-    by_label = total.sum(axis=0)
-    if int(by_label.min()) == 0:
-        only = int(np.argmax(by_label))
-        raise InsufficientDataError(
-            f"y: all values are {only}; both outcomes 0 and 1 must occur to fit a classifier."
-        )
+    check_group_table(counts.sum(axis=0))
     if int(counts.sum(axis=2).min()) < 2:
         raise InvalidDataError(
             "sensitive_features: after the split into two halves a group has fewer than 2 "

@@ -440,6 +440,19 @@ class ThresholdLaw:
         return float(min(lo + gen.random() * (hi - lo), hi))
 
 
+def _check_law(epsilon: float, radius: float, m1: float, m0: float) -> tuple[float, float]:
+    """(ε, r) of a threshold law, validated with the public denominators."""
+    eps = float(epsilon)
+    r = float(radius)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
+    if not (r > 0 and math.isfinite(r)):
+        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
+    if not (m1 > 0 and m0 > 0):
+        raise InvalidParameterError("m1 and m0 must be > 0.")
+    return eps, r
+
+
 def threshold_law(
     z1: NDArray[np.float64],
     z0: NDArray[np.float64],
@@ -457,14 +470,7 @@ def threshold_law(
     ``base = (edges, density)``: an optional *public* piecewise-constant base density on
     [−r, r] (edges from −r to r); default the constant 1 (Lebesgue measure).
     """
-    eps = float(epsilon)
-    r = float(radius)
-    if not (eps > 0 and math.isfinite(eps)):
-        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
-    if not (r > 0 and math.isfinite(r)):
-        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
-    if not (m1 > 0 and m0 > 0):
-        raise InvalidParameterError("m1 and m0 must be > 0.")
+    eps, r = _check_law(epsilon, radius, m1, m0)
     # Scores are rounded per record to the public lattice (2/B)ℤ ∩ [−1, 1] here, whoever
     # calls (idempotent on scores the estimators already snapped): with raw scores as
     # piece edges, the point drawn inside a piece would round on a grid set by a record's
@@ -495,14 +501,7 @@ def threshold_law_from_steps(
     The out-of-core fit builds ``steps`` from score histograms
     (:func:`dd_steps_from_counts`); the law is then the same function of the curve.
     """
-    eps = float(epsilon)
-    r = float(radius)
-    if not (eps > 0 and math.isfinite(eps)):
-        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
-    if not (r > 0 and math.isfinite(r)):
-        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
-    if not (m1 > 0 and m0 > 0):
-        raise InvalidParameterError("m1 and m0 must be > 0.")
+    eps, r = _check_law(epsilon, radius, m1, m0)
     sens = 1.0 / m1 + 1.0 / m0
     b = steps.breaks
     inner = b[(b > -r) & (b < r)]
