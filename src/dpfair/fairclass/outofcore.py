@@ -94,8 +94,8 @@ from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair.data._fairclass_sql import as_parquet as _as_parquet
 from dpfair.data._fairclass_sql import connect as _connect
 from dpfair.data._fairclass_sql import count_rows, stream_batches
-from dpfair.data._fairclass_sql import literal as _lit
-from dpfair.data._io import _quote
+from dpfair.data._fairclass_sql import literal as _lit  # noqa: F401  (FDP file site)
+from dpfair.data._io import _quote  # noqa: F401  (FDP file site)
 from dpfair.fairclass._estimators import (
     CDPFairClassifier,
     fit_from_source,
@@ -109,11 +109,6 @@ from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 
 __all__ = ["FitRequest", "OutOfCoreFit", "ScoreHistogram", "fit_cdp_fair_from_file",
            "validate_request"]
-
-# Kept for the FDP file site (dpfair.fairclass.federated._filesite), which reads files the
-# same way; they live in dpfair.data._fairclass_sql.
-_COMPAT = (_as_parquet, _connect, _lit, _quote)
-
 
 @dataclass(frozen=True)
 class OutOfCoreFit:
