@@ -158,3 +158,27 @@ def test_keyword_form_still_works_and_is_deprecated(data, test_rows, files) -> N
         files["parquet"], _estimator(data, cross_fit=False), features=FEATURES, target="y",
         sensitive="a"))
     _same_release(old, new, test_rows)
+
+
+@pytest.mark.parametrize("kind", ["permutation", "position"])
+def test_attack_split_does_not_depend_on_the_data(data, kind) -> None:
+    """Attacker: replace one record (features, group and label) and look for a change in the
+    halves the pipeline reads. The split is drawn from (n, seed) alone, so a neighbour gets
+    the same halves and the replaced record stays in its half: parallel composition over the
+    halves stands."""
+    from dpfair.fairclass._pipeline import ArraySource
+    from dpfair.fairclass._split import draw_split
+
+    U2, A2, y2 = data.X.copy(), data.A.copy(), data.y.copy()
+    U2[17], A2[17], y2[17] = (0.0, 1.0), 1 - A2[17], 1 - y2[17]
+    sources = (ArraySource(data.X, data.A, data.y), ArraySource(U2, A2, y2))
+    seen = []
+    for src in sources:
+        split = draw_split(kind, np.random.default_rng(3), src.n_rows())
+        src.check_halves(split)
+        seen.append([src.rows(split, h)[1] for h in (0, 1)])  # the groups each half holds
+        assert split.labels(17, 1)[0] == draw_split(
+            kind, np.random.default_rng(3), src.n_rows()).labels(17, 1)[0]
+    for h in (0, 1):
+        differ = np.flatnonzero(seen[0][h] != seen[1][h])
+        assert differ.size <= 1  # only the replaced record's own entry can differ
