@@ -5,13 +5,16 @@ The classifiers of :mod:`dpfair.fairclass` read a file only through this module 
 :mod:`dpfair.data._io` / :mod:`dpfair._sqlpath` for paths and identifiers); nothing here
 knows a classifier. It returns plain arrays and :class:`GridAggregate`.
 
+* :func:`read_columns` — several numeric columns of a small file as float64 arrays
+  (nothing dropped silently: missing values, NaN and infinities are errors that say how
+  many, because n is public in the privacy analysis);
 * :func:`as_parquet` — the rows of a CSV/Parquet file in file order, as Parquet (a CSV is
   copied to a temporary file first; DuckDB keeps insertion order for a single-table
   ``COPY … SELECT`` while ``preserve_insertion_order = true``, which :func:`connect` sets);
 * :func:`position_half_sql`, :func:`position_half_sizes`, :func:`position_labels` — the
   split's seeded degree-3 polynomial hash of the row position mod 2^61 − 1, in SQL
   (HUGEINT arithmetic: every product is < 2^122);
-* :func:`kernel_grid_weights_sql` — the exact integer linear-binning weights of the rows
+* :func:`kernel_grid_weights` — the exact integer linear-binning weights of the rows
   per (group, label) on a public grid, in one streaming GROUP BY (module docstring of
   :mod:`dpfair.fairclass.aggregate` for exactness and privacy);
 * :func:`stream_batches` — the used columns of the rows of some halves in Arrow record
@@ -26,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 import numpy as np
@@ -39,15 +43,17 @@ from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 __all__ = [
     "MERSENNE_61",
     "GridAggregate",
+    "HalfSql",
     "as_parquet",
     "check_numeric_columns",
     "connect",
     "count_rows",
-    "kernel_grid_weights_sql",
+    "kernel_grid_weights",
     "literal",
     "position_half_sizes",
     "position_half_sql",
     "position_labels",
+    "read_columns",
     "stream_batches",
 ]
 
@@ -55,10 +61,11 @@ __all__ = [
 MERSENNE_61 = (1 << 61) - 1
 _HALF = (MERSENNE_61 - 1) // 2
 
-_NUMERIC_PREFIXES = (
+#: DuckDB column types read as numbers (plus every DECIMAL(p, s)).
+_NUMERIC = frozenset({
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "BOOLEAN",
-)
+    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "BOOLEAN",
+})
 
 
 def _first_line(exc: BaseException) -> str:
@@ -100,7 +107,8 @@ def check_numeric_columns(
             f"Available columns: {', '.join(repr(c) for c in schema)}."
         )
     for c in columns:
-        if not schema[c].upper().startswith(_NUMERIC_PREFIXES):
+        t = schema[c].upper()
+        if not (t in _NUMERIC or t.startswith("DECIMAL")):
             raise InvalidDataError(
                 f"column='{c}': has type {schema[c]}, expected a numeric column."
             )
@@ -226,6 +234,14 @@ def stream_batches(
         ) from None
 
 
+class HalfSql(Protocol):
+    """A position split as SQL: the half (0/1) of the row at ``position``."""
+
+    def sql(self, position: str) -> str:
+        """An SQL expression of the 0-based row number ``position``."""
+        ...
+
+
 @dataclass(frozen=True)
 class GridAggregate:
     """Per-(group, label) linear-binning weights of some rows on a public grid.
@@ -254,7 +270,7 @@ class GridAggregate:
         return grid.kernel_apply(self.weights)
 
 
-def kernel_grid_weights_sql(
+def kernel_grid_weights(
     path: str | os.PathLike[str],
     features: Sequence[str],
     target: str,
@@ -265,7 +281,7 @@ def kernel_grid_weights_sql(
     clip: bool = False,
     memory_limit: str = "1GB",
     threads: int | None = None,
-    half: tuple[str, int] | None = None,
+    half: tuple[HalfSql, int] | None = None,
     bits: int | None = None,
 ) -> GridAggregate:
     """Linear-binning weights of a CSV/Parquet file per (group, label), out of core.
@@ -281,19 +297,20 @@ def kernel_grid_weights_sql(
     feature_bounds : sequence of (lo, hi)
         The public box; features are mapped to [0, 1] with it.
     grid : KroneckerGaussianGrid
-        The classifier's public grid on [0, 1]^d with equally spaced nodes (as built by
-        ``CDPFairClassifier``; its ``grid_`` after a fit).
+        The classifier's public grid on [0, 1]^d with equally spaced nodes (its ``grid_``
+        after a fit).
     clip : bool, default=False
         Clip features into the box; otherwise values outside are an error.
     memory_limit : str, default="1GB"
         DuckDB's memory cap (it spills beyond it).
     threads : int, optional
         DuckDB worker threads.
-    half : (SQL expression, 0 or 1), optional
-        Aggregate only the rows whose half expression (an SQL function of DuckDB's
-        ``file_row_number``, e.g. ``position_half_sql``) equals the given half (Parquet
-        only). *Every* row of the file is still
-        validated, so an error counts the problems of the whole file.
+    half : (split, 0 or 1), optional
+        Aggregate only the rows of this half of a position split — any object with a
+        ``sql(position)`` method giving the half of a row as an SQL expression, e.g.
+        :class:`dpfair.fairclass._split.PositionSplit` (Parquet only: the position is
+        DuckDB's ``file_row_number``). *Every* row of the file is still validated, so an
+        error counts the problems of the whole file.
     bits : int, optional
         Fractional bits q of the exact integer linear binning (each row adds exactly
         2^{q·d}; ``KroneckerGaussianGrid.binning_bits`` of the public row count). Default:
@@ -339,9 +356,12 @@ def kernel_grid_weights_sql(
 
     keep = "TRUE"
     if half is not None:
-        expr, which = half
-        if not isinstance(expr, str) or which not in (0, 1):
-            raise InvalidParameterError("half: expected (an SQL half expression, 0 or 1).")
+        split, which = half
+        if not callable(getattr(split, "sql", None)) or which not in (0, 1):
+            raise InvalidParameterError(
+                "half: expected (a position split such as PositionSplit, 0 or 1)."
+            )
+        expr = split.sql("file_row_number")
         if not is_parquet(p):
             raise InvalidParameterError(
                 f"'{p.name}': a half of the position split needs a Parquet file (row positions "
@@ -453,3 +473,66 @@ def kernel_grid_weights_sql(
         np.add.at(flat, (node, a_idx, y_idx), wts[:, c])
     weights = flat.reshape((*shape, 2, 2)).astype(np.float64) / float(one) ** d
     return GridAggregate(weights, counts, int(counts.sum()), q_bits)
+
+
+def read_columns(
+    path: str | os.PathLike[str], columns: Sequence[str]
+) -> dict[str, NDArray[np.float64]]:
+    """Numeric columns of a CSV (optionally .gz) or Parquet file as float64 arrays.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file; Parquet is recognised by its magic bytes, anything else is read as CSV
+        (DuckDB sniffs the delimiter and header).
+    columns : sequence of str
+        Exact column names.
+
+    Returns
+    -------
+    dict of str to ndarray
+        One float64 array per requested column, in file order.
+
+    Raises
+    ------
+    InvalidParameterError
+        Missing file, or a column that is not in the file (the message lists them).
+    InvalidDataError
+        Unreadable file, non-numeric column, missing values, NaN or inf.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameterError(f"path={path!r}: expected a file path.")
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InvalidParameterError(f"path='{p}': no such file. Check the path and try again.")
+    names = [str(c) for c in columns]
+    if not names:
+        raise InvalidParameterError("columns: at least one column name is required.")
+    source = scan_sql(p)  # the file itself: glob characters in its name are literal
+    with duckdb.connect(":memory:") as con:
+        check_numeric_columns(con, source, p.name, names)
+        select = ", ".join(f"CAST({_quote(c)} AS DOUBLE) AS {_quote(c)}" for c in names)
+        try:
+            fetched = con.execute(f"SELECT {select} FROM {source}").fetchnumpy()
+        except duckdb.Error as exc:
+            raise InvalidDataError(
+                f"path='{p}': could not be read as numbers ({_first_line(exc)})."
+            ) from None
+    out: dict[str, NDArray[np.float64]] = {}
+    for c in names:
+        col = fetched[c]
+        n_missing = int(np.ma.count_masked(col)) if np.ma.isMaskedArray(col) else 0
+        values = np.ma.getdata(col).astype(np.float64, copy=False)
+        if values.size == 0:
+            raise InvalidDataError(f"'{p.name}' has no rows.")
+        if n_missing:
+            raise InvalidDataError(
+                f"column='{c}': {n_missing} of {values.size} rows are missing. dpfair never "
+                "drops rows silently: remove or impute them first."
+            )
+        if not np.all(np.isfinite(values)):
+            raise InvalidDataError(
+                f"column='{c}': contains NaN or infinite values; remove or impute them first."
+            )
+        out[c] = np.ascontiguousarray(values)
+    return out
