@@ -24,7 +24,7 @@ def _bundled_rows(resource: str) -> list[str]:
 
 def test_split_is_a_seeded_partition_of_the_verbatim_rows(tmp_path: Path) -> None:
     files = export_dataset("adult", tmp_path / "a", split=0.7, seed=3)
-    original = _bundled_rows("fairclass/_data/adult_xue_yu.csv.gz")
+    original = _bundled_rows("data/bundled/adult_xue_yu.csv.gz")
     train = files["train"].read_text().splitlines()
     test = files["test"].read_text().splitlines()
     assert train[0] == test[0] == original[0]  # the header

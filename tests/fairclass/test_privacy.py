@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpfair.fairclass._estimators as est_mod
+import dpfair.fairclass._pipeline as _pipeline
 from dpfair import BudgetExceededError
 from dpfair.fairclass import (
     CDPFairClassifier,
@@ -17,7 +17,7 @@ from dpfair.fairclass import (
     plan_budget,
 )
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
-from dpfair.fairclass._model import make_grid, release_s1
+from dpfair.fairclass._model import ReleasedFold, make_grid, release_s1
 from dpfair.fairclass.datasets import simulate
 from dpfair.mechanisms import analytic_gaussian_delta, analytic_gaussian_sigma
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism
@@ -171,21 +171,21 @@ def test_threshold_step_uses_planned_epsilons(monkeypatch, seed):
     """
     seen = []
 
-    def spy(z1, z0, m1, m0, alpha, epsilon, radius, rng):
-        seen.append((z1.size, m1, m0, epsilon))
-        return type("R", (), {"tau": 0.0})()
+    def spy(steps, m1, m0, alpha, epsilon, radius, *, n_cal):
+        seen.append((n_cal, m1, m0, epsilon))
+        return type("Law", (), {"sample": staticmethod(lambda rng: 0.0)})()
 
-    monkeypatch.setattr(est_mod, "private_fair_threshold", spy)
+    monkeypatch.setattr(_pipeline, "threshold_law_from_steps", spy)
     plan = plan_budget(1.0, 1e-6, cross_fit=False, has_s2=True)
     rng = np.random.default_rng(seed)
     grid = make_grid(2, 0.3, resolution=1.0)
     eta = np.full((*grid.shape, 2), 0.5)
     U = rng.random((500, 2))
     A = (rng.random(500) < 0.4).astype(np.int8)
+    pi = np.array([0.6, 0.4])
+    cal = _pipeline.CalibrationScores(ReleasedFold(eta=eta, pi=pi, tau=0.0).scores(grid, U, A), A)
     for _ in range(2000):
-        est_mod._PlugInBase._threshold(
-            grid, eta, np.array([0.6, 0.4]), U, A, (0.1, 0.0), plan, rng
-        )
+        _pipeline.s2_threshold(cal, pi, (0.1, 0.0), plan, rng)
     n1 = int(A.sum())
     dev = np.array([abs(m1 - n1) for _, m1, _, _ in seen]) * plan.epsilon_count
     total = float(dev.sum())

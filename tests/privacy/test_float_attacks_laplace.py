@@ -132,15 +132,14 @@ def test_count_translates_exactly_with_ratio_at_most_e_eps(n, eps):
 
 
 def test_count_as_used_by_both_fit_paths_is_one_function():
-    """In-memory and out-of-core S2 draw m̃₁ through the same call (same noise, same order)."""
+    """In-memory and out-of-core S2 are one function (one pipeline): m̃₁ is drawn by one call."""
     import inspect
 
-    from dpfair.fairclass import _estimators, outofcore
+    from dpfair.fairclass import _estimators, _pipeline, outofcore
 
-    assert "noisy_count(" in inspect.getsource(_estimators._PlugInBase._threshold_from_scores)
-    assert "noisy_count(" in inspect.getsource(outofcore._private_threshold)
-    assert "rng.laplace" not in inspect.getsource(_estimators)
-    assert "rng.laplace" not in inspect.getsource(outofcore)
+    assert "noisy_count(" in inspect.getsource(_pipeline.s2_threshold)
+    for module in (_estimators, _pipeline, outofcore):
+        assert "rng.laplace" not in inspect.getsource(module)
 
 
 # ------------------------------------------------------------------ exactness of the law

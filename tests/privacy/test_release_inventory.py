@@ -55,7 +55,7 @@ INVENTORY: dict[tuple[str, str], str] = {
     ("facility/_families.py", "TriangularLaw._draw"): SIMULATION,
     ("facility/_families.py", "TruncatedNormalLaw._draw"): SIMULATION,
     ("facility/_families.py", "CustomSinglePeakedLaw._draw"): SIMULATION,
-    ("fairclass/datasets.py", "simulate"): SIMULATION,
+    ("data/designs.py", "simulate"): SIMULATION,
     ("data/synthetic.py", "lognormal_sample"): SIMULATION,
     ("data/synthetic.py", "normal_sample"): SIMULATION,
     ("data/synthetic.py", "uniform_sample"): SIMULATION,

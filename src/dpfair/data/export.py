@@ -45,7 +45,7 @@ class ExportableDataset:
 EXPORTABLE: dict[str, ExportableDataset] = {
     "adult": ExportableDataset(
         "adult",
-        "fairclass/_data/adult_xue_yu.csv.gz",
+        "data/bundled/adult_xue_yu.csv.gz",
         "UCI Adult (48,842 rows): Age, Workclass, Education-Num, Sensitive (1 = male), Label "
         "(1 = income > 50K). CC BY 4.0, Becker & Kohavi (1996).",
     ),

@@ -1,52 +1,61 @@
-"""Fairness-aware classification under differential privacy (paper 003, single server).
+"""Fairness-aware classification under differential privacy (paper 003).
 
-* :class:`CDPFairClassifier` — CDP-Fair (Algorithm 5): private kernel plug-in estimates and a
+* :class:`CDPFairClassifier` — CDP-Fair (Algorithm 5): private plug-in group scores (a
+  kernel estimate on a public grid, or a private logistic score for many features) and a
   private threshold that caps the demographic disparity |DD| at α.
 * Baselines with the same interface: :class:`PrivatePlugInClassifier` (privacy only),
   :class:`FairPlugInClassifier` (fairness only, Zeng et al. 2024),
   :class:`PlugInClassifier` (neither).
-* :mod:`dpfair.fairclass.metrics` — error and disparity; :mod:`dpfair.fairclass.datasets` —
-  the paper's simulation with its oracle, Adult and Law School loaders, a bundled Adult copy;
-  the reproductions of Figures 3, 6 and 7 are registered studies (``dpfair reproduce
+* :class:`FDPFairClassifier` — FDP-Fair, the federated protocol (Algorithms 1–4, 6);
+  per-role objects in :mod:`dpfair.fairclass.federated`.
+* :func:`fit_cdp_fair_from_file` — CDP-Fair on a CSV/Parquet file larger than memory, for
+  a configured :class:`CDPFairClassifier` (DuckDB aggregates on the public grid, streamed
+  calibration scores); :func:`kernel_grid_weights` — the file's S1 aggregate alone.
+* :func:`fit_alpha_path` — one S1 release, one S2 per α; :func:`plan_budget` — the public
+  budget split of a fit; :func:`bandwidth_rule` — the public bandwidth rule.
+* S2 tools: :func:`dd_steps`, :func:`exact_fair_threshold`, :func:`private_fair_threshold`.
+* :mod:`dpfair.fairclass.metrics` (:func:`misclassification_error`,
+  :func:`demographic_disparity`); :mod:`dpfair.fairclass.datasets` — the paper's simulation
+  with its oracle, Adult and Law School (loaders in :mod:`dpfair.data.designs`); the
+  reproductions of Figures 3, 6 and 7 are registered studies (``dpfair reproduce
   fairclass-…``, :mod:`dpfair.experiments`).
-* :func:`fit_cdp_fair_from_file` — CDP-Fair on a CSV/Parquet file larger than memory
-  (DuckDB aggregates on the public grid, streamed calibration scores).
+
+Every CDP-Fair fit runs one pipeline (``fairclass/_pipeline.py``) over a source: arrays in
+memory, a file's DuckDB aggregates, or a Dask DataFrame's (``dpfair.session``).
 """
 
 from dpfair.fairclass import datasets, metrics
-from dpfair.fairclass._budget import BudgetPlan, LedgerRecord, PrivacyLedger, plan_budget
+from dpfair.fairclass._budget import BudgetPlan as BudgetPlan
+from dpfair.fairclass._budget import LedgerRecord as LedgerRecord
+from dpfair.fairclass._budget import PrivacyLedger as PrivacyLedger
+from dpfair.fairclass._budget import plan_budget
 from dpfair.fairclass._estimators import (
     CDPFairClassifier,
     FairPlugInClassifier,
     PlugInClassifier,
     PrivatePlugInClassifier,
 )
-from dpfair.fairclass._model import ReleasedFold, bandwidth_rule
-from dpfair.fairclass._threshold import (
-    ThresholdResult,
-    dd_steps,
-    exact_fair_threshold,
-    private_fair_threshold,
-)
-from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
+from dpfair.fairclass._model import ReleasedFold as ReleasedFold
+from dpfair.fairclass._model import bandwidth_rule
+from dpfair.fairclass._threshold import ThresholdResult as ThresholdResult
+from dpfair.fairclass._threshold import dd_steps, exact_fair_threshold, private_fair_threshold
+from dpfair.fairclass.aggregate import GridAggregate as GridAggregate
+from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.fairclass.federated import FDPFairClassifier
 from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
-from dpfair.fairclass.outofcore import OutOfCoreFit, fit_cdp_fair_from_file
+from dpfair.fairclass.outofcore import OutOfCoreFit as OutOfCoreFit
+from dpfair.fairclass.outofcore import fit_cdp_fair_from_file
 from dpfair.fairclass.sweep import fit_alpha_path
 
+# What a user needs. The types of fitted attributes (BudgetPlan, PrivacyLedger,
+# LedgerRecord, ReleasedFold, ThresholdResult, GridAggregate, OutOfCoreFit) stay importable
+# from here for existing code but are not part of the advertised surface.
 __all__ = [
-    "BudgetPlan",
     "CDPFairClassifier",
     "FDPFairClassifier",
     "FairPlugInClassifier",
-    "GridAggregate",
-    "LedgerRecord",
-    "OutOfCoreFit",
     "PlugInClassifier",
-    "PrivacyLedger",
     "PrivatePlugInClassifier",
-    "ReleasedFold",
-    "ThresholdResult",
     "bandwidth_rule",
     "datasets",
     "dd_steps",

@@ -24,7 +24,6 @@ PlugInClassifier             no      no     unconstrained group-wise plug-in
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,40 +36,11 @@ from dpfair._errors import InvalidDataError, InvalidParameterError, NotFittedErr
 from dpfair._rng import as_generator
 from dpfair._validation import check_positive
 from dpfair._warnings import UncertifiedFairnessWarning
-from dpfair.fairclass._budget import (
-    KERNEL_SUM_RKHS_SENSITIVITY,
-    BudgetPlan,
-    PrivacyLedger,
-    plan_budget,
-)
-from dpfair.fairclass._certify import (
-    FairnessCertificate,
-    certification_margin,
-    certified_target,
-    check_threshold,
-)
-from dpfair.fairclass._laplace_count import noisy_count
-from dpfair.fairclass._linear import (
-    FeatureMap,
-    ReleasedLinearFold,
-    design,
-    objective_perturbation_logistic,
-    plan_linear_s1,
-)
-from dpfair.fairclass._model import (
-    ReleasedFold,
-    _lattice_noise,
-    bandwidth_rule,
-    make_grid,
-    release_s1,
-    row_uniforms,
-)
-from dpfair.fairclass._threshold import (
-    dd_steps,
-    exact_fair_threshold,
-    private_fair_threshold,
-    snap_scores,
-)
+from dpfair.fairclass._budget import BudgetPlan, plan_budget
+from dpfair.fairclass._linear import FeatureMap
+from dpfair.fairclass._model import bandwidth_rule, row_uniforms
+from dpfair.fairclass._pipeline import ArraySource, FitSettings, Source, run_pipeline
+from dpfair.fairclass._split import SPLITS
 from dpfair.fairclass._validation import (
     check_alpha,
     check_binary,
@@ -80,8 +50,7 @@ from dpfair.fairclass._validation import (
     check_sensitive,
     scale_to_unit_box,
 )
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
-from dpfair.privacy import Budget
+from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 
 __all__ = [
     "CDPFairClassifier",
@@ -89,8 +58,6 @@ __all__ = [
     "PlugInClassifier",
     "PrivatePlugInClassifier",
 ]
-
-_HALF_LABELS = ("half A", "half B")
 
 
 def _check_bool(name: str, value: Any) -> bool:
@@ -128,65 +95,6 @@ def _warn_if_uncertified(est: Any) -> None:
             UncertifiedFairnessWarning,
             stacklevel=3,
         )
-
-
-def _random_halves(
-    A: NDArray[np.int8], rng: np.random.Generator
-) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """The data-independent random split into two halves (one permutation from ``rng``);
-    each half must hold at least 2 rows of each group."""
-    n = A.shape[0]
-    perm = rng.permutation(n)
-    halves = (np.sort(perm[: n // 2]), np.sort(perm[n // 2 :]))
-    if min(int(np.sum(A[h] == a)) for h in halves for a in (0, 1)) < 2:
-        raise InvalidDataError(
-            "sensitive_features: after the random split into two halves a group has "
-            "fewer than 2 rows in one half; collect more data for the smaller group."
-        )
-    return halves
-
-
-def _fitted_state(
-    folds: Sequence[Any],
-    certs: Sequence[FairnessCertificate],
-    rng: np.random.Generator,
-    *,
-    certify: bool,
-    plan: BudgetPlan | None,
-    ledger: PrivacyLedger | None,
-    path_ledger: PrivacyLedger | None,
-    estimator: str,
-    grid: Any = None,
-    bandwidth: float | None = None,
-    lows: NDArray[np.float64] | None = None,
-    highs: NDArray[np.float64] | None = None,
-    feature_map: Any = None,
-) -> dict[str, Any]:
-    """The fitted attributes of one model of a path (kernel or linear group score).
-
-    Draws the public tie-break salt from ``rng`` (the last draw of the fit).
-    """
-    certified = all(c.certified for c in certs) if certify else None
-    return {
-        "grid_": grid,
-        "folds_": tuple(folds),
-        "bandwidth_": bandwidth,
-        "feature_lows_": lows,
-        "feature_highs_": highs,
-        "tau_": np.array([f.tau for f in folds]),
-        "pi_": np.vstack([f.pi for f in folds]),
-        "classes_": np.array([0, 1]),
-        "tie_seed_": int(rng.integers(0, 2**63 - 1)),
-        "budget_plan_": plan,
-        "privacy_ledger_": ledger,
-        "privacy_spent_": ledger.total if ledger is not None else None,
-        "path_privacy_spent_": path_ledger.total if path_ledger is not None else None,
-        "path_privacy_ledger_": path_ledger,
-        "certified_": certified,
-        "certificates_": tuple(certs) if certified is not None else None,
-        "estimator_": estimator,
-        "feature_map_": feature_map,
-    }
 
 
 class _PlugInBase(ClassifierMixin, BaseEstimator):
@@ -289,9 +197,32 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         """
         alpha = self._alpha_params()
         states = self._fit_path(X, y, sensitive_features, [alpha] if alpha else [None])
-        self.__dict__.update(states[0])
+        self._adopt(states[0])
         _warn_if_uncertified(self)
         return self
+
+    def _adopt(self, state: dict[str, Any]) -> None:
+        """Take a fitted state of the pipeline (the estimator owns its attributes)."""
+        for key, value in state.items():
+            setattr(self, key, value)
+
+    def _split_kind(self) -> str | None:
+        """The split kind of the fit (None: the source's default)."""
+        return None
+
+    def _settings(self, score: str, d: int, *, feature_map: FeatureMap | None = None,
+                  lows: NDArray[np.float64] | None = None,
+                  highs: NDArray[np.float64] | None = None) -> FitSettings:
+        """The validated pipeline request of this estimator (no data read)."""
+        priv = self._privacy_params()
+        cross_fit, _clip, resolution, max_nodes = self._validate_common()
+        plan = self._plan(*priv) if priv is not None else None
+        return FitSettings(
+            plan=plan, cross_fit=cross_fit, score=score, split=self._split_kind(),
+            fail_prob=self._certify_fail_prob() if plan is not None else None,
+            resolution=resolution, max_nodes=max_nodes, bandwidth=self._resolve_bandwidth,
+            d=d, feature_map=feature_map, lows=lows, highs=highs,
+        )
 
     def _fit_path(
         self,
@@ -304,102 +235,44 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
 
         Each state is a complete, separately (ε, δ)-DP model (its S1 + its own S2 with fresh
         noise). Studies use this to sweep α without refitting S1; releasing several of them
-        composes, which is why ``fit`` releases exactly one.
+        composes, which is why ``fit`` releases exactly one. The arrays become an
+        :class:`~dpfair.fairclass._pipeline.ArraySource` of the one pipeline.
         """
-        if self._resolve_estimator(X) == "linear":
-            return self._fit_path_linear(X, y, sensitive_features, alphas)
-        priv = self._privacy_params()
-        cross_fit, clip, resolution, max_nodes = self._validate_common()
-        X_arr, y_raw = self._prepare_X(X, reset=True, y=y)
-        n, d = X_arr.shape
-        yy = check_binary("y", y_raw, n_samples=n)
-        A = check_sensitive(sensitive_features, n)
-        lows, highs = check_feature_bounds(self.feature_bounds, d)
-        U = scale_to_unit_box(
-            X_arr, lows, highs, clip=clip, feature_names=getattr(self, "feature_names_in_", None)
-        )
-        check_group_sizes(A, yy)
+        score = self._resolve_estimator(X)
+        self._privacy_params()
+        _cross, clip, _res, _nodes = self._validate_common()
+        if score == "linear":
+            try:
+                X_obj = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
+            except ValueError as exc:
+                raise InvalidDataError(str(exc)) from None
+            names = getattr(self, "feature_names_in_", None)
+            n, ncols = X_obj.shape
+            fmap = FeatureMap.build(
+                self.feature_bounds, getattr(self, "categories", None), ncols,
+                None if names is None else list(names), clip,
+            )
+            yy = check_binary("y", y, n_samples=n)
+            A = check_sensitive(sensitive_features, n)
+            U = fmap.transform(X_obj, None if names is None else list(names))
+            check_group_sizes(A, yy)
+            settings = self._settings("linear", ncols, feature_map=fmap)
+        else:
+            X_arr, y_raw = self._prepare_X(X, reset=True, y=y)
+            n, d = X_arr.shape
+            yy = check_binary("y", y_raw, n_samples=n)
+            A = check_sensitive(sensitive_features, n)
+            lows, highs = check_feature_bounds(self.feature_bounds, d)
+            U = scale_to_unit_box(
+                X_arr, lows, highs, clip=clip,
+                feature_names=getattr(self, "feature_names_in_", None),
+            )
+            check_group_sizes(A, yy)
+            settings = self._settings("kernel", d, lows=lows, highs=highs)
         rng = as_generator(self.random_state, name="random_state")
-        halves = _random_halves(A, rng)
-        n_train = halves[0].size  # public: floor(n/2)
+        return run_pipeline(settings, ArraySource(U, A, yy), alphas, rng).states
 
-        plan: BudgetPlan | None = None
-        mech: GaussianProcessMechanism | None = None
-        mu_f: float | None = None
-        if priv is not None:
-            plan = self._plan(*priv)
-            mech = GaussianProcessMechanism(
-                sigma=plan.sigma_function, rkhs_sensitivity=KERNEL_SUM_RKHS_SENSITIVITY
-            )
-            mu_f = mech.mu
-        h = self._resolve_bandwidth(n_train, d, mu_f)
-        grid = make_grid(d, h, resolution=resolution, max_nodes=max_nodes)
-        pairs = [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
-
-        # Check the whole plan against the limit before any noise is drawn.
-        ledgers: list[PrivacyLedger | None] = []
-        for _ in alphas:
-            ledger = PrivacyLedger(plan.limit) if plan is not None else None
-            if plan is not None and ledger is not None:
-                for fit_no, (tr, cal) in enumerate(pairs, start=1):
-                    plan.charge_fit(ledger, fit_no, _HALF_LABELS[tr], _HALF_LABELS[cal])
-            ledgers.append(ledger)
-        # What publishing every model returned here costs together (S1 shared, S2 per α).
-        path_ledger = (
-            plan.path_ledger(len(alphas), [(_HALF_LABELS[tr], _HALF_LABELS[cal])
-                                           for tr, cal in pairs])
-            if plan is not None else None
-        )
-
-        # S1 on each training half.
-        s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
-        for tr, _cal in pairs:
-            rows = halves[tr]
-            s1.append(
-                release_s1(
-                    grid,
-                    U[rows],
-                    A[rows],
-                    yy[rows],
-                    sigma_count=plan.sigma_count if plan is not None else None,
-                    mechanism=mech,
-                    rng=rng,
-                )
-            )
-
-        # S2 on each calibration half, once per alpha.
-        beta = self._certify_fail_prob() if plan is not None else None
-        states: list[dict[str, Any]] = []
-        for entry, ledger in zip(alphas, ledgers, strict=True):
-            folds: list[ReleasedFold] = []
-            certs: list[FairnessCertificate] = []
-            for (eta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
-                tau = 0.0
-                if entry is not None:
-                    tau, cert = self._threshold(
-                        grid,
-                        eta,
-                        pi,
-                        U[halves[cal]],
-                        A[halves[cal]],
-                        entry,
-                        plan,
-                        rng,
-                        None if beta is None else beta / len(pairs),
-                    )
-                    if cert is not None:
-                        certs.append(cert)
-                folds.append(ReleasedFold(eta=eta, pi=pi, tau=tau))
-            states.append(
-                _fitted_state(
-                    folds, certs, rng, certify=beta is not None and entry is not None,
-                    plan=plan, ledger=ledger, path_ledger=path_ledger, estimator="kernel",
-                    grid=grid, bandwidth=h, lows=lows, highs=highs,
-                )
-            )
-        return states
-
-    # ------------------------------------------------------------------ linear S1
+    # ------------------------------------------------------------------ group score
     def _resolve_estimator(self, X: Any) -> str:
         kind = getattr(self, "estimator", "kernel")
         if kind not in ESTIMATORS:
@@ -417,202 +290,6 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             d = int(np.shape(X)[1]) if np.ndim(X) == 2 else 0
             return "kernel" if (not cats and 1 <= d <= AUTO_KERNEL_MAX_D) else "linear"
         return str(kind)
-
-    def _fit_path_linear(
-        self,
-        X: ArrayLike,
-        y: ArrayLike,
-        sensitive_features: ArrayLike,
-        alphas: list[tuple[float, float] | None],
-    ) -> list[dict[str, Any]]:
-        """:meth:`_fit_path` with the private logistic group score (``_linear.py``)."""
-        priv = self._privacy_params()
-        cross_fit, clip, _res, _nodes = self._validate_common()
-        try:
-            X_obj = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
-        except ValueError as exc:
-            raise InvalidDataError(str(exc)) from None
-        names = getattr(self, "feature_names_in_", None)
-        n, ncols = X_obj.shape
-        fmap = FeatureMap.build(
-            self.feature_bounds, getattr(self, "categories", None), ncols,
-            None if names is None else list(names), clip,
-        )
-        yy = check_binary("y", y, n_samples=n)
-        A = check_sensitive(sensitive_features, n)
-        U = fmap.transform(X_obj, None if names is None else list(names))
-        check_group_sizes(A, yy)
-        rng = as_generator(self.random_state, name="random_state")
-        halves = _random_halves(A, rng)
-        pairs = [(0, 1), (1, 0)] if cross_fit else [(0, 1)]
-        plan: BudgetPlan | None = None
-        lin = None
-        if priv is not None:
-            plan = self._plan(*priv)
-            lin = plan_linear_s1(float(plan.s1.epsilon or 0.0), plan.delta, n_rows=n,
-                                 width=U.shape[1] + 2)
-        path_ledger = (
-            plan.path_ledger(len(alphas), [(_HALF_LABELS[tr], _HALF_LABELS[cal])
-                                           for tr, cal in pairs])
-            if plan is not None else None
-        )
-        ledgers: list[PrivacyLedger | None] = []
-        for _ in alphas:
-            ledger = PrivacyLedger(plan.limit) if plan is not None else None
-            if plan is not None and ledger is not None and lin is not None:
-                for fit_no, (tr, cal) in enumerate(pairs, start=1):
-                    rows = _HALF_LABELS[tr]
-                    recs = [
-                        (
-                            f"fit {fit_no} / S1 / group-1 count n_1 (Gaussian, sensitivity 1)",
-                            Budget.approx(lin.epsilon_count, lin.delta_count),
-                            f"N(0, {lin.sigma_count:.6g}^2)",
-                        ),
-                        (
-                            f"fit {fit_no} / S1 / logistic group score (objective perturbation)",
-                            Budget.approx(
-                                lin.epsilon_jacobian + lin.epsilon_noise, lin.delta_noise
-                            ),
-                            (
-                                f"b ~ N(0, {lin.sigma_b:.6g}^2 I), "
-                                f"Lambda = {lin.regulariser:.6g}"
-                            ),
-                        ),
-                        (
-                            f"fit {fit_no} / S1 / logistic group score: lattice release of "
-                            "the certified minimiser (discrete Gaussian)",
-                            Budget.approx(lin.epsilon_output, lin.delta_output),
-                            (
-                                f"2^-{lin.lattice_bits} * N_Z(0, {lin.output_variance}), "
-                                f"sensitivity {lin.output_sensitivity:.6g} lattice units"
-                            ),
-                        ),
-                    ]
-                    plan.charge_fit(
-                        ledger, fit_no, rows, _HALF_LABELS[cal], s1_records=recs
-                    )
-            ledgers.append(ledger)
-        R = fmap.norm_bound
-        s1: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
-        for tr, _cal in pairs:
-            rows_idx = halves[tr]
-            nt = rows_idx.size
-            n1 = float(np.sum(A[rows_idx] == 1))
-            if lin is not None:
-                # exact discrete Gaussian on a public lattice (n public): no float leak
-                n1 += _lattice_noise(nt, lin.sigma_count, rng)
-            p1 = min(max(n1 / nt, 1.0 / nt), 1.0 - 1.0 / nt)
-            theta = objective_perturbation_logistic(
-                design(U[rows_idx], A[rows_idx], R), yy[rows_idx], lin, rng
-            )
-            s1.append((theta, np.array([1.0 - p1, p1])))
-        beta = self._certify_fail_prob() if plan is not None else None
-        states: list[dict[str, Any]] = []
-        for entry, ledger in zip(alphas, ledgers, strict=True):
-            folds: list[ReleasedLinearFold] = []
-            certs: list[FairnessCertificate] = []
-            for (theta, pi), (_tr, cal) in zip(s1, pairs, strict=True):
-                fold = ReleasedLinearFold(theta=theta, pi=pi, tau=0.0, norm_bound=R)
-                tau = 0.0
-                if entry is not None:
-                    rows_c = halves[cal]
-                    z = fold.scores(None, U[rows_c], A[rows_c])
-                    tau, cert = self._threshold_from_scores(
-                        z, A[rows_c], pi, entry, plan, rng,
-                        None if beta is None else beta / len(pairs),
-                    )
-                    if cert is not None:
-                        certs.append(cert)
-                folds.append(ReleasedLinearFold(theta=theta, pi=pi, tau=tau, norm_bound=R))
-            states.append(
-                _fitted_state(
-                    folds, certs, rng, certify=beta is not None and entry is not None,
-                    plan=plan, ledger=ledger, path_ledger=path_ledger, estimator="linear",
-                    feature_map=fmap,
-                )
-            )
-        return states
-
-    @staticmethod
-    def _threshold(
-        grid: KroneckerGaussianGrid,
-        eta: NDArray[np.float64],
-        pi: NDArray[np.float64],
-        U_cal: NDArray[np.float64],
-        A_cal: NDArray[np.int8],
-        entry: tuple[float, float],
-        plan: BudgetPlan | None,
-        rng: np.random.Generator,
-        fail_prob: float | None = None,
-    ) -> tuple[float, FairnessCertificate | None]:
-        """S2: τ from the calibration half (private when ``plan`` is given).
-
-        ``entry`` = (α, margin). With ``fail_prob`` (the fold's β) the certified rule runs:
-        EM towards the shrunk target, then the Laplace check (:mod:`._certify`).
-        """
-        fold = ReleasedFold(eta=eta, pi=pi, tau=0.0)
-        z = fold.scores(grid, U_cal, A_cal)
-        return _PlugInBase._threshold_from_scores(z, A_cal, pi, entry, plan, rng, fail_prob)
-
-    @staticmethod
-    def _threshold_from_scores(
-        z: NDArray[np.float64],
-        A_cal: NDArray[np.int8],
-        pi: NDArray[np.float64],
-        entry: tuple[float, float],
-        plan: BudgetPlan | None,
-        rng: np.random.Generator,
-        fail_prob: float | None = None,
-    ) -> tuple[float, FairnessCertificate | None]:
-        """S2 from the calibration scores Z (any group-score estimator)."""
-        alpha, margin = entry
-        if plan is not None:
-            z = snap_scores(z)  # public lattice: THREATS.md rule 6 (see snap_scores)
-        z1, z0 = z[A_cal == 1], z[A_cal == 0]
-        if plan is None:
-            return exact_fair_threshold(dd_steps(z1, z0), alpha - margin).tau, None
-        n_cal = z.size
-        # Laplace on the group-1 count (sensitivity 1; n_cal is public): exact discrete
-        # Laplace of scale ≈ 1/ε_c on a public lattice (noisy_count).
-        m1 = noisy_count(z1.size, n_cal, plan.epsilon_count, rng)
-        m1 = min(max(m1, 1.0), n_cal - 1.0)
-        m0 = n_cal - m1
-        r = float(min(pi))
-        if fail_prob is None or plan.epsilon_check <= 0:
-            res = private_fair_threshold(
-                z1, z0, m1, m0, alpha - margin, plan.epsilon_threshold, r, rng
-            )
-            return res.tau, None
-        t = certification_margin(
-            m1,
-            m0,
-            epsilon_count=plan.epsilon_count,
-            epsilon_check=plan.epsilon_check,
-            fail_prob_side=fail_prob / 2.0,
-        )
-        target = certified_target(
-            alpha,
-            t,
-            m1,
-            m0,
-            epsilon_threshold=plan.epsilon_threshold,
-            epsilon_check=plan.epsilon_check,
-            extra_margin=margin,
-        )
-        res = private_fair_threshold(z1, z0, m1, m0, target, plan.epsilon_threshold, r, rng)
-        cert = check_threshold(
-            dd_steps(z1, z0, m1, m0),
-            res.tau,
-            m1,
-            m0,
-            alpha,
-            margin=t,
-            target=target,
-            epsilon_check=plan.epsilon_check,
-            fail_prob=fail_prob,
-            rng=rng,
-        )
-        return res.tau, cert
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self) -> None:
@@ -846,6 +523,14 @@ class CDPFairClassifier(_PlugInBase):
         ``{column: [public categories]}`` (column index or name) for categorical columns,
         one-hot encoded over the public list (linear estimator only); their entry in
         ``feature_bounds`` is None. An unknown category is an error.
+    split : {None, "permutation", "position"}, default=None
+        How rows are split into the training and calibration halves (data-independent
+        either way; the half sizes are public). None: ``"permutation"`` in memory (exact
+        halves ⌊n/2⌋, ⌈n/2⌉), ``"position"`` out of core. ``"position"``: a seeded hash of
+        the row position (``fairclass/_split.py``), so the same seed and the same rows in
+        the same order give the same release in memory, from a file
+        (:func:`~dpfair.fairclass.fit_cdp_fair_from_file`) and from a Dask DataFrame.
+        ``"permutation"`` cannot be used out of core.
 
     Attributes
     ----------
@@ -939,6 +624,7 @@ class CDPFairClassifier(_PlugInBase):
         max_grid_nodes: int = 2**18,
         estimator: str = "auto",
         categories: Any = None,
+        split: str | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -960,6 +646,7 @@ class CDPFairClassifier(_PlugInBase):
         self.max_grid_nodes = max_grid_nodes
         self.estimator = estimator
         self.categories = categories
+        self.split = split
 
     def _rule(self) -> str:
         rule = self.threshold_rule
@@ -970,6 +657,17 @@ class CDPFairClassifier(_PlugInBase):
                 "calibration half, no certificate)."
             )
         return str(rule)
+
+    def _split_kind(self) -> str | None:
+        kind = self.split
+        if kind is not None and kind not in SPLITS:
+            raise InvalidParameterError(
+                f"split={kind!r}: expected None (in memory: 'permutation'; out of core: "
+                "'position'), 'permutation' (exact halves) or 'position' (a seeded hash of the "
+                "row position: the same release as the out-of-core fits of the same rows in "
+                "the same order)."
+            )
+        return kind
 
     def _cross_fit_flag(self) -> bool:
         if self.cross_fit is None:
@@ -1172,3 +870,54 @@ class PlugInClassifier(_PlugInBase):
         self.clip = clip
         self.grid_resolution = grid_resolution
         self.max_grid_nodes = max_grid_nodes
+
+
+def prepare_out_of_core(
+    clf: CDPFairClassifier, d: int
+) -> tuple[FitSettings, NDArray[np.float64], NDArray[np.float64], bool]:
+    """Validate ``clf`` (a configured :class:`CDPFairClassifier`) for a fit from aggregates
+    of ``d`` numeric features, before any data is read: (settings, lows, highs, clip).
+
+    An out-of-core source reads the rows only through kernel-grid aggregates, so the group
+    score is the kernel one; its split is the position hash unless ``split`` says otherwise
+    (``"permutation"`` is refused: it needs every position in memory).
+    """
+    if not isinstance(clf, CDPFairClassifier):
+        raise InvalidParameterError(
+            f"estimator={clf!r}: expected a CDPFairClassifier (configured, not fitted)."
+        )
+    if clf.estimator == "linear" or getattr(clf, "categories", None):
+        raise InvalidParameterError(
+            "estimator='linear' / categories: an out-of-core fit reads the rows only through "
+            "kernel-grid aggregates; use estimator='kernel' (or 'auto') with numeric features."
+        )
+    clf._resolve_estimator(np.zeros((0, d)))  # validates the estimator name
+    clf._alpha_params()
+    if clf._split_kind() == "permutation":
+        raise InvalidParameterError(
+            "split='permutation': an out-of-core fit cannot permute the rows; use None or "
+            "'position' (a seeded hash of the row position)."
+        )
+    _cross, clip, _res, _nodes = clf._validate_common()
+    lows, highs = check_feature_bounds(clf.feature_bounds, d)
+    settings = clf._settings("kernel", d, lows=lows, highs=highs)
+    return settings, lows, highs, clip
+
+
+def fit_from_source(
+    clf: CDPFairClassifier, settings: FitSettings, source: Source
+) -> CDPFairClassifier:
+    """Fit ``clf`` from an aggregate ``source`` (a file by DuckDB, a Dask DataFrame) with
+    the ``settings`` of :func:`prepare_out_of_core`; returns ``clf``.
+
+    The same pipeline as :meth:`CDPFairClassifier.fit`; the estimator adopts the fitted
+    state (plus the source's ``fitted_extras``, e.g. ``outofcore_``) and warns if the fit
+    is not certified.
+    """
+    alpha = clf._alpha_params()
+    rng = as_generator(clf.random_state, name="random_state")
+    result = run_pipeline(settings, source, [alpha], rng)
+    clf._adopt({**result.states[0], "n_features_in_": settings.d,
+                **source.fitted_extras(result.n, result.half_sizes)})
+    _warn_if_uncertified(clf)
+    return clf

@@ -94,6 +94,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, MissingPublicBoundError
+from dpfair.fairclass._rule import PlugInRule
 from dpfair.mechanisms.lattice import snap_to_lattice
 
 __all__ = [
@@ -646,7 +647,7 @@ class _Problem:
 
 
 @dataclass(frozen=True, eq=False)
-class ReleasedLinearFold:
+class ReleasedLinearFold(PlugInRule):
     """(θ̃, π̃, τ̂) of one fit with the linear estimator; same interface as ReleasedFold."""
 
     theta: NDArray[np.float64]
@@ -658,14 +659,3 @@ class ReleasedLinearFold:
         """η̃(x, a) = sigmoid(θ̃·φ(x, a)) (``grid`` unused; U is the public map u(x))."""
         m = design(U, A, self.norm_bound) @ self.theta
         return 0.5 * (1.0 + np.tanh(0.5 * m))
-
-    def scores(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
-        """Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2)."""
-        eta = self.eta_at(grid, U, A)
-        sign = 2.0 * A.astype(np.float64) - 1.0
-        return 2.0 * sign * self.pi[A.astype(np.intp)] * (eta - 0.5)
-
-    def decide(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.int8]:
-        """1{Z ≥ τ} for group 1 and 1{Z ≤ τ} for group 0 (paper Eq. 2)."""
-        z = self.scores(grid, U, A)
-        return np.where(A == 1, z >= self.tau, z <= self.tau).astype(np.int8)

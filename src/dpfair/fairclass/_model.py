@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
+from dpfair.fairclass._rule import PlugInRule
 from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
 from dpfair.mechanisms.lattice import LatticeNoise
 
@@ -217,7 +218,7 @@ def release_s1_from_weights(
 
 
 @dataclass(frozen=True, eq=False)
-class ReleasedFold:
+class ReleasedFold(PlugInRule):
     """The released state of one fit: public numbers only, no training rows.
 
     Attributes
@@ -240,22 +241,6 @@ class ReleasedFold:
         """η̃_{A_i}(U_i) by multilinear interpolation."""
         both = grid.interpolate(self.eta, U)
         return both[np.arange(U.shape[0]), A.astype(np.intp)]
-
-    def scores(
-        self, grid: KroneckerGaussianGrid, U: NDArray[np.float64], A: NDArray[np.int8]
-    ) -> NDArray[np.float64]:
-        """Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2)."""
-        eta = self.eta_at(grid, U, A)
-        sign = 2.0 * A.astype(np.float64) - 1.0
-        return 2.0 * sign * self.pi[A.astype(np.intp)] * (eta - 0.5)
-
-    def decide(
-        self, grid: KroneckerGaussianGrid, U: NDArray[np.float64], A: NDArray[np.int8]
-    ) -> NDArray[np.int8]:
-        """1{Z ≥ τ} for group 1 and 1{Z ≤ τ} for group 0 (paper Eq. 2)."""
-        z = self.scores(grid, U, A)
-        out = np.where(A == 1, z >= self.tau, z <= self.tau)
-        return out.astype(np.int8)
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -47,6 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
+from dpfair.fairclass._rule import PlugInRule
 from dpfair.mechanisms.discrete_gaussian import round_to_scale as _round_to_scale
 from dpfair.mechanisms.discrete_gaussian import sample_discrete_gaussian
 from dpfair.mechanisms.gaussian_calibration import SMOOTHING_VARIANCE
@@ -159,7 +160,7 @@ def release_rff_sums(
 
 
 @dataclass(frozen=True)
-class ReleasedRFFFold:
+class ReleasedRFFFold(PlugInRule):
     """A released RFF group score: public numbers only (drop-in for ``ReleasedFold``).
 
     Attributes
@@ -195,18 +196,3 @@ class ReleasedRFFFold:
                 sums = phi[rows] @ self.coef[:, g, :]  # (n_g, 2): H, G
                 out[rows] = eta_from_sums(sums, float(self.ridge[g]))
         return out
-
-    def scores(
-        self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]
-    ) -> NDArray[np.float64]:
-        """Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2)."""
-        eta = self.eta_at(grid, U, A)
-        sign = 2.0 * A.astype(np.float64) - 1.0
-        return 2.0 * sign * self.pi[A.astype(np.intp)] * (eta - 0.5)
-
-    def decide(
-        self, grid: object, U: NDArray[np.float64], A: NDArray[np.int8]
-    ) -> NDArray[np.int8]:
-        """1{Z ≥ τ} for group 1 and 1{Z ≤ τ} for group 0."""
-        z = self.scores(grid, U, A)
-        return np.where(A == 1, z >= self.tau, z <= self.tau).astype(np.int8)

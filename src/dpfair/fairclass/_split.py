@@ -1,7 +1,19 @@
-"""A seeded, data-independent split of a file's rows into halves by row *position*.
+"""The one split abstraction: rows into two halves, seeded and independent of the data.
 
-The in-memory fit splits with ``rng.permutation(n)``; a file larger than memory cannot be
-permuted, so the out-of-core fit assigns row number i (0-based position in the file) to
+Every CDP-Fair source (arrays in memory, a file through DuckDB, a Dask DataFrame) splits its
+rows with one of two :class:`Split` implementations, drawn from the fit's generator by
+:func:`draw_split` as the fit's *first* draw:
+
+* :class:`PermutationSplit` — ``rng.permutation(n)``, halves of exactly ⌊n/2⌋ and ⌈n/2⌉
+  rows (the in-memory default; it needs all n positions in memory);
+* :class:`PositionSplit` — a seeded hash of the row *position* (below), evaluated in SQL on
+  a file of any size, on Dask partitions, or in NumPy on arrays. The same seed and the
+  same rows in the same order give the same halves whatever holds the rows.
+
+Both give the package one interface: ``half_sizes(n)`` (public, a function of n and the
+seed), ``rows(n)`` (sorted positions of each half, O(n) memory) and ``labels(start, count)``
+(the half of each position of a range). Position hash: a file larger than memory cannot be
+permuted, so row number i (0-based position in the file) goes to
 
     half(i) = 0 if h(i) < (p − 1)/2 else 1,    h(i) = c₃i³ + c₂i² + c₁i + c₀  (mod p),
 
@@ -24,15 +36,34 @@ integers, tested equal to the SQL on sample positions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
-import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MERSENNE_61", "PositionSplit"]
+from dpfair._errors import InvalidParameterError
+from dpfair.data._fairclass_sql import (
+    MERSENNE_61,
+    position_half_sizes,
+    position_half_sql,
+    position_labels,
+)
 
-#: The field of the hash: p = 2^61 − 1.
-MERSENNE_61 = (1 << 61) - 1
+__all__ = [
+    "HALF_LABELS",
+    "MERSENNE_61",
+    "SPLITS",
+    "PermutationSplit",
+    "PositionSplit",
+    "Split",
+    "draw_split",
+]
+
+#: Names of the two halves in ledgers and messages.
+HALF_LABELS = ("half A", "half B")
+#: The split kinds :func:`draw_split` knows.
+SPLITS = ("permutation", "position")
+
 _HALF = (MERSENNE_61 - 1) // 2
 
 
@@ -68,31 +99,94 @@ class PositionSplit:
         ``position`` is an SQL expression for the 0-based row number, e.g. DuckDB's
         ``file_row_number`` of ``read_parquet(..., file_row_number = true)``.
         """
-        x = f"CAST({position} AS HUGEINT)"
-        h = f"CAST({self.coefficients[0]} AS HUGEINT)"
-        for c in self.coefficients[1:]:
-            h = f"(({h}) * {x} + {c}) % {MERSENNE_61}"
-        return f"(CASE WHEN {h} < {_HALF} THEN 0 ELSE 1 END)"
+        return position_half_sql(self.coefficients, position)
 
     def half_sizes(self, n: int) -> tuple[int, int]:
-        """(|half 0|, |half 1|) for a file of ``n`` rows: a function of (n, seed) only."""
-        expr = self.sql("range")
-        with duckdb.connect(":memory:") as con:
-            con.execute("SET enable_progress_bar = false")
-            row = con.execute(
-                f"SELECT count(*) FILTER (WHERE {expr} = 0), count(*) FILTER (WHERE {expr} = 1) "
-                f"FROM range({int(n)})"
-            ).fetchone()
-        assert row is not None
-        return int(row[0]), int(row[1])
+        """(|half 0|, |half 1|) for ``n`` rows: a function of (n, seed) only."""
+        return position_half_sizes(self.coefficients, n)
+
+    def labels(self, start: int, count: int) -> NDArray[np.intp]:
+        """The half (0/1) of positions ``start`` .. ``start + count − 1``, in order (by the
+        same SQL expression as the file path)."""
+        return position_labels(self.coefficients, start, count)
 
     def halves(self, n: int) -> NDArray[np.int8]:
         """The half of every position 0..n−1 (O(n) memory: for tests and small files)."""
-        with duckdb.connect(":memory:") as con:
-            con.execute("SET enable_progress_bar = false")
-            got = con.execute(
-                f"SELECT range AS i, {self.sql('range')} AS half FROM range({int(n)})"
-            ).fetchnumpy()
-        out = np.empty(int(n), dtype=np.int8)
-        out[np.asarray(got["i"], dtype=np.int64)] = np.asarray(got["half"], dtype=np.int8)
-        return out
+        return self.labels(0, n).astype(np.int8)
+
+    def rows(self, n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Sorted positions of halves 0 and 1 among 0..n−1 (O(n) memory)."""
+        lab = self.labels(0, n)
+        return np.flatnonzero(lab == 0), np.flatnonzero(lab == 1)
+
+
+@dataclass(frozen=True, eq=False)
+class PermutationSplit:
+    """Halves of exactly ⌊n/2⌋ and ⌈n/2⌉ rows from one ``rng.permutation(n)``.
+
+    Data-independent; the half sizes are functions of n alone. Needs the n positions in
+    memory (arrays, a site's rows).
+    """
+
+    n: int
+    order: NDArray[np.intp]
+
+    @classmethod
+    def from_rng(cls, rng: np.random.Generator, n: int) -> PermutationSplit:
+        """One ``rng.permutation(n)`` call."""
+        return cls(int(n), np.asarray(rng.permutation(int(n)), dtype=np.intp))
+
+    def _check(self, n: int) -> None:
+        if int(n) != self.n:
+            raise InvalidParameterError(
+                f"n={n}: this permutation split was drawn for {self.n} rows."
+            )
+
+    def half_sizes(self, n: int) -> tuple[int, int]:
+        """(⌊n/2⌋, ⌈n/2⌉)."""
+        self._check(n)
+        return self.n // 2, self.n - self.n // 2
+
+    def rows(self, n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Sorted positions of halves 0 and 1."""
+        self._check(n)
+        k = self.n // 2
+        return np.sort(self.order[:k]), np.sort(self.order[k:])
+
+    def labels(self, start: int, count: int) -> NDArray[np.intp]:
+        """The half of positions ``start`` .. ``start + count − 1``."""
+        lab = np.empty(self.n, dtype=np.intp)
+        lab[self.order[: self.n // 2]] = 0
+        lab[self.order[self.n // 2 :]] = 1
+        return lab[int(start) : int(start) + int(count)]
+
+
+class Split(Protocol):
+    """What every source needs of a split (both implementations above provide it)."""
+
+    def half_sizes(self, n: int) -> tuple[int, int]:
+        """Public (|half 0|, |half 1|) for n rows."""
+        ...
+
+    def rows(self, n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Sorted positions of each half (O(n) memory)."""
+        ...
+
+    def labels(self, start: int, count: int) -> NDArray[np.intp]:
+        """The half of each position of a range."""
+        ...
+
+
+def draw_split(
+    kind: Literal["permutation", "position"] | str, rng: np.random.Generator, n: int
+) -> PermutationSplit | PositionSplit:
+    """The fit's first draw: a :class:`PermutationSplit` of n rows or a
+    :class:`PositionSplit` (``rng.integers`` of size 4, whatever n)."""
+    if kind == "permutation":
+        return PermutationSplit.from_rng(rng, n)
+    if kind == "position":
+        return PositionSplit.from_rng(rng)
+    raise InvalidParameterError(
+        f"split={kind!r}: expected 'permutation' (exact halves, in memory) or 'position' "
+        "(a seeded hash of the row position, as out of core)."
+    )

@@ -34,6 +34,7 @@ from dpfair.mechanisms.exact_choice import PieceMasses, choose_piece, exact_rate
 __all__ = [
     "SCORE_LATTICE_BINS",
     "DDSteps",
+    "ScoreHistogram",
     "ThresholdLaw",
     "ThresholdResult",
     "dd_steps",
@@ -41,7 +42,6 @@ __all__ = [
     "exact_fair_threshold",
     "loss_lattice",
     "private_fair_threshold",
-    "snap_count_noise",
     "snap_scores",
     "threshold_law",
     "threshold_law_from_steps",
@@ -70,11 +70,48 @@ def snap_scores(z: NDArray[np.float64], bins: int = SCORE_LATTICE_BINS) -> NDArr
     return np.asarray(k * (2.0 / int(bins)))
 
 
-def snap_count_noise(value: float, n_public: int) -> float:
-    """Noise of a released count snapped to a public lattice, so count + noise is exact."""
-    from dpfair.mechanisms.lattice import lattice_bits, snap_to_lattice
+@dataclass(frozen=True)
+class ScoreHistogram:
+    """Calibration scores rounded to the lattice (2/B)·ℤ ∩ [−1, 1], counted per group.
 
-    return float(snap_to_lattice(value, lattice_bits(2.0 * float(n_public) + 1e6)))
+    What S2 reads of a calibration half held out of core; its step function equals
+    :func:`dd_steps` of the lattice-rounded scores (:func:`snap_scores`, same B).
+
+    Attributes
+    ----------
+    bins : int
+        B (a power of two ≥ 2); the lattice has B + 1 points, spacing 2/B.
+    counts : ndarray of shape (2, B + 1), int64
+        counts[a, k]: rows of group a whose rounded score is −1 + 2k/B.
+    """
+
+    bins: int
+    counts: NDArray[np.int64]
+
+    @property
+    def values(self) -> NDArray[np.float64]:
+        """The lattice points −1 + 2k/B, k = 0..B (exact in floating point)."""
+        half = self.bins // 2
+        return (np.arange(self.bins + 1, dtype=np.float64) - half) * (2.0 / self.bins)
+
+    @staticmethod
+    def round_scores(z: NDArray[np.float64], bins: int) -> NDArray[np.int64]:
+        """Lattice index of each score: rint(z·B/2) + B/2, clipped to [0, B] (|z| ≤ 1)."""
+        half = bins // 2
+        k = np.rint(np.asarray(z, dtype=np.float64) * half).astype(np.int64) + half
+        return np.clip(k, 0, bins)
+
+    def group_counts(self) -> tuple[int, int]:
+        """(rows of group 1, all rows)."""
+        return int(self.counts[1].sum()), int(self.counts.sum())
+
+    def steps(self, m1: float, m0: float) -> DDSteps:
+        """DD̂ with the public denominators (:func:`dd_steps_from_counts`)."""
+        return dd_steps_from_counts(self.values, self.counts[1], self.counts[0], m1, m0)
+
+    def exact_steps(self) -> DDSteps:
+        """DD̂ with the true group sizes (the rounded scores are all there is)."""
+        return dd_steps_from_counts(self.values, self.counts[1], self.counts[0])
 
 
 @dataclass(frozen=True)
@@ -403,6 +440,19 @@ class ThresholdLaw:
         return float(min(lo + gen.random() * (hi - lo), hi))
 
 
+def _check_law(epsilon: float, radius: float, m1: float, m0: float) -> tuple[float, float]:
+    """(ε, r) of a threshold law, validated with the public denominators."""
+    eps = float(epsilon)
+    r = float(radius)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
+    if not (r > 0 and math.isfinite(r)):
+        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
+    if not (m1 > 0 and m0 > 0):
+        raise InvalidParameterError("m1 and m0 must be > 0.")
+    return eps, r
+
+
 def threshold_law(
     z1: NDArray[np.float64],
     z0: NDArray[np.float64],
@@ -420,14 +470,7 @@ def threshold_law(
     ``base = (edges, density)``: an optional *public* piecewise-constant base density on
     [−r, r] (edges from −r to r); default the constant 1 (Lebesgue measure).
     """
-    eps = float(epsilon)
-    r = float(radius)
-    if not (eps > 0 and math.isfinite(eps)):
-        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
-    if not (r > 0 and math.isfinite(r)):
-        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
-    if not (m1 > 0 and m0 > 0):
-        raise InvalidParameterError("m1 and m0 must be > 0.")
+    eps, r = _check_law(epsilon, radius, m1, m0)
     # Scores are rounded per record to the public lattice (2/B)ℤ ∩ [−1, 1] here, whoever
     # calls (idempotent on scores the estimators already snapped): with raw scores as
     # piece edges, the point drawn inside a piece would round on a grid set by a record's
@@ -458,14 +501,7 @@ def threshold_law_from_steps(
     The out-of-core fit builds ``steps`` from score histograms
     (:func:`dd_steps_from_counts`); the law is then the same function of the curve.
     """
-    eps = float(epsilon)
-    r = float(radius)
-    if not (eps > 0 and math.isfinite(eps)):
-        raise InvalidParameterError(f"epsilon={epsilon!r}: must be > 0 and finite.")
-    if not (r > 0 and math.isfinite(r)):
-        raise InvalidParameterError(f"radius={radius!r}: must be > 0 and finite.")
-    if not (m1 > 0 and m0 > 0):
-        raise InvalidParameterError("m1 and m0 must be > 0.")
+    eps, r = _check_law(epsilon, radius, m1, m0)
     sens = 1.0 / m1 + 1.0 / m0
     b = steps.breaks
     inner = b[(b > -r) & (b < r)]

@@ -28,6 +28,7 @@ __all__ = [
     "check_budget",
     "check_feature_bounds",
     "check_group_sizes",
+    "check_group_table",
     "check_sensitive",
     "scale_to_unit_box",
 ]
@@ -200,8 +201,17 @@ def check_group_sizes(A: NDArray[np.int8], y: NDArray[np.int8] | None = None) ->
     validation: an error reveals only that a group has fewer than :data:`MIN_GROUP_ROWS`
     rows (or that y is constant), and nothing is released.
     """
+    labels = np.zeros(A.shape[0], dtype=np.intp) if y is None else y.astype(np.intp)
+    table = np.zeros((2, 2), dtype=np.int64)
+    np.add.at(table, (A.astype(np.intp), labels), 1)
+    check_group_table(table, check_labels=y is not None)
+
+
+def check_group_table(table: NDArray[np.int64], *, check_labels: bool = True) -> None:
+    """:func:`check_group_sizes` from the (group, label) counts of all rows (how an
+    out-of-core fit knows its data)."""
     for a in (0, 1):
-        count = int(np.sum(A == a))
+        count = int(table[a].sum())
         if count == 0:
             raise InsufficientDataError(
                 f"sensitive_features: group {a} is empty; both groups 0 and 1 must be present "
@@ -213,7 +223,9 @@ def check_group_sizes(A: NDArray[np.int8], y: NDArray[np.int8] | None = None) ->
                 f"{MIN_GROUP_ROWS} are needed (half go to each of the two fitting stages). "
                 "Collect more data for that group."
             )
-    if y is not None and np.unique(y).size < 2:
+    by_label = table.sum(axis=0)
+    if check_labels and int(by_label.min()) == 0:
+        only = int(np.argmax(by_label))
         raise InsufficientDataError(
-            f"y: all values are {int(y[0])}; both outcomes 0 and 1 must occur to fit a classifier."
+            f"y: all values are {only}; both outcomes 0 and 1 must occur to fit a classifier."
         )

@@ -101,6 +101,6 @@ def fit_alpha_path(
         model.n_features_in_ = base.n_features_in_
         if hasattr(base, "feature_names_in_"):
             model.feature_names_in_ = base.feature_names_in_
-        model.__dict__.update(state)
+        model._adopt(state)
         models.append(model)
     return models

@@ -1,8 +1,9 @@
 """CDP-Fair on a Dask DataFrame: the out-of-core pipeline with its statistics on the cluster.
 
 :func:`fit_cdp_fair_from_dask` runs exactly the pipeline of
-:func:`dpfair.fairclass.fit_cdp_fair_from_file` (:func:`~dpfair.fairclass.outofcore.\
-fit_from_aggregates`: same validation, budget plan, split, grid, noise, threshold), with the
+:func:`dpfair.fairclass.fit_cdp_fair_from_file` (the one CDP-Fair pipeline of
+:mod:`dpfair.fairclass._pipeline`: same validation, budget plan, split, grid, noise,
+threshold), with this module's :class:`DaskAggregates` as its source and the
 two sufficient statistics computed by one task per partition on the workers and summed in a
 tree on the cluster:
 
@@ -35,36 +36,22 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError
-from dpfair._rng import as_generator
-from dpfair.fairclass._model import ReleasedFold
-from dpfair.fairclass._split import PositionSplit
+from dpfair.fairclass import CDPFairClassifier
+from dpfair.fairclass._estimators import fit_from_source
+from dpfair.fairclass._pipeline import AnyFold, Calibration
+from dpfair.fairclass._split import Split
 from dpfair.fairclass.aggregate import GridAggregate
 from dpfair.fairclass.outofcore import (
     FitRequest,
     OutOfCoreFit,
     ScoreHistogram,
-    fit_from_aggregates,
+    score_rows,
     validate_request,
 )
 from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 from dpfair.session._dask import _tree_sum
 
 __all__ = ["DaskAggregates", "fit_cdp_fair_from_dask"]
-
-
-def _halves(split: PositionSplit, start: int, count: int) -> NDArray[np.intp]:
-    """The half of positions start .. start+count−1 (the file path's SQL hash, by DuckDB)."""
-    import duckdb
-
-    if count == 0:
-        return np.zeros(0, dtype=np.intp)
-    with duckdb.connect(":memory:") as con:
-        con.execute("SET enable_progress_bar = false")
-        got = con.execute(
-            f"SELECT {split.sql('range')} AS half FROM range({int(start)}, "
-            f"{int(start) + int(count)}) ORDER BY range"
-        ).fetchnumpy()
-    return np.asarray(got["half"], dtype=np.intp)
 
 
 def _rows(part: Any, names: Sequence[Hashable], target: Hashable, sensitive: Hashable,
@@ -107,9 +94,9 @@ def _add_dicts(*parts: Any) -> Any:
 
 def _weights_task(part: Any, offset: int, names: Sequence[Hashable], target: Hashable,
                   sensitive: Hashable, req: FitRequest, grid: KroneckerGaussianGrid,
-                  split: PositionSplit, half: int, bits: int) -> tuple[Any, ...]:
+                  split: Split, half: int, bits: int) -> tuple[Any, ...]:
     U, a, y, problems, ok = _rows(part, names, target, sensitive, req)
-    keep = ok & (_halves(split, offset, len(part)) == half)
+    keep = ok & (split.labels(offset, len(part)) == half)
     # exact integer weights (each row adds 2^{q·d}): partition sums are exact in any order
     weights = np.zeros((*grid.shape, 2, 2), dtype=np.int64)
     counts = np.zeros((2, 2), dtype=np.int64)
@@ -123,24 +110,17 @@ def _weights_task(part: Any, offset: int, names: Sequence[Hashable], target: Has
 
 
 def _scores_task(part: Any, offset: int, names: Sequence[Hashable], target: Hashable,
-                 sensitive: Hashable, req: FitRequest, grid: KroneckerGaussianGrid,
-                 split: PositionSplit, folds: dict[int, ReleasedFold]) -> tuple[Any, ...]:
+                 sensitive: Hashable, req: FitRequest, grid: KroneckerGaussianGrid | None,
+                 split: Split, folds: dict[int, AnyFold]) -> tuple[Any, ...]:
     U, a, y, problems, ok = _rows(part, names, target, sensitive, req)
-    half = _halves(split, offset, len(part))
+    half = split.labels(offset, len(part))
     hist = {h: np.zeros((2, req.bins + 1), dtype=np.int64) for h in folds}
     counts = np.zeros((2, 2, 2), dtype=np.int64)
     streamed = ok & np.isin(half, list(folds))
     np.add.at(counts, (half[streamed], a[streamed].astype(np.intp),
                        y[streamed].astype(np.intp)), 1)
-    A = a.astype(np.int8, copy=False) if ok.all() else np.where(ok, a, 0).astype(np.int8)
-    for h, fold in folds.items():
-        sel = ok & (half == h)
-        if not sel.any():
-            continue
-        k = ScoreHistogram.round_scores(fold.scores(grid, U[sel], A[sel]), req.bins)
-        a_sel = A[sel]
-        for g in (0, 1):
-            hist[h][g] += np.bincount(k[a_sel == g], minlength=req.bins + 1)
+    # the file path's scoring of validated rows (one function for both sources)
+    score_rows(req, grid, folds, U[ok], a[ok].astype(np.int8), half[ok], hist)
     return hist, counts, problems
 
 
@@ -160,9 +140,11 @@ def _raise_problems(name: str, problems: dict[str, int], req: FitRequest) -> Non
 
 
 class DaskAggregates:
-    """:class:`~dpfair.fairclass.outofcore.Aggregates` of a Dask DataFrame, on the cluster."""
+    """The pipeline's :class:`~dpfair.fairclass._pipeline.Source` for a Dask DataFrame:
+    its aggregates are computed on the cluster."""
 
     name = "Dask DataFrame"
+    default_split = "position"
 
     def __init__(self, frame: Any, names: Sequence[Hashable], target: Hashable,
                  sensitive: Hashable, req: FitRequest) -> None:
@@ -189,7 +171,13 @@ class DaskAggregates:
         (result,) = dask.compute(summed)
         return result
 
-    def grid_weights(self, grid: KroneckerGaussianGrid, split: PositionSplit,
+    def check_halves(self, split: Split) -> None:
+        """Group sizes per half are checked from the aggregated counts."""
+
+    def fitted_extras(self, n: int, half_sizes: tuple[int, int]) -> dict[str, Any]:
+        return {"outofcore_": OutOfCoreFit("dask", n, half_sizes, self.req.bins, False)}
+
+    def grid_weights(self, grid: KroneckerGaussianGrid, split: Split,
                      half: int, bits: int) -> GridAggregate:
         ints, counts, problems = self._run(_weights_task, grid, split, half, bits)
         _raise_problems(self.name, problems, self.req)
@@ -199,9 +187,9 @@ class DaskAggregates:
         return GridAggregate(weights, counts, int(counts.sum()), bits)
 
     def score_histograms(
-        self, grid: KroneckerGaussianGrid, split: PositionSplit,
-        folds: dict[int, ReleasedFold],
-    ) -> tuple[dict[int, ScoreHistogram], NDArray[np.int64]]:
+        self, grid: KroneckerGaussianGrid | None, split: Split,
+        folds: dict[int, AnyFold],
+    ) -> tuple[dict[int, Calibration], NDArray[np.int64]]:
         hist, counts, problems = self._run(_scores_task, grid, split, folds)
         _raise_problems(self.name, problems, self.req)
         return {h: ScoreHistogram(self.req.bins, c) for h, c in hist.items()}, counts
@@ -240,14 +228,7 @@ def fit_cdp_fair_from_dask(
     names = list(features)
     for c in (*names, target, sensitive):
         _check_numeric(frame, c)
-    req = validate_request(
-        features=[str(f) for f in names], target=str(target), sensitive=str(sensitive),
-        feature_bounds=feature_bounds, score_bins=score_bins, random_state=random_state,
-        **settings,
-    )
-    rng = as_generator(random_state, name="random_state")
-    split = PositionSplit.from_rng(rng)  # the same first draw as the file path
-    source = DaskAggregates(frame, names, target, sensitive, req)
-    n, sizes = fit_from_aggregates(req, source, split, rng)
-    req.clf.__dict__["outofcore_"] = OutOfCoreFit("dask", n, sizes, req.bins, False)
-    return req.clf
+    clf = CDPFairClassifier(feature_bounds=feature_bounds, random_state=random_state, **settings)
+    req = validate_request(clf, features=[str(f) for f in names], target=str(target),
+                           sensitive=str(sensitive), score_bins=score_bins)
+    return fit_from_source(clf, req.settings, DaskAggregates(frame, names, target, sensitive, req))
