@@ -281,7 +281,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         ranges.append((r_lo, r_hi))
         stage1.append({"interval": (l1, u1), "depth": d1, "target_ranks": d["target_ranks"],
                        "rho": _r(s)})
-    rho2 = rho - (_r(acct.spent) if acct.ledger else 0.0)  # an unspent stage-1 end passes on
+    rho2 = rho - (_r(acct.spent) if acct.records else 0.0)  # an unspent stage-1 end passes on
     out: list[tuple[float, float, dict[str, Any]]] = []
     cdf: DPCdf | None = None
     thetas: list[float] = []

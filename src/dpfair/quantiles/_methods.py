@@ -112,9 +112,9 @@ def expmech_quantile(
         "zcdp_conversion": "bounded range: eps^2/8 per draw",
         "tail_constant": c,
         "output_grid": {"cell": grid.cell, "cells": grid.n_cells, "cells_per_theta": q},
-        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+        "ledger": [(e.label, e.budget.rho) for e in acct.records],
     }
-    return low, high, acct.spent if acct.ledger else Budget.zcdp(0.0), diagnostics
+    return low, high, acct.spent if acct.records else Budget.zcdp(0.0), diagnostics
 
 
 # ---------------------------------------------------------------------------- BinSearch
@@ -210,9 +210,9 @@ def binsearch_quantile(
         "sigma": mech.sigma,
         "queries_lower": q_low,
         "queries_upper": q_high,
-        "n_queries": len(acct.ledger),
+        "n_queries": len(acct.records),
     }
-    spent = acct.spent if acct.ledger else Budget.zcdp(0.0)
+    spent = acct.spent if acct.records else Budget.zcdp(0.0)
     return (grid_point(bounds, depth, i_low), grid_point(bounds, depth, i_high), spent,
             diagnostics)
 
@@ -283,7 +283,7 @@ def cdf_quantiles(
         "prefix_std_range": (float(sig.min()), float(sig.max())),
         "grid_indices": indices,
         "envelope": envelope,
-        "ledger": [(e.label, e.budget.rho) for e in acct.ledger],
+        "ledger": [(e.label, e.budget.rho) for e in acct.records],
     }
     cdf = DPCdf(grid=grid, values=prefix / n, std=std / n)
     return out, acct.spent, diagnostics, cdf
