@@ -40,8 +40,8 @@ def inspect(
 
     Lists the rows a release would refuse (missing cells, entries that are not numbers,
     NaN, infinities, malformed lines) with their data-row number (the header is row 0) and
-    raw text, and the counts. This reads and prints the data in the clear; it spends no budget because
-    it is not a release. Clean the file, then run the private command again.
+    raw text, and the counts. This reads and prints the data in the clear; it spends no
+    budget because it is not a release. Clean the file, then run the private command again.
     """
     from dpfair.data._inspect import inspect_column
 
