@@ -287,3 +287,27 @@ def test_fdp_site_round_data_error_is_withheld_and_charged(tmp_path: Path) -> No
     assert not (tmp_path / "r1.json").exists()
     recs = LedgerFile.open(led).records
     assert len(recs) == 1 and recs[0].charged.epsilon == pytest.approx(eps)  # the round
+
+
+def test_inspect_lists_a_malformed_line(tmp_path: Path) -> None:
+    data = tmp_path / "m.csv"
+    data.write_text("x,y\n" + "".join(f"{i},{i}\n" for i in range(3000)) + "5,6,7\n")
+    res = runner.invoke(app, ["inspect", str(data), "--column", "x", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["malformed"] == 1 and out["rows"] == 3000
+    assert out["bad_rows"] == [{"row": 3001, "text": "5,6,7",
+                                "problem": "malformed line (too many columns)"}]
+
+
+def test_a_file_whose_layout_fails_is_charged_under_a_ledger(tmp_path: Path) -> None:
+    """The sniffer reads rows: a layout failure at opening is a release like any other."""
+    data = tmp_path / "m.csv"
+    data.write_text("x,y\n" + "".join(f"{i},{i}\n" for i in range(3000)) + "5,6,SECRET\n")
+    led = _init_ledger(tmp_path, data)
+    res = runner.invoke(app, ["median-ci", str(data), "-c", "x", "--rho", "0.25", "--bounds",
+                              "0", "3000", "--ledger", str(led)])
+    line = _one_line_exit_2(res)
+    assert "SECRET" not in line and "3002" not in line and "withheld" in line
+    recs = LedgerFile.open(led).records
+    assert len(recs) == 1 and recs[0].charged.rho == pytest.approx(0.25)

@@ -39,9 +39,9 @@ def inspect(
     """The data owner's look at the bad rows of one column: NOT a private release.
 
     Lists the rows a release would refuse (missing cells, entries that are not numbers,
-    NaN, infinities) with their data-row number (the header is row 0) and raw text, and
-    the counts. This reads and prints the data in the clear; it spends no budget because
-    it is not a release. Clean the file, then run the private command again.
+    NaN, infinities, malformed lines) with their data-row number (the header is row 0) and
+    raw text, and the counts. This reads and prints the data in the clear; it spends no
+    budget because it is not a release. Clean the file, then run the private command again.
     """
     from dpfair.data._inspect import inspect_column
 
@@ -57,6 +57,7 @@ def inspect(
             ("missing", str(found.missing)),
             ("not a number", str(found.non_numeric)),
             ("NaN or infinite", str(found.non_finite)),
+            ("malformed lines", str(found.malformed)),
         ]
         rows += [(f"row {r}", f"{text!r}: {problem}") for r, text, problem in found.bad_rows]
         if found.clean:

@@ -194,6 +194,7 @@ def scan(
     *,
     file_row_number: bool = False,
     all_varchar: bool = False,
+    store_rejects: bool = False,
 ) -> str:
     """SQL text of the DuckDB table function reading exactly the file ``path``.
 
@@ -207,6 +208,9 @@ def scan(
         Parquet only: add DuckDB's ``file_row_number`` column (0-based row position).
     all_varchar : bool, default=False
         CSV only: read every column as text (``dpfair inspect``).
+    store_rejects : bool, default=False
+        CSV only: skip malformed lines into DuckDB's ``reject_errors`` table instead of
+        failing (``dpfair inspect`` lists them).
 
     Returns
     -------
@@ -229,6 +233,8 @@ def scan(
     extra = "" if encoding == "utf-8" else f", encoding = {sql_string(encoding)}"
     if all_varchar:
         extra += ", all_varchar = true"
+    if store_rejects:
+        extra += ", store_rejects = true"
     return f"read_csv({lit}, hive_partitioning = false, compression = {comp}{extra})"
 
 
@@ -247,14 +253,14 @@ _KINDS: tuple[tuple[str, str, str], ...] = (
     ("not utf-8", "the file is not valid text in its encoding",
      "Save it as UTF-8 (Excel: 'CSV UTF-8'); UTF-16 with a byte-order mark and Latin-1 "
      "are also read."),
-    ("maximum line size", "a line is longer than the CSV reader's limit (a very wide "
-     "header or a malformed file)", "Check that the file is a CSV with one record per line."),
     ("expected number of columns", "a row has a different number of fields than the header "
      "(a malformed CSV)", "Fix the file (quoting, stray delimiters) first."),
     ("too many columns", "a row has a different number of fields than the header (a "
      "malformed CSV)", "Fix the file (quoting, stray delimiters) first."),
     ("sniffing", "the CSV layout could not be detected (a malformed row, or a very wide "
      "header)", "Check that the file is a well-formed CSV with one header line."),
+    ("maximum line size", "a line is longer than the CSV reader's limit (a very wide "
+     "header or a malformed file)", "Check that the file is a CSV with one record per line."),
     ("unterminated quote", "a quoted field is not closed (a malformed CSV)",
      "Fix the file's quoting first."),
     ("could not convert", "values that are not numbers", "Clean the column first."),

@@ -31,9 +31,13 @@ class ColumnInspection:
         Data rows of the file.
     missing, non_numeric, non_finite : int
         Rows whose cell is empty/NULL, not a number, NaN or ±inf.
+    malformed : int
+        CSV lines that could not be parsed (e.g. a wrong number of fields).
     bad_rows : list of (row, text, problem)
         The first ``limit`` bad rows: 1-based data row (the header is row 0), the cell's
-        raw text, and what is wrong with it.
+        raw text (the whole line for a malformed one), and what is wrong with it. Rows are
+        counted as read: after a malformed line, the numbers of the well-formed rows are
+        one lower than their line in the file, so fix malformed lines first.
     read_error : str or None
         DuckDB's own message when the file cannot be parsed at all (it names the line).
     """
@@ -44,6 +48,7 @@ class ColumnInspection:
     missing: int = 0
     non_numeric: int = 0
     non_finite: int = 0
+    malformed: int = 0
     bad_rows: list[tuple[int, str, str]] = field(default_factory=list)
     read_error: str | None = None
 
@@ -51,7 +56,7 @@ class ColumnInspection:
     def clean(self) -> bool:
         """Whether every row holds a finite number."""
         return self.read_error is None and not (self.missing or self.non_numeric
-                                                or self.non_finite)
+                                                or self.non_finite or self.malformed)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready (with ``"release": False``)."""
@@ -60,7 +65,7 @@ class ColumnInspection:
             "note": "NOT a private release: raw rows of the data, for the data owner only",
             "path": self.path, "column": self.column, "rows": self.rows,
             "missing": self.missing, "non_numeric": self.non_numeric,
-            "non_finite": self.non_finite,
+            "non_finite": self.non_finite, "malformed": self.malformed,
             "bad_rows": [{"row": r, "text": t, "problem": p} for r, t, p in self.bad_rows],
             "read_error": self.read_error, "clean": self.clean,
         }
@@ -109,7 +114,7 @@ def inspect_column(
         source = _duckdb.scan(p, "parquet", file_row_number=True)
         rows_sql = f"SELECT file_row_number + 1 AS r, CAST({q} AS VARCHAR) AS v FROM {source}"
     else:
-        source = _duckdb.scan(p, "csv", all_varchar=True)
+        source = _duckdb.scan(p, "csv", all_varchar=True, store_rejects=True)
         rows_sql = f"SELECT row_number() OVER () AS r, {q} AS v FROM {source}"
     kind = (
         "CASE WHEN v IS NULL OR trim(v) = '' THEN 'missing' "
@@ -130,11 +135,23 @@ def inspect_column(
                 f"{query} SELECT r, coalesce(v, ''), problem FROM k WHERE problem IS NOT NULL "
                 f"ORDER BY r LIMIT {int(limit)}"
             ).fetchall()
+            rejects: list[tuple[int, str, str]] = []
+            n_rejects = 0
+            if fmt == "csv":
+                n_rejects = int((con.execute("SELECT count(*) FROM reject_errors")
+                                 .fetchone() or (0,))[0])
+                rejects = [
+                    (int(line) - 1, str(text), f"malformed line ({str(kind).lower()})")
+                    for line, kind, text in con.execute(
+                        "SELECT line, error_type, csv_line FROM reject_errors ORDER BY line "
+                        f"LIMIT {int(limit)}"
+                    ).fetchall()
+                ]
     except duckdb.Error as exc:
         return ColumnInspection(str(p), column, read_error=" ".join(str(exc).split())[:500])
     return ColumnInspection(
         str(p), column, rows=int(counts[0]), missing=int(counts[1]),
-        non_numeric=int(counts[2]), non_finite=int(counts[3]),
-        bad_rows=[(int(r), str(v), str(k)) for r, v, k in bad],
+        non_numeric=int(counts[2]), non_finite=int(counts[3]), malformed=n_rejects,
+        bad_rows=sorted(rejects + [(int(r), str(v), str(k)) for r, v, k in bad])[:limit],
     )
 
