@@ -81,7 +81,7 @@ from dpfair.fairclass._validation import (
     check_sensitive,
     scale_to_unit_box,
 )
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+from dpfair.mechanisms import GaussianProcessMechanism, KroneckerGaussianGrid
 from dpfair.privacy import Budget
 
 __all__ = [

@@ -29,8 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
-from dpfair.mechanisms.lattice import LatticeNoise
+from dpfair.mechanisms import GaussianProcessMechanism, KroneckerGaussianGrid, LatticeNoise
 
 __all__ = [
     "ReleasedFold",

@@ -28,8 +28,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
-from dpfair.mechanisms import PiecewiseConstantLaw
-from dpfair.mechanisms.exact_choice import PieceMasses, choose_piece, exact_rate
+from dpfair.mechanisms import PieceMasses, PiecewiseConstantLaw, choose_piece, exact_rate
 
 __all__ = [
     "SCORE_LATTICE_BINS",
@@ -72,7 +71,7 @@ def snap_scores(z: NDArray[np.float64], bins: int = SCORE_LATTICE_BINS) -> NDArr
 
 def snap_count_noise(value: float, n_public: int) -> float:
     """Noise of a released count snapped to a public lattice, so count + noise is exact."""
-    from dpfair.mechanisms.lattice import lattice_bits, snap_to_lattice
+    from dpfair.mechanisms import lattice_bits, snap_to_lattice
 
     return float(snap_to_lattice(value, lattice_bits(2.0 * float(n_public) + 1e6)))
 

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._sqlpath import is_parquet, scan_sql
 from dpfair.fairclass._split import PositionSplit
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = ["GridAggregate", "kernel_grid_weights"]
 

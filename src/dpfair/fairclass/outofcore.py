@@ -106,7 +106,7 @@ from dpfair.fairclass._threshold import (
 )
 from dpfair.fairclass._validation import MIN_GROUP_ROWS, check_feature_bounds
 from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+from dpfair.mechanisms import GaussianProcessMechanism, KroneckerGaussianGrid
 
 __all__ = ["OutOfCoreFit", "ScoreHistogram", "fit_cdp_fair_from_file"]
 

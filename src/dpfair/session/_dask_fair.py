@@ -46,7 +46,7 @@ from dpfair.fairclass.outofcore import (
     fit_from_aggregates,
     validate_request,
 )
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 from dpfair.session._dask import _tree_sum
 
 __all__ = ["DaskAggregates", "fit_cdp_fair_from_dask"]

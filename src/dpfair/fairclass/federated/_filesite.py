@@ -53,7 +53,7 @@ from dpfair.fairclass.federated._site import (
     split_entropy_of,
 )
 from dpfair.fairclass.outofcore import _as_parquet, _connect, _lit, _quote
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = ["FileSite"]
 

@@ -60,13 +60,13 @@ from dpfair.fairclass.federated._messages import (
     ProtocolError,
 )
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
-from dpfair.mechanisms import analytic_gaussian_delta
-from dpfair.mechanisms.gaussian_calibration import (
+from dpfair.mechanisms import (
+    KroneckerGaussianGrid,
+    analytic_gaussian_delta,
     approx_dp_sigma_target,
     check_delta_form,
     discrete_gaussian_sigma,
 )
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 from dpfair.privacy import Accountant, Budget
 
 __all__ = [
