@@ -388,47 +388,7 @@ DATA_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {
         "move under data/ and the command module moves to dpfair/cli/ (issue 24, item 2)",
 }
 #: Direct imports of a mechanisms submodule from outside dpfair/mechanisms: (file, module).
-_SWITCHED_NEXT = ("domain import lines of mechanisms submodules, switched to dpfair.mechanisms "
-                  "by the import-only commit that follows (issue 24, item 3)")
-MECHANISMS_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = dict.fromkeys([
-    ("facility/_baselines.py", "dpfair.mechanisms.discrete"),
-    ("facility/_baselines.py", "dpfair.mechanisms.discrete_laplace"),
-    ("facility/_baselines.py", "dpfair.mechanisms.exact_choice"),
-    ("facility/_families.py", "dpfair.mechanisms.exponential"),
-    ("facility/_laws.py", "dpfair.mechanisms.discrete"),
-    ("facility/_laws.py", "dpfair.mechanisms.discrete_laplace"),
-    ("facility/_laws.py", "dpfair.mechanisms.exponential"),
-    ("facility/_mechanism.py", "dpfair.mechanisms.exact_choice"),
-    ("facility/_mechanism.py", "dpfair.mechanisms.exponential"),
-    ("fairclass/_budget.py", "dpfair.mechanisms.gaussian_calibration"),
-    ("fairclass/_certify.py", "dpfair.mechanisms.discrete_laplace"),
-    ("fairclass/_certify.py", "dpfair.mechanisms.lattice"),
-    ("fairclass/_estimators.py", "dpfair.mechanisms.gaussian_process"),
-    ("fairclass/_laplace_count.py", "dpfair.mechanisms.discrete_laplace"),
-    ("fairclass/_laplace_count.py", "dpfair.mechanisms.lattice"),
-    ("fairclass/_linear.py", "dpfair.mechanisms.discrete_gaussian"),
-    ("fairclass/_linear.py", "dpfair.mechanisms.gaussian_calibration"),
-    ("fairclass/_linear.py", "dpfair.mechanisms.lattice"),
-    ("fairclass/_model.py", "dpfair.mechanisms.gaussian_process"),
-    ("fairclass/_model.py", "dpfair.mechanisms.lattice"),
-    ("fairclass/_rff.py", "dpfair.mechanisms.discrete_gaussian"),
-    ("fairclass/_rff.py", "dpfair.mechanisms.gaussian_calibration"),
-    ("fairclass/_rff.py", "dpfair.mechanisms.lattice"),
-    ("fairclass/_threshold.py", "dpfair.mechanisms.exact_choice"),
-    ("fairclass/_threshold.py", "dpfair.mechanisms.lattice"),
-    ("fairclass/aggregate.py", "dpfair.mechanisms.gaussian_process"),
-    ("fairclass/federated/_centre.py", "dpfair.mechanisms.tree"),
-    ("fairclass/federated/_classifier.py", "dpfair.mechanisms.gaussian_process"),
-    ("fairclass/federated/_filesite.py", "dpfair.mechanisms.gaussian_process"),
-    ("fairclass/federated/_protocol.py", "dpfair.mechanisms.gaussian_calibration"),
-    ("fairclass/federated/_protocol.py", "dpfair.mechanisms.gaussian_process"),
-    ("fairclass/federated/_site.py", "dpfair.mechanisms.gaussian_process"),
-    ("fairclass/federated/_site.py", "dpfair.mechanisms.tree"),
-    ("fairclass/outofcore.py", "dpfair.mechanisms.gaussian_process"),
-    ("median/_binsearch.py", "dpfair.mechanisms.lattice"),
-    ("median/_expmech.py", "dpfair.mechanisms.exact_choice"),
-    ("session/_dask_fair.py", "dpfair.mechanisms.gaussian_process"),
-], _SWITCHED_NEXT)
+MECHANISMS_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _check_exceptions(found: set[tuple[str, str]], allowed: dict[tuple[str, str], str],

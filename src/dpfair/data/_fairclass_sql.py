@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._sqlpath import is_parquet, literal_pattern, scan_sql, sql_string
 from dpfair.data._io import _quote
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = [
     "MERSENNE_61",

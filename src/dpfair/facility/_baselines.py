@@ -57,13 +57,17 @@ from dpfair._validation import check_interval_bounds, check_positive
 from dpfair.facility._laws import GridDistribution, LaplaceDistribution
 from dpfair.facility._mechanism import DPExpMed, check_locations
 from dpfair.facility._metrics import MedianChoice, Profile, check_median, median_index
-from dpfair.mechanisms.discrete import DiscreteExponentialMechanism
-from dpfair.mechanisms.discrete_laplace import (
-    MAX_SCALE,
-    ClippedDiscreteLaplaceLaw,
-    discrete_laplace_scale,
+from dpfair.mechanisms import (
+    LAPLACE_MAX_SCALE as MAX_SCALE,
 )
-from dpfair.mechanisms.exact_choice import PieceMasses, choose_pieces, exact_rate
+from dpfair.mechanisms import (
+    ClippedDiscreteLaplaceLaw,
+    DiscreteExponentialMechanism,
+    PieceMasses,
+    choose_pieces,
+    discrete_laplace_scale,
+    exact_rate,
+)
 from dpfair.privacy import Accountant, Budget
 
 __all__ = ["GridExpMed", "LaplaceMedian", "unwidened_expmed"]

@@ -32,7 +32,7 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_interval_bounds, check_positive
 from dpfair.facility._metrics import MedianChoice, check_median, median_index
-from dpfair.mechanisms.exponential import PiecewiseConstantLaw
+from dpfair.mechanisms import PiecewiseConstantLaw
 
 __all__ = [
     "CustomSinglePeakedLaw",

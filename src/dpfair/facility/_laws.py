@@ -37,9 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike
 from dpfair.facility._metrics import Profile, loss_cap
-from dpfair.mechanisms.discrete import DiscreteLaw
-from dpfair.mechanisms.discrete_laplace import ClippedDiscreteLaplaceLaw
-from dpfair.mechanisms.exponential import PiecewiseConstantLaw
+from dpfair.mechanisms import ClippedDiscreteLaplaceLaw, DiscreteLaw, PiecewiseConstantLaw
 
 __all__ = [
     "FacilityDistribution",

@@ -86,13 +86,13 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_interval_bounds, check_positive
 from dpfair.facility._laws import FacilityDistribution
 from dpfair.facility._metrics import MedianChoice, Profile, check_median, loss_cap, median_index
-from dpfair.mechanisms.exact_choice import (
+from dpfair.mechanisms import (
     PieceMasses,
+    PiecewiseConstantLaw,
     choose_pieces,
     choose_windowed,
     exact_rate,
 )
-from dpfair.mechanisms.exponential import PiecewiseConstantLaw
 from dpfair.privacy import Accountant, Budget, exponential_mechanism_zcdp
 
 __all__ = ["DPExpMed", "check_locations"]

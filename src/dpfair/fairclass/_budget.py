@@ -44,8 +44,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from dpfair._errors import InvalidParameterError
-from dpfair.mechanisms import analytic_gaussian_delta
-from dpfair.mechanisms.gaussian_calibration import discrete_gaussian_sigma
+from dpfair.mechanisms import analytic_gaussian_delta, discrete_gaussian_sigma
 from dpfair.privacy import Budget, Ledger, LedgerRecord
 
 __all__ = ["BudgetPlan", "LedgerRecord", "PrivacyLedger", "S1Release", "plan_budget"]

@@ -42,12 +42,14 @@ from scipy import integrate, optimize, special
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._laplace_count import count_lattice
 from dpfair.fairclass._threshold import DDSteps
-from dpfair.mechanisms.discrete_laplace import (
-    SAFE_SCALE,
+from dpfair.mechanisms import (
+    LAPLACE_SAFE_SCALE as SAFE_SCALE,
+)
+from dpfair.mechanisms import (
     discrete_laplace_scale,
+    lattice_bits,
     lattice_laplace,
 )
-from dpfair.mechanisms.lattice import lattice_bits
 
 __all__ = [
     "FairnessCertificate",

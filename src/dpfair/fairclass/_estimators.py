@@ -50,7 +50,7 @@ from dpfair.fairclass._validation import (
     check_sensitive,
     scale_to_unit_box,
 )
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = [
     "CDPFairClassifier",

@@ -18,12 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from dpfair._errors import InvalidParameterError
-from dpfair.mechanisms.discrete_laplace import (
-    SAFE_SCALE,
+from dpfair.mechanisms import (
+    LAPLACE_SAFE_SCALE as SAFE_SCALE,
+)
+from dpfair.mechanisms import (
     discrete_laplace_scale,
+    lattice_bits,
     lattice_laplace,
 )
-from dpfair.mechanisms.lattice import lattice_bits
 
 __all__ = ["count_lattice", "noisy_count"]
 

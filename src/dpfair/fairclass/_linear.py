@@ -95,7 +95,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, MissingPublicBoundError
 from dpfair.fairclass._rule import PlugInRule
-from dpfair.mechanisms.lattice import snap_to_lattice
+from dpfair.mechanisms import snap_to_lattice
 
 __all__ = [
     "OUTPUT_SHARE",
@@ -409,9 +409,11 @@ def plan_linear_s1(
     ``n_rows`` (an upper bound on the rows of one fit, e.g. the public n) and ``width`` (p,
     the number of coefficients) are public; they fix γ, the lattice and the output noise.
     """
-    from dpfair.mechanisms import analytic_gaussian_sigma
-    from dpfair.mechanisms.gaussian_calibration import approx_dp_sigma_target
-    from dpfair.mechanisms.lattice import approx_dp_variance
+    from dpfair.mechanisms import (
+        analytic_gaussian_sigma,
+        approx_dp_sigma_target,
+        approx_dp_variance,
+    )
 
     if not 0 < count_share < 1:
         raise InvalidParameterError(f"count_share={count_share!r}: must lie in (0, 1).")
@@ -502,7 +504,7 @@ def fit_linear_release(
     Raises :class:`InvalidDataError` if the certificate cannot be reached (module docstring,
     "Floating point"); nothing is released then.
     """
-    from dpfair.mechanisms.discrete_gaussian import sample_discrete_gaussian
+    from dpfair.mechanisms import sample_discrete_gaussian
 
     n, p = Phi.shape
     if p != plan.width or n > plan.n_rows:

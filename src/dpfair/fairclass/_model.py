@@ -30,8 +30,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._rule import PlugInRule
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
-from dpfair.mechanisms.lattice import LatticeNoise
+from dpfair.mechanisms import GaussianProcessMechanism, KroneckerGaussianGrid, LatticeNoise
 
 __all__ = [
     "ReleasedFold",

@@ -77,7 +77,7 @@ from dpfair.fairclass._threshold import (
 )
 from dpfair.fairclass._validation import check_group_table
 from dpfair.fairclass.aggregate import GridAggregate
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
+from dpfair.mechanisms import GaussianProcessMechanism, KroneckerGaussianGrid
 from dpfair.privacy import Budget
 
 __all__ = [

@@ -48,10 +48,13 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
 from dpfair.fairclass._rule import PlugInRule
-from dpfair.mechanisms.discrete_gaussian import round_to_scale as _round_to_scale
-from dpfair.mechanisms.discrete_gaussian import sample_discrete_gaussian
-from dpfair.mechanisms.gaussian_calibration import SMOOTHING_VARIANCE
-from dpfair.mechanisms.lattice import LatticeNoise, lattice_variance
+from dpfair.mechanisms import (
+    SMOOTHING_VARIANCE,
+    LatticeNoise,
+    lattice_variance,
+    sample_discrete_gaussian,
+)
+from dpfair.mechanisms import round_to_scale as _round_to_scale
 
 __all__ = [
     "MAX_FEATURES_DIM",

@@ -28,8 +28,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
-from dpfair.mechanisms import PiecewiseConstantLaw
-from dpfair.mechanisms.exact_choice import PieceMasses, choose_piece, exact_rate
+from dpfair.mechanisms import PieceMasses, PiecewiseConstantLaw, choose_piece, exact_rate
 
 __all__ = [
     "SCORE_LATTICE_BINS",

@@ -105,7 +105,7 @@ from dpfair.fairclass._pipeline import AnyFold, Calibration, FitSettings, fold_s
 from dpfair.fairclass._split import PositionSplit, Split
 from dpfair.fairclass._threshold import ScoreHistogram
 from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = ["FitRequest", "OutOfCoreFit", "ScoreHistogram", "fit_cdp_fair_from_file",
            "validate_request"]

@@ -34,8 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError
-from dpfair.mechanisms import GaussianMechanism, leaf_edges
-from dpfair.mechanisms.lattice import LatticeNoise
+from dpfair.mechanisms import GaussianMechanism, LatticeNoise, leaf_edges
 from dpfair.median._ranks import (
     gaussian_union_tail,
     generic_lower_failure,

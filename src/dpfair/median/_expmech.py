@@ -59,8 +59,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidParameterError
-from dpfair.mechanisms import ExponentialMechanism, PiecewiseConstantLaw
-from dpfair.mechanisms.exact_choice import PieceMasses, choose_windowed, exact_rate
+from dpfair.mechanisms import (
+    ExponentialMechanism,
+    PieceMasses,
+    PiecewiseConstantLaw,
+    choose_windowed,
+    exact_rate,
+)
 from dpfair.median._ranks import expmech_lower_target
 from dpfair.privacy import Accountant, Budget
 

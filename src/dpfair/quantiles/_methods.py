@@ -32,8 +32,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfair.mechanisms import ExponentialMechanism, GaussianMechanism, NoisyBinaryTree, leaf_edges
-from dpfair.mechanisms.lattice import LatticeNoise
+from dpfair.mechanisms import (
+    ExponentialMechanism,
+    GaussianMechanism,
+    LatticeNoise,
+    NoisyBinaryTree,
+    leaf_edges,
+)
 from dpfair.median._expmech import CellGrid, SortedCounts, sample_order_statistic_cell
 from dpfair.median._ranks import (
     expmech_lower_target,

@@ -48,7 +48,7 @@ from dpfair.fairclass.outofcore import (
     score_rows,
     validate_request,
 )
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 from dpfair.session._dask import _tree_sum
 
 __all__ = ["DaskAggregates", "fit_cdp_fair_from_dask"]

@@ -66,7 +66,7 @@ from dpfair.fairclass.federated._monotone import (
 )
 from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import unflatten_levels
-from dpfair.mechanisms.tree import NoisyTree
+from dpfair.mechanisms import NoisyTree
 
 __all__ = ["Centre", "plausibility_k", "site_dd_curve", "site_dd_terms"]
 

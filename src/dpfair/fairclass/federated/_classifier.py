@@ -26,7 +26,7 @@ from dpfair.fairclass.federated._keys import Signer
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError, decode, encode
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
 from dpfair.fairclass.federated._site import Site, seed_of
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 from dpfair.privacy import Budget
 
 __all__ = ["FDPFairClassifier", "FederatedModel", "certified_from_thresholds", "run_protocol"]

@@ -53,7 +53,7 @@ from dpfair.fairclass.federated._site import (
     split_entropy_of,
     split_of,
 )
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
+from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = ["FileSite"]
 

@@ -64,12 +64,12 @@ from dpfair.fairclass.federated._messages import (
     Envelope,
     ProtocolError,
 )
-from dpfair.mechanisms.gaussian_calibration import (
+from dpfair.mechanisms import (
+    KroneckerGaussianGrid,
     approx_dp_sigma_target,
     check_delta_form,
     discrete_gaussian_sigma,
 )
-from dpfair.mechanisms.gaussian_process import KroneckerGaussianGrid
 from dpfair.privacy import Budget, Ledger, LedgerRecord
 from dpfair.privacy import gdp_epsilon as _engine_gdp_epsilon
 

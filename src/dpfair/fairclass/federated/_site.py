@@ -57,8 +57,12 @@ from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
-from dpfair.mechanisms.gaussian_process import GaussianProcessMechanism, KroneckerGaussianGrid
-from dpfair.mechanisms.tree import NoisyBinaryTree, leaf_counts
+from dpfair.mechanisms import (
+    GaussianProcessMechanism,
+    KroneckerGaussianGrid,
+    NoisyBinaryTree,
+    leaf_counts,
+)
 
 __all__ = ["Site", "flatten_levels", "mixed_seed", "split_of", "unflatten_levels"]
 
