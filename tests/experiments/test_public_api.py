@@ -9,7 +9,7 @@ import dpfair.experiments
 
 PACKAGE = Path(dpfair.experiments.__file__).parent
 #: Shared by every package by design (the exception hierarchy); not a package's helper.
-ALLOWED_PRIVATE = {"dpfair._errors", "dpfair._sqlpath", "dpfair._atomic",  # shared utilities
+ALLOWED_PRIVATE = {"dpfair._errors", "dpfair._atomic",  # shared utilities
                    "dpfair._validation"}
 
 

@@ -53,7 +53,7 @@ def describe_os_error(exc: OSError) -> str:
 def user_errors() -> Iterator[None]:
     """Turn dpfair errors and file errors raised inside a command into exit code 2.
 
-    A DuckDB error that escaped a reader (it should not: :mod:`dpfair.data._duckdb`
+    A DuckDB error that escaped a reader (it should not: :mod:`dpfair.data.sql`
     translates them) also becomes one line, without DuckDB's text, which quotes the file.
     """
     try:
@@ -67,7 +67,7 @@ def user_errors() -> Iterator[None]:
             c.__module__.split(".")[0] == "duckdb" for c in type(exc).__mro__
         ):
             raise
-        from dpfair.data._duckdb import translate
+        from dpfair.data.sql import translate
 
         fail(str(translate(exc, "DATA")))
 

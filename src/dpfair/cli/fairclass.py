@@ -237,8 +237,8 @@ def fair_classify(
     The test metrics are computed on TEST in the clear: they are not private with respect to
     TEST (keep TEST out of any release that must be private).
     """
-    from dpfair.fairclass._io import read_columns
-    from dpfair.fairclass._validation import check_budget
+    from dpfair._validation import check_in_open_interval, check_positive
+    from dpfair.data.fairclass_sql import read_columns
     from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
     from dpfair.privacy import Budget
 
@@ -254,7 +254,8 @@ def fair_classify(
             )
         pairs = [(float(bounds[2 * k]), float(bounds[2 * k + 1])) for k in range(len(features))]
         cols = [*features, target, sensitive]
-        request = Budget.approx(*check_budget(epsilon, delta))
+        request = Budget.approx(check_positive("epsilon", epsilon),
+                                check_in_open_interval("delta", delta, 0.0, 1.0))
         te = read_columns(test, cols)  # public TEST: read (and failing) before any charge
         # the ledger of the TRAIN file (TEST is not private)
         session = open_session(train, ledger=ledger, request=request, seed=seed)

@@ -43,7 +43,7 @@ def inspect(
     raw text, and the counts. This reads and prints the data in the clear; it spends no
     budget because it is not a release. Clean the file, then run the private command again.
     """
-    from dpfair.data._inspect import inspect_column
+    from dpfair.data.bad_rows import inspect_column
 
     with user_errors():
         found = inspect_column(data, column, limit=limit)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from dpfair.data import synthetic
     from dpfair.data._aggregate import histogram_counts
     from dpfair.data._bundled import BUNDLED, BundledDataset, bundled_path, load_bundled
-    from dpfair.data._io import FileFormat, detect_format, list_columns, read_column
+    from dpfair.data._io import FileFormat, check_path, detect_format, list_columns, read_column
     from dpfair.data._paths import AGGREGATE_ROWS, row_count, use_out_of_core
     from dpfair.data.export import export_dataset
     from dpfair.data.synthetic import DESIGNS, Design, get_design, lognormal_sample
@@ -34,6 +34,7 @@ _WHERE = {
     "bundled_path": "dpfair.data._bundled",
     "load_bundled": "dpfair.data._bundled",
     "FileFormat": "dpfair.data._io",
+    "check_path": "dpfair.data._io",
     "detect_format": "dpfair.data._io",
     "list_columns": "dpfair.data._io",
     "read_column": "dpfair.data._io",
@@ -70,6 +71,7 @@ __all__ = [
     "Design",
     "FileFormat",
     "bundled_path",
+    "check_path",
     "detect_format",
     "export_dataset",
     "get_design",

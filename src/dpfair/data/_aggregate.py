@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._validation import check_interval_bounds
-from dpfair.data._io import FileFormat, _check_path, _checked_column, _resolve_format, _source
+from dpfair.data._io import FileFormat, _checked_column, _resolve_format, _source, check_path
 
 __all__ = ["histogram_counts"]
 
@@ -212,7 +212,7 @@ def histogram_counts(
         1 <= depth <= _MAX_DEPTH
     ):
         raise InvalidParameterError(f"depth={depth!r}: expected an integer in 1..{_MAX_DEPTH}.")
-    p = _check_path(path)
+    p = check_path(path)
     fmt = _resolve_format(p, format)
     n_bins = 2**int(depth)
     edges = leaf_edges((lo, hi), int(depth))  # the rule's public grid (checks hi − lo finite)

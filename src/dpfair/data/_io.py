@@ -9,7 +9,7 @@ These messages are for the data owner, who may see the data. Every error also ca
 ``problem`` (its kind, no value or count) and ``column`` attributes; a
 :class:`~dpfair.Session` (and so every ``dpfair`` data command) shows only those, and
 charges the failure (THREATS.md rule 9). All DuckDB access goes through
-:mod:`dpfair.data._duckdb`.
+:mod:`dpfair.data.sql`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair.data._duckdb import connect, data_error, scan, sniff, translate
-from dpfair.data._duckdb import quote as _quote
+from dpfair.data.sql import connect, data_error, scan, sniff, translate
+from dpfair.data.sql import quote as _quote
 
 __all__ = ["FileFormat", "detect_format", "list_columns", "read_column"]
 
@@ -50,7 +50,7 @@ _NUMERIC_TYPES = frozenset(
 )
 
 
-def _check_path(path: str | os.PathLike[str]) -> Path:
+def check_path(path: str | os.PathLike[str]) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidParameterError(f"path={path!r}: expected a file path (str or Path).")
     p = Path(path).expanduser()
@@ -83,12 +83,12 @@ def detect_format(path: str | os.PathLike[str]) -> FileFormat:
         (DuckDB's CSV reader also handles ``.gz`` and ``.zst`` compression, by file
         extension, and sniffs the delimiter and the header).
     """
-    p = _check_path(path)
+    p = check_path(path)
     return sniff(p)
 
 
 def _source(p: Path, fmt: FileFormat) -> str:
-    """The table function reading exactly ``p`` (no glob expansion; see data._duckdb)."""
+    """The table function reading exactly ``p`` (no glob expansion; see data.sql)."""
     return scan(p, fmt)
 
 
@@ -127,7 +127,7 @@ def list_columns(
     dict of str to str
         ``{column name: DuckDB type}`` in file order.
     """
-    p = _check_path(path)
+    p = check_path(path)
     fmt = _resolve_format(p, format)
     with connect() as con:
         return dict(_describe(con, p, fmt))
@@ -227,7 +227,7 @@ def read_column(
     >>> age.dtype, age.shape
     (dtype('float64'), (48842,))
     """
-    p = _check_path(path)
+    p = check_path(path)
     if not isinstance(column, str) or not column:
         raise InvalidParameterError(f"column={column!r}: expected a non-empty column name.")
     fmt = _resolve_format(p, format)

@@ -15,7 +15,7 @@ import os
 
 from dpfair._errors import InvalidParameterError
 from dpfair.data import _duckdb
-from dpfair.data._io import _check_path, _resolve_format
+from dpfair.data._io import _resolve_format, check_path
 
 __all__ = ["AGGREGATE_ROWS", "row_count", "use_out_of_core"]
 
@@ -30,7 +30,7 @@ def row_count(path: str | os.PathLike[str]) -> int:
     Public under replace-one neighbours, so it may steer public choices. A file DuckDB
     cannot read raises a one-line :class:`~dpfair.InvalidDataError` (no traceback).
     """
-    p = _check_path(path)
+    p = check_path(path)
     return _duckdb.row_count(p, _resolve_format(p, None))
 
 

@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_positive_int
-from dpfair.data._fairclass_sql import read_columns
+from dpfair.data.fairclass_sql import read_columns
 
 __all__ = [
     "ADULT_BOUNDS",

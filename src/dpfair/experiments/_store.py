@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from dpfair._atomic import atomic_open
 from dpfair._errors import InvalidDataError, InvalidParameterError
-from dpfair._sqlpath import literal_pattern
+from dpfair.data.sql import literal_pattern
 from dpfair.experiments._registry import Experiment
 
 __all__ = ["ResultStore", "StoreMismatchError"]

@@ -1,6 +1,6 @@
-"""Compatibility: :func:`read_columns` lives in :mod:`dpfair.data._fairclass_sql` (the data
+"""Compatibility: :func:`read_columns` lives in :mod:`dpfair.data.fairclass_sql` (the data
 layer owns all reading)."""
 
-from dpfair.data._fairclass_sql import read_columns
+from dpfair.data.fairclass_sql import read_columns
 
 __all__ = ["read_columns"]

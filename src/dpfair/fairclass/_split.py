@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair.data._fairclass_sql import (
+from dpfair.data.fairclass_sql import (
     MERSENNE_61,
     position_half_sizes,
     position_half_sql,

@@ -26,6 +26,6 @@ released noisy function has the same law as on the in-memory path (the noise is 
 the same mechanism to sums equal up to rounding).
 """
 
-from dpfair.data._fairclass_sql import GridAggregate, kernel_grid_weights
+from dpfair.data.fairclass_sql import GridAggregate, kernel_grid_weights
 
 __all__ = ["GridAggregate", "kernel_grid_weights"]

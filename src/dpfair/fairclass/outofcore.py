@@ -3,7 +3,7 @@
 :func:`fit_cdp_fair_from_file` fits a configured :class:`CDPFairClassifier` from a file
 through the one CDP-Fair pipeline (:mod:`dpfair.fairclass._pipeline`) with the file as its
 source: ``_ParquetAggregates`` reads it only through DuckDB aggregates
-(:mod:`dpfair.data._fairclass_sql`). The released state (public grid, η̃ on the grid, π̃,
+(:mod:`dpfair.data.fairclass_sql`). The released state (public grid, η̃ on the grid, π̃,
 τ̂, tie seed, ledger) is produced from aggregates,
 so ``predict``/``predict_proba``/``export_released_model`` are the in-memory methods,
 unchanged: prediction is post-processing of the same kind of release. Memory is
@@ -91,11 +91,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
-from dpfair.data._fairclass_sql import as_parquet as _as_parquet
-from dpfair.data._fairclass_sql import connect as _connect
-from dpfair.data._fairclass_sql import count_rows, stream_batches
-from dpfair.data._fairclass_sql import literal as _lit  # noqa: F401  (FDP file site)
-from dpfair.data._io import _quote  # noqa: F401  (FDP file site)
+from dpfair.data.fairclass_sql import as_parquet as _as_parquet
+from dpfair.data.fairclass_sql import connect as _connect
+from dpfair.data.fairclass_sql import count_rows, stream_batches
+from dpfair.data.fairclass_sql import literal as _lit  # noqa: F401  (FDP file site)
+from dpfair.data.sql import quote as _quote  # noqa: F401  (FDP file site)
 from dpfair.fairclass._estimators import (
     CDPFairClassifier,
     fit_from_source,
@@ -107,8 +107,10 @@ from dpfair.fairclass._threshold import ScoreHistogram
 from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
 from dpfair.mechanisms import KroneckerGaussianGrid
 
-__all__ = ["FitRequest", "OutOfCoreFit", "ScoreHistogram", "fit_cdp_fair_from_file",
-           "validate_request"]
+# The names a further out-of-core source (the Session's Dask source) builds on: the pipeline's
+# fold and calibration types, its split and the entry point that runs it over a source.
+__all__ = ["AnyFold", "Calibration", "FitRequest", "OutOfCoreFit", "ScoreHistogram", "Split",
+           "fit_cdp_fair_from_file", "fit_from_source", "validate_request"]
 
 @dataclass(frozen=True)
 class OutOfCoreFit:

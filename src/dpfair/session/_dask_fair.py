@@ -37,14 +37,15 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError
 from dpfair.fairclass import CDPFairClassifier
-from dpfair.fairclass._estimators import fit_from_source
-from dpfair.fairclass._pipeline import AnyFold, Calibration
-from dpfair.fairclass._split import Split
 from dpfair.fairclass.aggregate import GridAggregate
 from dpfair.fairclass.outofcore import (
+    AnyFold,
+    Calibration,
     FitRequest,
     OutOfCoreFit,
     ScoreHistogram,
+    Split,
+    fit_from_source,
     score_rows,
     validate_request,
 )

@@ -165,6 +165,10 @@ def _check_aggregate(aggregate: str) -> str:
     return aggregate
 
 
+#: Options of an out-of-core fit that configure the file scan, not the estimator.
+_FILE_FIT_OPTIONS = ("score_bins", "batch_size", "memory_limit", "threads", "tmp_dir")
+
+
 class Session:
     """One total privacy budget for every release on one data set.
 
@@ -799,10 +803,13 @@ class Session:
             agg_settings = {**settings,
                             "cross_fit": rule_default if cross_fit is None else cross_fit}
             if use_aggregates and isinstance(source, FileSource):
+                file_opts = {k: agg_settings.pop(k) for k in _FILE_FIT_OPTIONS
+                             if k in agg_settings}
                 return fit_cdp_fair_from_file(
                     source.path,  # type: ignore[arg-type]
+                    CDPFairClassifier(**agg_settings),
                     features=[str(f) for f in names], target=str(target),
-                    sensitive=str(sensitive), **agg_settings,
+                    sensitive=str(sensitive), **file_opts,
                 )
             if use_aggregates and source.kind == "dask":
                 from dpfair.session._dask_fair import fit_cdp_fair_from_dask

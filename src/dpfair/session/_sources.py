@@ -181,10 +181,9 @@ class FileSource(DataSource):
     kind = "file"
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        from dpfair.data import list_columns
-        from dpfair.data._io import _check_path
+        from dpfair.data import check_path, list_columns
 
-        p = _check_path(path)  # no such file (globs are never expanded), a directory
+        p = check_path(path)  # no such file (globs are never expanded), a directory
         self.path = p
         self._names: list[Hashable] = []
         try:

@@ -1,7 +1,7 @@
 """The FDP file site's DuckDB access: a configured connection and a file-order Parquet copy.
 
 A small adapter so that :mod:`~dpfair.fairclass.federated._filesite` reads files through
-public or shared names only (:func:`dpfair.data.list_columns`, :mod:`dpfair._sqlpath`)
+public or shared names only (:func:`dpfair.data.list_columns`, :mod:`dpfair.data.sql`)
 instead of the out-of-core CDP fit's private helpers. Nothing here releases anything: it
 only reads the site's own file, in the site's own process.
 """
@@ -17,8 +17,9 @@ from pathlib import Path
 import duckdb
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
-from dpfair._sqlpath import is_parquet, scan_sql, sql_string
 from dpfair.data import list_columns
+from dpfair.data.sql import is_parquet, sql_string
+from dpfair.data.sql import scan as scan_sql
 
 __all__ = ["connect", "file_order_parquet", "quote"]
 

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
-from dpfair._sqlpath import scan_sql
+from dpfair.data.sql import scan as scan_sql
 from dpfair.fairclass._model import ReleasedFold
 from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.fairclass.federated._fileio import connect, file_order_parquet, quote

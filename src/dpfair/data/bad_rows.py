@@ -91,9 +91,9 @@ def inspect_column(
     """
     import duckdb
 
-    from dpfair.data._io import _check_path, list_columns
+    from dpfair.data._io import check_path, list_columns
 
-    p = _check_path(path)
+    p = check_path(path)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise InvalidParameterError(f"limit={limit!r}: expected an int >= 0.")
     try:

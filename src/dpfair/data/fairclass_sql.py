@@ -2,7 +2,7 @@
 position-hash SQL of the split and the kernel-grid aggregates.
 
 The classifiers of :mod:`dpfair.fairclass` read a file only through this module (and
-:mod:`dpfair.data._io` / :mod:`dpfair._sqlpath` for paths and identifiers); nothing here
+:mod:`dpfair.data._io` / :mod:`dpfair.data.sql` for paths and identifiers); nothing here
 knows a classifier. It returns plain arrays and :class:`GridAggregate`.
 
 * :func:`read_columns` — several numeric columns of a small file as float64 arrays
@@ -36,8 +36,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
-from dpfair._sqlpath import is_parquet, literal_pattern, scan_sql, sql_string
 from dpfair.data._io import _quote
+from dpfair.data.sql import is_parquet, literal_pattern, sql_string
+from dpfair.data.sql import scan as scan_sql
 from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = [
@@ -74,7 +75,7 @@ def _first_line(exc: BaseException) -> str:
 
 def literal(path: Path) -> str:
     """``path`` as an SQL literal for *reading*: glob characters escaped, so DuckDB's
-    ``read_parquet``/``read_csv`` read exactly that file (see :mod:`dpfair._sqlpath`)."""
+    ``read_parquet``/``read_csv`` read exactly that file (see :mod:`dpfair.data.sql`)."""
     return sql_string(literal_pattern(path))
 
 
