@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from dpfair._errors import InvalidParameterError
-from dpfair.data import _duckdb
+from dpfair.data import sql
 from dpfair.data._io import _resolve_format, check_path
 
 __all__ = ["AGGREGATE_ROWS", "row_count", "use_out_of_core"]
@@ -31,7 +31,7 @@ def row_count(path: str | os.PathLike[str]) -> int:
     cannot read raises a one-line :class:`~dpfair.InvalidDataError` (no traceback).
     """
     p = check_path(path)
-    return _duckdb.row_count(p, _resolve_format(p, None))
+    return sql.row_count(p, _resolve_format(p, None))
 
 
 def use_out_of_core(path: str | os.PathLike[str], aggregate: str) -> bool:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from dpfair._errors import InvalidParameterError
-from dpfair.data import _duckdb
+from dpfair.data import sql
 
 __all__ = ["ColumnInspection", "inspect_column"]
 
@@ -97,7 +97,7 @@ def inspect_column(
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise InvalidParameterError(f"limit={limit!r}: expected an int >= 0.")
     try:
-        fmt = _duckdb.sniff(p)
+        fmt = sql.sniff(p)
     except Exception as exc:  # a workbook, a PDF, ...: say what it is
         return ColumnInspection(str(p), column, read_error=str(exc))
     try:
@@ -109,12 +109,12 @@ def inspect_column(
             f"column='{column}': not found in '{p.name}'. Available columns: "
             f"{', '.join(repr(n) for n in names)}."
         )
-    q = _duckdb.quote(column)
+    q = sql.quote(column)
     if fmt == "parquet":
-        source = _duckdb.scan(p, "parquet", file_row_number=True)
+        source = sql.scan(p, "parquet", file_row_number=True)
         rows_sql = f"SELECT file_row_number + 1 AS r, CAST({q} AS VARCHAR) AS v FROM {source}"
     else:
-        source = _duckdb.scan(p, "csv", all_varchar=True, store_rejects=True)
+        source = sql.scan(p, "csv", all_varchar=True, store_rejects=True)
         rows_sql = f"SELECT row_number() OVER () AS r, {q} AS v FROM {source}"
     kind = (
         "CASE WHEN v IS NULL OR trim(v) = '' THEN 'missing' "
@@ -124,7 +124,7 @@ def inspect_column(
     )
     query = f"WITH t AS ({rows_sql}), k AS (SELECT r, v, {kind} AS problem FROM t)"
     try:
-        with _duckdb.connect() as con:
+        with sql.connect() as con:
             con.execute("SET threads = 1")  # row_number() in file order
             counts = con.execute(
                 f"{query} SELECT count(*), count(*) FILTER (problem = 'missing'), "
