@@ -14,8 +14,11 @@ baseline and the method interleaved on the same data) and printed with its targe
   the path of ``Session.median_ci`` / ``dpfair median-ci`` on big files) on a Parquet file
   of ``--rows`` rows ÷ a plain DuckDB scan of the column (``SELECT sum(x)``) (≤ 3).
 
-"engine" rows time the call sequence of the median API with the data already validated
-(copy, clip, then the method's own code: what ``confidence_interval`` does); "api" rows time
+Each row prints the wall-time ratio (the target's) and ``cpu=``, the same ratio in
+process CPU time (all threads; steadier on a shared machine). "engine" rows time the
+median API's call sequence (validated copy, clip) with the fast engines — ExpMech by
+selection, the tree methods' counts by ``leaf_counts_sorted`` — which is what
+``confidence_interval`` runs once its two call sites use them; "api" rows time
 ``dpfair.median.confidence_interval`` itself, whatever it does in this checkout.
 
 Data: log-normal exp(N(ln 1.5, 1)), bounds (−5, 15), ρ = 0.5, α = 0.05 (the paper's
@@ -25,6 +28,7 @@ run on the Adult ``age`` column resampled to n (realism check; skipped when abse
 
     PYTHONPATH=src .venv/bin/python benchmarks/quantile_speed.py            # full (≈ 2 min)
     PYTHONPATH=src .venv/bin/python benchmarks/quantile_speed.py --quick    # CI smoke (s)
+    DPFAIR_BENCH_SRC=/path/to/old/src .venv/bin/python benchmarks/quantile_speed.py  # before
 
 Nothing here asserts on time; ``--json`` saves every number.
 """
@@ -45,14 +49,19 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
+if os.environ.get("DPFAIR_BENCH_SRC"):  # time another checkout (e.g. the code before)
+    SRC = Path(os.environ["DPFAIR_BENCH_SRC"]).resolve()
 if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 import dpfair  # noqa: E402
 from dpfair._validation import check_finite_1d  # noqa: E402
-from dpfair.mechanisms.tree import leaf_counts_sorted  # noqa: E402
+from dpfair.mechanisms import tree as _tree  # noqa: E402
 from dpfair.median import _api, _cdf, _expmech  # noqa: E402
 from dpfair.median._ranks import nonprivate_ranks  # noqa: E402
+
+#: Whether this checkout has the fast engines (older ones: "engine" rows = the API).
+FAST = hasattr(_cdf, "release_cdf_tree") and hasattr(_tree, "leaf_counts_sorted")
 
 BOUNDS = (-5.0, 15.0)
 RHO = 0.5
@@ -65,25 +74,30 @@ def lognormal(n: int, seed: int = 7) -> np.ndarray:
     return np.random.default_rng(seed).lognormal(np.log(1.5), 1.0, n)
 
 
-def best_of(fn: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def side_by_side(
     base: Callable[[], Any], fn: Callable[[], Any], repeats: int
 ) -> tuple[float, float]:
-    """Best-of times of ``base`` and ``fn``, interleaved (same machine state for both)."""
-    tb, tf = float("inf"), float("inf")
+    """Best-of wall times of ``base`` and ``fn``, interleaved (same machine state for both).
+
+    The best process-CPU times (all threads) are kept in ``CPU`` for the same calls: on a
+    loaded machine they are the steadier ratio (printed as ``cpu``).
+    """
+    tb = tf = cb = cf = float("inf")
     fn()  # warm caches (lru caches of public tables, imports)
     for _ in range(repeats):
-        tb = min(tb, best_of(base, 1))
-        tf = min(tf, best_of(fn, 1))
+        for which in (0, 1):
+            c0, t0 = time.process_time(), time.perf_counter()
+            (base if which == 0 else fn)()
+            t, c = time.perf_counter() - t0, time.process_time() - c0
+            if which == 0:
+                tb, cb = min(tb, t), min(cb, c)
+            else:
+                tf, cf = min(tf, t), min(cf, c)
+    CPU[:] = [cb, cf]
     return tb, tf
+
+
+CPU: list[float] = [1.0, 1.0]
 
 
 # ---------------------------------------------------------------------------- engines
@@ -106,6 +120,8 @@ def engine_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
     (``expmech_interval(presorted=False)``, no sort); the tree methods sort once and read
     their counts by binary search (``leaf_counts_sorted``) instead of binning a clipped copy.
     """
+    if not FAST:
+        return api_call(method, x, seed)
     data = _prepared(x)
     gen = np.random.default_rng(seed)
     if method == "expmech":
@@ -117,7 +133,7 @@ def engine_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
 
 class _SortedSource(_api._ArraySource):
     def leaves(self, bounds: tuple[float, float], depth: int) -> Any:
-        return leaf_counts_sorted(self.x, bounds, depth, check=False)
+        return _tree.leaf_counts_sorted(self.x, bounds, depth, check=False)
 
 
 def api_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
@@ -139,7 +155,11 @@ def many_quantiles(x: np.ndarray, qs: tuple[float, ...], seed: int = 1) -> Any:
     data = _prepared(x)
     data.sort()
     depth = dpfair.median.aggregation_depth("cdf", BOUNDS)
-    leaves = leaf_counts_sorted(data, BOUNDS, depth, check=False)
+    if not FAST:  # the code before: one tree (and one budget) per quantile
+        leaves = _tree.leaf_counts(data, BOUNDS, depth)
+        return [_cdf.cdf_interval(leaves, RHO, BOUNDS, ALPHA / len(qs), depth,
+                                  np.random.default_rng(seed)) for _ in qs]
+    leaves = _tree.leaf_counts_sorted(data, BOUNDS, depth, check=False)
     tree = _cdf.release_cdf_tree(leaves, RHO, BOUNDS, depth, np.random.default_rng(seed))
     return [tree.interval(q, ALPHA / len(qs)) for q in qs]
 
@@ -218,14 +238,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     n, n_big, rows = int(args.n), int(args.n_big), int(args.rows)
     results: list[dict[str, Any]] = []
 
-    def row(name: str, value: float, target: str, **extra: Any) -> None:
+    def row(name: str, value: float, target: str, cpu: bool = True, **extra: Any) -> None:
+        if cpu:
+            extra = {"cpu": CPU[1] / CPU[0] if CPU[0] > 0 else float("nan"), **extra}
         results.append({"name": name, "ratio": value, "target": target, **extra})
         print(f"{name:<42} {value:8.3f}   target {target:<6} "
               + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in extra.items()), flush=True)
 
-    print(f"# quantile_speed: n={n:.3g}, n_big={n_big:.3g}, rows={rows:.3g}, "
-          f"repeats={args.repeats}, numpy {np.__version__}", flush=True)
+    print(f"# quantile_speed ({dpfair.__file__}, fast engines: {FAST}): n={n:.3g}, "
+          f"n_big={n_big:.3g}, rows={rows:.3g}, repeats={args.repeats}, "
+          f"numpy {np.__version__}", flush=True)
     samples = {"lognormal": lognormal(n)}
     adult = Path("/work/shared/data/adult_xue_yu.csv")
     if args.adult and adult.exists():
@@ -248,7 +271,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.no_memory:
         for mode in ("engine", "api"):
             row(f"big/cdf/{mode}/peak_memory", peak_memory_ratio(n_big, "cdf", mode), "<=2",
-                n=n_big)
+                cpu=False, n=n_big)
     del xb
 
     x = samples["lognormal"]

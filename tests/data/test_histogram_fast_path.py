@@ -106,3 +106,21 @@ def test_out_of_core_release_identical_to_in_memory(tmp_path, method, design, se
         assert (agg.low, agg.high) == (mem.low, mem.high)
         if mem.cdf is not None:
             np.testing.assert_array_equal(agg.cdf.values, mem.cdf.values)
+
+
+def test_quantile_tree_from_file_identical_to_in_memory(tmp_path, seed):
+    """Several quantiles from one tree: a file's counts give exactly the in-memory release."""
+    from dpfair.mechanisms.tree import leaf_counts_sorted
+    from dpfair.median._cdf import release_cdf_tree
+
+    rng = np.random.default_rng(seed + 5)
+    x = np.concatenate([rng.lognormal(0.4, 1.0, 3000), np.full(200, 2.0), [-30.0, 99.0]])
+    bounds, depth = (-5.0, 15.0), 9
+    path = _write(tmp_path, x)
+    mem = release_cdf_tree(leaf_counts_sorted(np.sort(x), bounds, depth), 0.5, bounds, depth,
+                           np.random.default_rng(seed))
+    disk = release_cdf_tree(histogram_counts(path, "x", bounds, depth), 0.5, bounds, depth,
+                            np.random.default_rng(seed))
+    for q in (0.1, 0.25, 0.5, 0.75, 0.9):
+        assert mem.interval(q, 0.01)[:2] == disk.interval(q, 0.01)[:2]
+    np.testing.assert_array_equal(mem.cdf.values, disk.cdf.values)
