@@ -158,3 +158,34 @@ def test_result_to_dict(sample):
     assert d["q"] == 0.5 and d["privacy"]["rho"] == pytest.approx(0.5)
     res = confidence_intervals(sample, [0.25, 0.75], rho=0.5, bounds=BOUNDS, rng=0)
     assert len(res.to_dict()["intervals"]) == 2
+
+
+def test_localised_expmech_tail_constant_is_public():
+    # The localised ExpMech ranks use C = 128 whatever range stage 1 picked: the cell
+    # grid's own constant is below it for every range (so the ranks are data-free).
+    from dpfair.median._expmech import CellGrid
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        a = float(rng.uniform(-1e6, 1e6))
+        w = float(10 ** rng.uniform(-6, 5))
+        grid = CellGrid.for_bounds((a, a + w), w / 128)
+        assert grid.tail_constant < 128
+    x = rng.lognormal(0, 1, 500)
+    r = confidence_interval(x, 0.5, rho=0.5, bounds=BOUNDS, method="expmech", rng=0)
+    assert r.diagnostics["tail_constant"] == 128.0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_wide_bounds_default_is_narrow(method):
+    # issue 22: a fixed fraction of |R| made the default useless on wide public bounds
+    x = np.random.default_rng(6).gamma(2.0, 1.0, 20_000)
+    lo, hi = dpfair.quantiles.nonprivate_interval(x, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuantileWarning)
+        r = confidence_interval(x, 0.5, rho=0.5, bounds=(-1e6, 1e6), method=method, rng=0)
+        old = confidence_interval(x, 0.5, rho=0.5, bounds=(-1e6, 1e6), method=method,
+                                  localize=False, rng=0)
+    assert r.width < 2.0 * (hi - lo)
+    assert old.width > 100 * (hi - lo)
+    assert r.low <= float(np.median(x)) <= r.high

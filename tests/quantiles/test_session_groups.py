@@ -84,3 +84,19 @@ def test_budget_refused_before_reading(frame):
     with pytest.raises(dpfair.BudgetExceededError):
         s.quantile_ci("age", 0.5, rho=0.5, bounds=BOUNDS)
     assert s.spent.rho == pytest.approx(0.0)
+
+
+def test_groups_from_a_csv_file(frame, tmp_path):
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    groups = ["north", "south"]
+    s_file = dpfair.Session(str(path), budget=dpfair.privacy.Budget.zcdp(1.0))
+    got = s_file.quantile_ci("age", [0.25, 0.75], rho=0.5, bounds=BOUNDS, by="region",
+                             groups=groups, group_sizes="public", rng=5)
+    s_mem = dpfair.Session(frame, budget=dpfair.privacy.Budget.zcdp(1.0))
+    want = s_mem.quantile_ci("age", [0.25, 0.75], rho=0.5, bounds=BOUNDS, by="region",
+                             groups=groups, group_sizes="public", rng=5)
+    for g in groups:
+        assert got[g][0].n == want[g][0].n
+        assert [(iv.low, iv.high) for iv in got[g]] == [(iv.low, iv.high) for iv in want[g]]
+    assert s_file.spent.rho == pytest.approx(0.5)

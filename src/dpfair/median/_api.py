@@ -167,6 +167,11 @@ def confidence_interval(
     in the first count for the lower end, non-decreasing in the second for the upper end),
     so the same target ranks and thresholds stay valid, only more conservative.
 
+    This is the q = ½ case of :func:`dpfair.quantiles.confidence_interval` with
+    ``localize=False`` (identical output for the same seed). The quantile function's
+    default adds a charged private localisation stage, which is narrower on most designs
+    and does not depend on how wide ``bounds`` is (``docs/quantiles.md``).
+
     Examples
     --------
     >>> import numpy as np, dpfair

@@ -954,7 +954,23 @@ class Session:
                 values = raw[by]
                 to_numpy = getattr(values, "to_numpy", None)
                 return to_numpy() if to_numpy is not None else np.asarray(values)
-            return source.column(by)  # files: numeric group codes
+            if isinstance(source, FileSource) and source.path is not None:
+                # any labels: read as text in file order (the value column is read by
+                # the same ordered scan); groups are then matched as strings
+                import duckdb
+
+                from dpfair._sqlpath import scan_sql
+
+                name = '"' + str(by).replace('"', '""') + '"'
+                con = duckdb.connect()
+                try:
+                    rows = con.execute(
+                        f"SELECT CAST({name} AS VARCHAR) FROM {scan_sql(source.path)}"
+                    ).fetchall()
+                finally:
+                    con.close()
+                return np.array([r[0] for r in rows], dtype=object)
+            return source.column(by)
 
         def compute() -> Any:
             x = source.column(col)
@@ -966,8 +982,9 @@ class Session:
             # randomness another group's sampler happened to consume
             streams = (gen.spawn(len(groups or ())) if gen is not None
                        else [None] * len(groups or ()))
+            as_text = labels.dtype == object and isinstance(source, FileSource)
             for g, stream in zip(groups or (), streams, strict=True):
-                rows = x[labels == g]
+                rows = x[labels == (str(g) if as_text else g)]
                 if rows.size == 0:  # sizes are public: naming an empty group leaks nothing
                     raise InvalidParameterError(
                         f"groups: group {g!r} has no rows (its size is public); drop it.")
