@@ -96,7 +96,8 @@ def init(
 
     One data set has one ledger: refused when DATA's content (by SHA-256, under any name)
     already has one, which is named. Composition: ρ adds; a facility (pure ε,
-    exponential mechanism) costs ε²/8 of a ρ budget; ε and δ add on an (ε, δ) budget; a zCDP release on an (ε, δ) budget needs
+    exponential mechanism) costs ε²/8 of a ρ budget; ε and δ add on an (ε, δ) budget; a
+    zCDP release on an (ε, δ) budget needs
     --convert-delta; an (ε, δ) release (fair-classify) cannot be charged to a ρ budget.
     """
     from dpfair.privacy import LedgerFile
