@@ -74,3 +74,14 @@ def test_former_accountants_are_the_engine() -> None:
     )
     assert "mu" not in Budget.pure(1.0).to_dict()
     assert math.isclose(Budget.gdp(2.0).to_zcdp().rho or 0.0, 2.0)
+
+
+def test_registered_finds_the_ledger_of_the_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "d.csv"
+    data.write_text("x\n1\n")
+    assert LedgerFile.registered(data) is None
+    led = LedgerFile.create(tmp_path / "l", Budget.zcdp(1.0), data=data)
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(data.read_bytes())
+    found = LedgerFile.registered(copy)
+    assert found is not None and found.path == led.path
