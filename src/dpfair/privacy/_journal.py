@@ -279,6 +279,32 @@ class LedgerFile:
         return cls(p)
 
     @classmethod
+    def registered(cls, data: str | os.PathLike[str]) -> LedgerFile | None:
+        """The ledger registered for ``data``'s content in the state directory, or None.
+
+        For a command that should charge the data's one ledger without being told its path.
+
+        Raises
+        ------
+        LedgerError
+            A ledger is registered but its file is missing or invalid (rolled back, forked).
+        """
+        dpath = Path(data)
+        if not dpath.is_file():
+            raise InvalidParameterError(f"data={data}: no such file.")
+        entry = _state.lookup(fingerprint_file(dpath))
+        if entry is None:
+            return None
+        found = Path(entry["path"])
+        if not found.is_file():
+            raise LedgerError(
+                f"data {data}: its ledger {found} (registered in {_state.state_dir()}) is "
+                "missing; restore it, or reset deliberately with `dpfair ledger forget "
+                f"{data} --yes` (the budget spent on these data is then forgotten)."
+            )
+        return cls(found)
+
+    @classmethod
     def for_data(
         cls,
         data: str | os.PathLike[str],

@@ -1,8 +1,10 @@
-"""``dpfair ledger init`` and ``dpfair ledger show``: a persistent privacy ledger.
+"""``dpfair ledger init``, ``show`` and ``forget``: a persistent privacy ledger.
 
 A ledger is an append-only journal (:class:`dpfair.privacy.LedgerFile`) with a total
-budget, bound to one data file by its content (SHA-256). Every data command given
-``--ledger FILE`` charges it before printing or writing anything (``dpfair._cli_ledger``).
+budget, bound to one data file by its content (SHA-256) and registered as *the* ledger of
+that content in the user's state directory (one ledger per data set; ``docs/ledgers.md``).
+Every data command given ``--ledger FILE`` charges it before printing or writing anything
+(``dpfair._cli_ledger``). ``forget`` is the deliberate reset.
 """
 
 from __future__ import annotations
@@ -92,8 +94,10 @@ def init(
 ) -> None:
     """Create a ledger FILE with a total budget, bound to the content of DATA.
 
-    Composition: ρ adds; a facility (pure ε, exponential mechanism) costs ε²/8 of a ρ budget;
-    ε and δ add on an (ε, δ) budget; a zCDP release on an (ε, δ) budget needs
+    One data set has one ledger: refused when DATA's content (by SHA-256, under any name)
+    already has one, which is named. Composition: ρ adds; a facility (pure ε,
+    exponential mechanism) costs ε²/8 of a ρ budget; ε and δ add on an (ε, δ) budget; a
+    zCDP release on an (ε, δ) budget needs
     --convert-delta; an (ε, δ) release (fair-classify) cannot be charged to a ρ budget.
     """
     from dpfair.privacy import LedgerFile
@@ -172,6 +176,41 @@ def show(
     console.print(Text("Parameters (public; every field with --json)", style="bold"))
     for line in lines:
         console.print(line)
+
+
+@ledger_app.command("forget")
+def forget(
+    data: Annotated[Path, typer.Argument(metavar="DATA", help="The data file.",
+                                         show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm the reset.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = (
+        False
+    ),
+) -> None:
+    """Deliberately reset: forget DATA's registered ledger (and its high-water mark).
+
+    Afterwards a new ledger can be created for DATA's content, and the old ledger file is
+    no longer protected against being rolled back. The budget already spent on DATA is
+    then no longer enforced: do this only when the data set is retired or its owners agree
+    to a new budget. The ledger file itself is not touched.
+    """
+    from dpfair.privacy import forget_data
+
+    with user_errors():
+        if not yes:
+            raise InvalidParameterError(
+                f"forget {data}: this stops enforcing the budget already spent on these data; "
+                "pass --yes to do it deliberately."
+            )
+        entry = forget_data(data)
+        if entry is None:
+            raise InvalidParameterError(
+                f"data={data}: no ledger is registered for its content; nothing to forget."
+            )
+        summary = {"forgotten": entry}
+        rows = [("data", str(data)), ("ledger forgotten", str(entry["path"])),
+                ("ledger id", str(entry["ledger_id"]))]
+    emit(summary, as_json=as_json, title="Registry entry removed", rows=rows)
 
 
 def register(app: typer.Typer) -> None:

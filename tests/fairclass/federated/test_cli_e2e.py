@@ -69,8 +69,12 @@ def _env() -> dict[str, str]:
 
 
 def _popen(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    env = _env()
+    if "--site-id" in args:  # each institution is its own account, with its own registry
+        sid = args[args.index("--site-id") + 1]
+        env["DPFAIR_STATE_DIR"] = os.path.join(env.get("DPFAIR_STATE_DIR", "."), f"site-{sid}")
     return subprocess.Popen(
-        [*CLI, *args], cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [*CLI, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, preexec_fn=_limit_memory,
     )
 
