@@ -959,7 +959,7 @@ class Session:
                 # the same ordered scan); groups are then matched as strings
                 import duckdb
 
-                from dpfair._sqlpath import scan_sql
+                from dpfair.data.sql import scan as scan_sql
 
                 name = '"' + str(by).replace('"', '""') + '"'
                 con = duckdb.connect()
