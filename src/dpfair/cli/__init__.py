@@ -9,7 +9,7 @@ code 2, without a traceback.
 
 Modules: :mod:`.median` (``median-ci``), :mod:`.facility`, :mod:`.fairclass`
 (``fair-classify``), :mod:`.fdp`, :mod:`.inspect`, :mod:`.datasets`, :mod:`.reproduce`,
-:mod:`.report`; ``ledger`` is :mod:`dpfair.privacy.cli`. The group imports a command's
+:mod:`.report`; ``ledger`` is :mod:`.ledger`. The group imports a command's
 module only when that command runs (:mod:`._lazy`), so ``dpfair --help`` loads no numpy and
 each data command only what it uses.
 """
@@ -65,8 +65,8 @@ class _Commands(LazyGroup):
             "dpfair.cli.fdp",
             "FDP-Fair: federated DP fair classification (paper 003).",
         ),
-        "ledger": (  # stays in dpfair.privacy for now (moved at the merge)
-            "dpfair.privacy.cli",
+        "ledger": (
+            "dpfair.cli.ledger",
             "A persistent privacy ledger: one total budget for every release on one data file.",
         ),
         "datasets": (

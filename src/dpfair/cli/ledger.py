@@ -4,7 +4,7 @@ A ledger is an append-only journal (:class:`dpfair.privacy.LedgerFile`) with a t
 budget, bound to one data file by its content (SHA-256) and registered as *the* ledger of
 that content in the user's state directory (one ledger per data set; ``docs/ledgers.md``).
 Every data command given ``--ledger FILE`` charges it before printing or writing anything
-(``dpfair._cli_ledger``). ``forget`` is the deliberate reset.
+(through a :class:`dpfair.Session`). ``forget`` is the deliberate reset.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpfair._cli_support import emit, fmt, json_default, user_errors
+from dpfair.cli._support import emit, fmt, json_default, user_errors
 from dpfair._errors import InvalidParameterError
 
 __all__ = ["ledger_app", "register"]
