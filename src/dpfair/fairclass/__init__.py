@@ -24,28 +24,81 @@ Every CDP-Fair fit runs one pipeline (``fairclass/_pipeline.py``) over a source:
 memory, a file's DuckDB aggregates, or a Dask DataFrame's (``dpfair.session``).
 """
 
-from dpfair.fairclass import datasets, metrics
-from dpfair.fairclass._budget import BudgetPlan as BudgetPlan
-from dpfair.fairclass._budget import LedgerRecord as LedgerRecord
-from dpfair.fairclass._budget import PrivacyLedger as PrivacyLedger
-from dpfair.fairclass._budget import plan_budget
-from dpfair.fairclass._estimators import (
-    CDPFairClassifier,
-    FairPlugInClassifier,
-    PlugInClassifier,
-    PrivatePlugInClassifier,
-)
-from dpfair.fairclass._model import ReleasedFold as ReleasedFold
-from dpfair.fairclass._model import bandwidth_rule
-from dpfair.fairclass._threshold import ThresholdResult as ThresholdResult
-from dpfair.fairclass._threshold import dd_steps, exact_fair_threshold, private_fair_threshold
-from dpfair.fairclass.aggregate import GridAggregate as GridAggregate
-from dpfair.fairclass.aggregate import kernel_grid_weights
-from dpfair.fairclass.federated import FDPFairClassifier
-from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
-from dpfair.fairclass.outofcore import OutOfCoreFit as OutOfCoreFit
-from dpfair.fairclass.outofcore import fit_cdp_fair_from_file
-from dpfair.fairclass.sweep import fit_alpha_path
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpfair.fairclass import datasets, metrics
+    from dpfair.fairclass._budget import BudgetPlan as BudgetPlan
+    from dpfair.fairclass._budget import LedgerRecord as LedgerRecord
+    from dpfair.fairclass._budget import PrivacyLedger as PrivacyLedger
+    from dpfair.fairclass._budget import plan_budget
+    from dpfair.fairclass._estimators import (
+        CDPFairClassifier,
+        FairPlugInClassifier,
+        PlugInClassifier,
+        PrivatePlugInClassifier,
+    )
+    from dpfair.fairclass._model import ReleasedFold as ReleasedFold
+    from dpfair.fairclass._model import bandwidth_rule
+    from dpfair.fairclass._threshold import ThresholdResult as ThresholdResult
+    from dpfair.fairclass._threshold import (
+        dd_steps,
+        exact_fair_threshold,
+        private_fair_threshold,
+    )
+    from dpfair.fairclass.aggregate import GridAggregate as GridAggregate
+    from dpfair.fairclass.aggregate import kernel_grid_weights
+    from dpfair.fairclass.federated import FDPFairClassifier
+    from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+    from dpfair.fairclass.outofcore import OutOfCoreFit as OutOfCoreFit
+    from dpfair.fairclass.outofcore import fit_cdp_fair_from_file
+    from dpfair.fairclass.sweep import fit_alpha_path
+
+#: Exported name -> the module that defines it. Loaded on first use (PEP 562): a command
+#: that needs one name (``dpfair fdp keygen``) does not pay for scikit-learn or SciPy.
+_WHERE: dict[str, str] = {
+    "BudgetPlan": "dpfair.fairclass._budget",
+    "LedgerRecord": "dpfair.fairclass._budget",
+    "PrivacyLedger": "dpfair.fairclass._budget",
+    "plan_budget": "dpfair.fairclass._budget",
+    "CDPFairClassifier": "dpfair.fairclass._estimators",
+    "FairPlugInClassifier": "dpfair.fairclass._estimators",
+    "PlugInClassifier": "dpfair.fairclass._estimators",
+    "PrivatePlugInClassifier": "dpfair.fairclass._estimators",
+    "ReleasedFold": "dpfair.fairclass._model",
+    "bandwidth_rule": "dpfair.fairclass._model",
+    "ThresholdResult": "dpfair.fairclass._threshold",
+    "dd_steps": "dpfair.fairclass._threshold",
+    "exact_fair_threshold": "dpfair.fairclass._threshold",
+    "private_fair_threshold": "dpfair.fairclass._threshold",
+    "GridAggregate": "dpfair.fairclass.aggregate",
+    "kernel_grid_weights": "dpfair.fairclass.aggregate",
+    "FDPFairClassifier": "dpfair.fairclass.federated",
+    "demographic_disparity": "dpfair.fairclass.metrics",
+    "misclassification_error": "dpfair.fairclass.metrics",
+    "OutOfCoreFit": "dpfair.fairclass.outofcore",
+    "fit_cdp_fair_from_file": "dpfair.fairclass.outofcore",
+    "fit_alpha_path": "dpfair.fairclass.sweep",
+}
+_SUBMODULES = ("datasets", "metrics")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"dpfair.fairclass.{name}")
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpfair.fairclass' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 # What a user needs. The types of fitted attributes (BudgetPlan, PrivacyLedger,
 # LedgerRecord, ReleasedFold, ThresholdResult, GridAggregate, OutOfCoreFit) stay importable
