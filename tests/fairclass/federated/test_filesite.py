@@ -14,6 +14,7 @@ seed draw the same round-1 and round-2 noise and split their rows by the same po
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,17 @@ def test_cli_aggregate_flag(tmp_path: Path) -> None:
     msg = read_message(tmp_path / "1.r2", keys=cfg.keyring(), kind="round2")
     r1 = read_message(tmp_path / "1.r1", keys=cfg.keyring(), kind="round1")
     assert msg.fields["n_cal"] == [N - r1.fields["n_train"][0]]
+
+
+def test_file_site_names_a_missing_or_non_numeric_column(tmp_path: Path) -> None:
+    from dpfair._errors import InvalidDataError, InvalidParameterError
+
+    cfg = _cfg(False)
+    csv = tmp_path / "s.csv"
+    csv.write_text("x1,x2,a,y\n" + "0.5,zz,0,1\n" * N)
+    kw: dict[str, Any] = dict(target="y", sensitive="a", config=cfg, random_state=0)
+    bad = (InvalidParameterError, InvalidDataError)  # a data error comes as ProtocolError
+    with pytest.raises(bad, match=re.escape("'x3': not found in 's.csv'")):
+        FileSite("site-1", csv, features=["x1", "x3"], **kw)
+    with pytest.raises(bad, match=re.escape("'x2' of 's.csv' is VARCHAR")):
+        FileSite("site-1", csv, features=["x1", "x2"], **kw)

@@ -317,46 +317,8 @@ class Centre:
         pi1 = np.zeros(nf)
         n_total = 0
         for w, sid in zip(nu, cfg.site_ids, strict=True):
-            msg = by_site[sid]
+            count, sums, n_train = self._check_round1(sid, by_site[sid])
             plan = cfg.plan(sid)
-            for name, expected in (
-                ("sigma_count", plan.sigma_count),
-                ("sigma_function", plan.sigma_function),
-            ):
-                got = msg.number(name, positive=True)
-                if not _close(got, expected):
-                    raise ProtocolError(
-                        sid,
-                        f"fields.{name}",
-                        f"{got!r} differs from {expected!r} derived from the setup (different "
-                        "budget, shares or depth at this site?).",
-                    )
-            n_train = msg.get("n_train", list)
-            spec = cfg.site(sid)
-            if not _half_sizes_ok(n_train, nf, spec.n):
-                raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
-            count = msg.array("count", (nf,))
-            sums = msg.array("sums", (nf, *cell_shape, 2, 2))
-            kk = plausibility_k(count.size + sums.size)
-            for k in range(nf):
-                nt_k = float(n_train[k])
-                _check_plausible(
-                    sid, "count", count[k : k + 1], 0.0, nt_k, plan.sigma_count, kk,
-                    f"fold {k + 1}'s group-1 count of {int(nt_k)} training rows",
-                )
-                if rff:
-                    bound = nt_k / math.sqrt(cfg.features_dim // 2)
-                    _check_plausible(
-                        sid, "sums", sums[k], -bound, bound,
-                        plan.sigma_function + 2.0**-RFF_LATTICE_BITS, kk,
-                        f"each coordinate of the feature sums of fold {k + 1} "
-                        f"({int(nt_k)} training rows)",
-                    )
-                    continue
-                _check_plausible(
-                    sid, "sums", sums[k], 0.0, nt_k, plan.sigma_function * _GP_MARGINAL_SD,
-                    kk, f"each kernel sum of fold {k + 1} ({int(nt_k)} training rows)",
-                )
             for k in range(nf):
                 nt = float(n_train[k])
                 n1 = min(max(float(count[k]), 1.0), nt - 1.0)
@@ -392,6 +354,54 @@ class Centre:
             arrays={"eta": eta, "pi": pi},
         )
         return self.model_
+
+    def _check_round1(
+        self, sid: str, msg: Envelope
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[Any]]:
+        """A site's round-1 counts, sums and half sizes, checked against the setup (σ_c,
+        σ_f, N_s) and for plausibility; a bad message names the site and the field."""
+        cfg = self.config
+        nf, plan = cfg.n_folds, cfg.plan(sid)
+        rff = cfg.is_rff
+        cell_shape = (cfg.features_dim,) if rff else tuple(cfg.grid_shape)
+        for name, expected in (
+            ("sigma_count", plan.sigma_count),
+            ("sigma_function", plan.sigma_function),
+        ):
+            got = msg.number(name, positive=True)
+            if not _close(got, expected):
+                raise ProtocolError(
+                    sid,
+                    f"fields.{name}",
+                    f"{got!r} differs from {expected!r} derived from the setup (different "
+                    "budget, shares or depth at this site?).",
+                )
+        n_train = msg.get("n_train", list)
+        if not _half_sizes_ok(n_train, nf, cfg.site(sid).n):
+            raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
+        count = msg.array("count", (nf,))
+        sums = msg.array("sums", (nf, *cell_shape, 2, 2))
+        kk = plausibility_k(count.size + sums.size)
+        for k in range(nf):
+            nt_k = float(n_train[k])
+            _check_plausible(
+                sid, "count", count[k : k + 1], 0.0, nt_k, plan.sigma_count, kk,
+                f"fold {k + 1}'s group-1 count of {int(nt_k)} training rows",
+            )
+            if rff:
+                bound = nt_k / math.sqrt(cfg.features_dim // 2)
+                _check_plausible(
+                    sid, "sums", sums[k], -bound, bound,
+                    plan.sigma_function + 2.0**-RFF_LATTICE_BITS, kk,
+                    f"each coordinate of the feature sums of fold {k + 1} "
+                    f"({int(nt_k)} training rows)",
+                )
+                continue
+            _check_plausible(
+                sid, "sums", sums[k], 0.0, nt_k, plan.sigma_function * _GP_MARGINAL_SD,
+                kk, f"each kernel sum of fold {k + 1} ({int(nt_k)} training rows)",
+            )
+        return count, sums, n_train
 
     # ------------------------------------------------------------------ round 2
     def _check_round2(

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpfair._errors import InvalidParameterError
+from dpfair._validation import check_in_open_interval
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
 from dpfair.fairclass._estimators import AUTO_KERNEL_MAX_D
 from dpfair.fairclass._linear import FeatureMap
@@ -211,13 +212,7 @@ class FDPConfig:
 
 def _share(name: str, v: Any) -> float:
     """A share strictly inside (0, 1)."""
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name}={v!r}: expected a number in (0, 1).") from None
-    if not 0.0 < x < 1.0:
-        raise InvalidParameterError(f"{name}={v!r}: must lie strictly between 0 and 1.")
-    return x
+    return check_in_open_interval(name, v, 0.0, 1.0)
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:

@@ -46,19 +46,16 @@ def connect(memory_limit: str, threads: int | None) -> duckdb.DuckDBPyConnection
 
 
 def _check_columns(path: Path, columns: Sequence[str]) -> None:
-    """Every column present and numeric (the error names the column and the file)."""
+    """Every column present and numeric (the error names the first bad column)."""
     schema = list_columns(path, format="parquet" if is_parquet(path) else "csv")
-    missing = [c for c in columns if c not in schema]
-    if missing:
-        raise InvalidParameterError(
-            f"column(s) {', '.join(repr(c) for c in missing)}: not found in '{path.name}'. "
-            f"Available columns: {', '.join(repr(c) for c in schema)}."
-        )
     for c in columns:
-        if not schema[c].upper().startswith(_NUMERIC):
-            raise InvalidDataError(
-                f"column='{c}': has type {schema[c]}, expected a numeric column."
+        kind = schema.get(c)
+        if kind is None:
+            raise InvalidParameterError(
+                f"column {c!r}: not found in '{path.name}' (its columns: {list(schema)})."
             )
+        if not kind.upper().startswith(_NUMERIC):
+            raise InvalidDataError(f"column {c!r} of '{path.name}' is {kind}, not numeric.")
 
 
 @contextmanager

@@ -43,15 +43,12 @@ from dpfair.fairclass._model import ReleasedFold
 from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.fairclass.federated._fileio import connect, file_order_parquet, quote
 from dpfair.fairclass.federated._messages import ProtocolError
-from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
+from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import (
     Site,
     check_half_groups,
     check_site_labels,
     score_leaf_counts,
-    seed_of,
-    split_entropy_of,
-    split_of,
 )
 from dpfair.mechanisms import KroneckerGaussianGrid
 
@@ -115,15 +112,12 @@ class FileSite(Site):
         tmp_dir: str | os.PathLike[str] | None = None,
         split_entropy: int | None = None,
     ) -> None:
-        spec = config.site(site_id)
         if config.is_rff:
             raise InvalidParameterError(
                 f"site {site_id!r}: the out-of-core FileSite supports the kernel estimator "
                 "only; load the rows and use Site for estimator='rff'."
             )
-        self.site_id = site_id
-        self.config = config
-        self.plan = config.plan(site_id)
+        spec = self._init_party(site_id, config)
         names = [features] if isinstance(features, str) else [str(f) for f in features]
         d = len(config.feature_bounds)
         if len(names) != d or len(set(names)) != d:
@@ -152,11 +146,7 @@ class FileSite(Site):
         self._threads = threads
 
         # Same streams as Site.__init__ (split entropy kept; noise drawn at each release).
-        self._seed = seed_of(random_state)
-        self.split_entropy = split_entropy_of(
-            self._seed, site_id, config.protocol_id, split_entropy
-        )
-        self.split = split_of(self.split_entropy)
+        self._init_split(random_state, split_entropy)
 
         self._stack = ExitStack()
         try:
@@ -194,8 +184,7 @@ class FileSite(Site):
         if y_range[0] == y_range[1]:
             self._stack.close()
             check_site_labels(site_id, int(y_range[0]), int(y_range[1]), n)
-        self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
-        self._round = 0
+        self._init_ledger()
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

@@ -219,20 +219,13 @@ class Site:
         clip: bool = False,
         split_entropy: int | None = None,
     ) -> None:
-        spec = config.site(site_id)
-        self.site_id = site_id
-        self.config = config
-        self.plan = config.plan(site_id)
+        spec = self._init_party(site_id, config)
         if config.is_rff:
             self._init_rff(X, y, sensitive_features, spec.n, clip)
         else:
             self._init_kernel(X, y, sensitive_features, spec.n, clip)
         n = self._U.shape[0]
-        self._seed = seed_of(random_state)
-        self.split_entropy = split_entropy_of(
-            self._seed, site_id, config.protocol_id, split_entropy
-        )
-        self.split = split_of(self.split_entropy)
+        self._init_split(random_state, split_entropy)
         which = self.split.halves(n)
         self._halves = (np.flatnonzero(which == 0), np.flatnonzero(which == 1))
         check_half_groups(
@@ -240,7 +233,29 @@ class Site:
                                for rows in self._halves])
         )
         check_site_labels(site_id, int(self._y.min()), int(self._y.max()), n)
-        self.ledger = SiteLedger(site_id, spec.epsilon, spec.delta, self.plan.mu_total)
+        self._init_ledger()
+
+    # Shared by every reader of the rows (the in-memory Site and the out-of-core FileSite).
+    def _init_party(self, site_id: str, config: ProtocolConfig) -> Any:
+        """Who this site is in the run: its public spec and noise plan."""
+        spec = config.site(site_id)
+        self.site_id = site_id
+        self.config = config
+        self.plan = config.plan(site_id)
+        return spec
+
+    def _init_split(self, random_state: Any, split_entropy: int | None) -> None:
+        """The user seed (None: fresh entropy per release) and the split's entropy."""
+        self._seed = seed_of(random_state)
+        self.split_entropy = split_entropy_of(
+            self._seed, self.site_id, self.config.protocol_id, split_entropy
+        )
+        self.split = split_of(self.split_entropy)
+
+    def _init_ledger(self) -> None:
+        """A fresh ledger over the site's (ε_s, δ_s), before round 1."""
+        spec = self.config.site(self.site_id)
+        self.ledger = SiteLedger(self.site_id, spec.epsilon, spec.delta, self.plan.mu_total)
         self._round = 0
 
     def _init_kernel(
