@@ -15,8 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from dpfair.cli._support import emit, fmt, json_default, user_errors
 from dpfair._errors import InvalidParameterError
+from dpfair.cli._support import emit, fmt, json_default, user_errors
 
 __all__ = ["ledger_app", "register"]
 
