@@ -378,19 +378,7 @@ def test_each_registered_experiment_is_reachable_through_reproduce(name: str) ->
 
 # --------------------------------------------------------------------------- issue 24 rules
 #: Private modules still imported across top-level packages: (importing file, module) → why.
-PRIVATE_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("session/_session.py", "dpfair.fairclass._validation"):
-        "the Session checks fair-classifier arguments with fairclass's private validators "
-        "(check_alpha, check_budget); to go when fairclass exposes its configuration object",
-    ("session/_sources.py", "dpfair.fairclass._io"):
-        "read_columns of a file: fairclass/_io.py moves under dpfair.data (issue 24, item 2)",
-    ("session/_dask_fair.py", "dpfair.fairclass._model"):
-        "the Dask source of CDP-Fair rebuilds the pipeline (ReleasedFold); it becomes a source "
-        "of the one pipeline (issue 24, item 1)",
-    ("session/_dask_fair.py", "dpfair.fairclass._split"):
-        "the Dask source's halves (PositionSplit); the one split abstraction of issue 24, "
-        "item 1, makes it public",
-}
+PRIVATE_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {}
 #: Modules under data/ still importing a domain package: (file, module) → why.
 DATA_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {}
 #: Direct imports of a mechanisms submodule from outside dpfair/mechanisms: (file, module).

@@ -12,6 +12,8 @@ from numpy.typing import NDArray
 from dpfair._errors import InvalidDataError, InvalidParameterError, MissingPublicBoundError
 
 __all__ = [
+    "check_alpha",
+    "check_budget",
     "check_finite_1d",
     "check_in_open_interval",
     "check_interval_bounds",
@@ -127,3 +129,27 @@ def check_finite_1d(name: str, x: Any, *, min_size: int = 1) -> NDArray[np.float
             "silently."
         )
     return arr
+
+
+def check_budget(epsilon: Any, delta: Any) -> tuple[float, float]:
+    """ε > 0 finite and δ ∈ (0, 1), with messages that name the argument."""
+    eps = check_positive("epsilon", epsilon)
+    dl = check_in_open_interval("delta", delta, 0.0, 1.0)
+    return eps, dl
+
+
+def check_alpha(alpha: Any, margin: Any = 0.0) -> tuple[float, float]:
+    """α ∈ (0, 1) and 0 ≤ margin < α; returns (α, margin)."""
+    a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
+    if isinstance(margin, bool):
+        raise InvalidParameterError(f"alpha_margin={margin!r}: expected a real number.")
+    try:
+        m = float(margin)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"alpha_margin={margin!r}: expected a real number.") from None
+    if not (math.isfinite(m) and 0.0 <= m < a):
+        raise InvalidParameterError(
+            f"alpha_margin={margin!r}: must satisfy 0 <= alpha_margin < alpha={a:g} (the "
+            "classifier targets |DD| <= alpha - alpha_margin)."
+        )
+    return a, m

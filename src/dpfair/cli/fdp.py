@@ -41,8 +41,7 @@ from dpfair._errors import InvalidParameterError
 from dpfair.cli._support import user_errors
 
 if TYPE_CHECKING:
-    from dpfair.fairclass.federated._messages import Envelope
-    from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec
+    from dpfair.fairclass.federated import Envelope, ProtocolConfig, SiteSpec
 
 # Each command imports what it uses, inside its body: `dpfair fdp keygen` loads the key
 # module only, never DuckDB, scikit-learn or pandas (tests/cli/test_startup_modules.py).
@@ -147,7 +146,7 @@ def _check_aggregate(aggregate: str) -> None:
 
 def _check_seed(seed: int | None) -> None:
     if seed is not None:
-        from dpfair.fairclass.federated._site import seed_of
+        from dpfair.fairclass.federated import seed_of
 
         seed_of(seed, name="--seed")  # refuses a negative seed
         typer.echo(_SEED_WARNING, err=True)
@@ -188,7 +187,7 @@ def _read_state(path: Path, site_id: str, protocol_id: str) -> dict[str, Any]:
 
 
 def _parse_site(text: str) -> SiteSpec:
-    from dpfair.fairclass.federated._protocol import SiteSpec
+    from dpfair.fairclass.federated import SiteSpec
 
     parts = text.split(":")
     if len(parts) != 4:
@@ -208,7 +207,7 @@ def _parse_site(text: str) -> SiteSpec:
 
 
 def _parse_site_keys(items: list[str], site_ids: list[str]) -> dict[str, str]:
-    from dpfair.fairclass.federated._keys import load_public_key
+    from dpfair.fairclass.federated import load_public_key
 
     keys: dict[str, str] = {}
     for item in items:
@@ -249,7 +248,7 @@ def register(app: typer.Typer) -> None:
         ],
     ) -> None:
         """Write an Ed25519 key pair: NAME.key (private, mode 0600) and NAME.pub."""
-        from dpfair.fairclass.federated._keys import generate_keypair, key_fingerprint
+        from dpfair.fairclass.federated import generate_keypair, key_fingerprint
 
         with user_errors():
             key_path, pub_path, public = generate_keypair(out)
@@ -316,9 +315,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Write the signed ``setup`` (sites, their pinned keys, grid, M, α, ρ, C_ω)."""
-        from dpfair.fairclass.federated._keys import key_fingerprint, load_signer
-        from dpfair.fairclass.federated._messages import CENTRE, write_message
-        from dpfair.fairclass.federated._protocol import make_protocol
+        from dpfair.fairclass.federated import (
+            CENTRE,
+            key_fingerprint,
+            load_signer,
+            make_protocol,
+            write_message,
+        )
 
         with user_errors():
             specs = [_parse_site(s) for s in site]
@@ -379,13 +382,14 @@ def register(app: typer.Typer) -> None:
         aggregate: AggOpt = "auto",
     ) -> None:
         """Round 1 on this site's training half: write the signed ``round1`` message."""
-        from dpfair.fairclass.federated._messages import write_message
-        from dpfair.fairclass.federated._site_budget import (
+        from dpfair.fairclass.federated import (
             charge_round,
+            make_site,
             open_site_ledger,
             preflight,
+            site_setup,
+            write_message,
         )
-        from dpfair.fairclass.federated._siteio import make_site, site_setup
         from dpfair.session import charged_on_failure
 
         with user_errors():
@@ -453,10 +457,13 @@ def register(app: typer.Typer) -> None:
         out: OutOpt,
     ) -> None:
         """Verify and check the sites' round-1 messages and write the signed ``model``."""
-        from dpfair.fairclass.federated._centre import Centre
-        from dpfair.fairclass.federated._keys import load_signer
-        from dpfair.fairclass.federated._messages import CENTRE, write_message
-        from dpfair.fairclass.federated._siteio import read_setup
+        from dpfair.fairclass.federated import (
+            CENTRE,
+            Centre,
+            load_signer,
+            read_setup,
+            write_message,
+        )
 
         with user_errors():
             signer = load_signer(key, CENTRE, option="--key")
@@ -486,13 +493,14 @@ def register(app: typer.Typer) -> None:
         aggregate: AggOpt = "auto",
     ) -> None:
         """Round 2 on this site's calibration half: write the signed ``round2`` message."""
-        from dpfair.fairclass.federated._messages import write_message
-        from dpfair.fairclass.federated._site_budget import (
+        from dpfair.fairclass.federated import (
             charge_round,
+            make_site,
             open_site_ledger,
             preflight,
+            site_setup,
+            write_message,
         )
-        from dpfair.fairclass.federated._siteio import make_site, site_setup
         from dpfair.session import charged_on_failure
 
         with user_errors():
@@ -554,16 +562,17 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Search τ̂ from the sites' trees and write the signed ``released_model``."""
-        from dpfair.fairclass._estimators import uncertified_message
-        from dpfair.fairclass.federated._centre import Centre
-        from dpfair.fairclass.federated._classifier import (
-            _uncertified_detail,
+        from dpfair.fairclass import uncertified_message
+        from dpfair.fairclass.federated import (
+            CENTRE,
+            Centre,
             certified_from_thresholds,
+            load_signer,
+            read_setup,
+            seed_of,
+            uncertified_detail,
+            write_message,
         )
-        from dpfair.fairclass.federated._keys import load_signer
-        from dpfair.fairclass.federated._messages import CENTRE, write_message
-        from dpfair.fairclass.federated._site import seed_of
-        from dpfair.fairclass.federated._siteio import read_setup
 
         with user_errors():
             if seed is not None:
@@ -581,7 +590,7 @@ def register(app: typer.Typer) -> None:
                     + uncertified_message(
                         float(cfg.alpha),
                         float(cfg.fail_prob),
-                        _uncertified_detail(final.fields["thresholds"]),
+                        uncertified_detail(final.fields["thresholds"]),
                     ),
                     err=True,
                 )
@@ -612,10 +621,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Predict with the released model (post-processing: no data of the sites, no noise)."""
-        from dpfair.fairclass.federated._classifier import FederatedModel
-        from dpfair.fairclass.federated._keys import load_public_key
-        from dpfair.fairclass.federated._messages import CENTRE, read_message
-        from dpfair.fairclass.federated._siteio import read_site_data
+        from dpfair.fairclass.federated import (
+            CENTRE,
+            FederatedModel,
+            load_public_key,
+            read_message,
+            read_site_data,
+        )
         from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
 
         with user_errors():
@@ -636,7 +648,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _read_one(path: Path, cfg: ProtocolConfig, kind: str) -> Envelope:
-    from dpfair.fairclass.federated._messages import read_message
+    from dpfair.fairclass.federated import read_message
 
     return read_message(
         path,

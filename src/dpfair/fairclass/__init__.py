@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         PlugInClassifier,
         PrivatePlugInClassifier,
     )
+    from dpfair.fairclass._estimators import uncertified_message as uncertified_message
     from dpfair.fairclass._model import ReleasedFold as ReleasedFold
     from dpfair.fairclass._model import bandwidth_rule
     from dpfair.fairclass._threshold import ThresholdResult as ThresholdResult
@@ -68,6 +69,7 @@ _WHERE: dict[str, str] = {
     "FairPlugInClassifier": "dpfair.fairclass._estimators",
     "PlugInClassifier": "dpfair.fairclass._estimators",
     "PrivatePlugInClassifier": "dpfair.fairclass._estimators",
+    "uncertified_message": "dpfair.fairclass._estimators",  # for dpfair.cli.fdp
     "ReleasedFold": "dpfair.fairclass._model",
     "bandwidth_rule": "dpfair.fairclass._model",
     "ThresholdResult": "dpfair.fairclass._threshold",

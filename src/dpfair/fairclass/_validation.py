@@ -6,7 +6,6 @@ private computation, so a refused call has released nothing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +18,8 @@ from dpfair._errors import (
     InvalidParameterError,
     MissingPublicBoundError,
 )
-from dpfair._validation import check_in_open_interval, check_positive
+from dpfair._validation import check_alpha as check_alpha
+from dpfair._validation import check_budget as check_budget
 
 __all__ = [
     "MIN_GROUP_ROWS",
@@ -35,30 +35,6 @@ __all__ = [
 
 #: Fewest rows of each sensitive group (in the whole training set) that ``fit`` accepts.
 MIN_GROUP_ROWS = 20
-
-
-def check_budget(epsilon: Any, delta: Any) -> tuple[float, float]:
-    """ε > 0 finite and δ ∈ (0, 1), with messages that name the argument."""
-    eps = check_positive("epsilon", epsilon)
-    dl = check_in_open_interval("delta", delta, 0.0, 1.0)
-    return eps, dl
-
-
-def check_alpha(alpha: Any, margin: Any = 0.0) -> tuple[float, float]:
-    """α ∈ (0, 1) and 0 ≤ margin < α; returns (α, margin)."""
-    a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
-    if isinstance(margin, bool):
-        raise InvalidParameterError(f"alpha_margin={margin!r}: expected a real number.")
-    try:
-        m = float(margin)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"alpha_margin={margin!r}: expected a real number.") from None
-    if not (math.isfinite(m) and 0.0 <= m < a):
-        raise InvalidParameterError(
-            f"alpha_margin={margin!r}: must satisfy 0 <= alpha_margin < alpha={a:g} (the "
-            "classifier targets |DD| <= alpha - alpha_margin)."
-        )
-    return a, m
 
 
 def check_feature_bounds(

@@ -738,8 +738,8 @@ class Session:
         CDPFairClassifier
             Fitted; ``privacy_spent_`` is what was charged (in its own measure).
         """
+        from dpfair._validation import check_alpha, check_budget
         from dpfair.fairclass import CDPFairClassifier, fit_cdp_fair_from_file, plan_budget
-        from dpfair.fairclass._validation import check_alpha, check_budget
 
         _refuse_caller_randomness(random_state, "random_state")
         allowed = {"bandwidth", "clip", "alpha_margin", "cross_fit_budget", "s1_share",

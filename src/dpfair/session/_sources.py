@@ -213,7 +213,7 @@ class FileSource(DataSource):
         return read_column(self.path, str(name))  # type: ignore[arg-type]
 
     def columns(self, names: Sequence[Hashable]) -> dict[Hashable, NDArray[np.float64]]:
-        from dpfair.fairclass._io import read_columns
+        from dpfair.data.fairclass_sql import read_columns
 
         self._raise_if_broken()
         self.check_columns(names)

@@ -42,7 +42,7 @@ def certified_from_thresholds(thresholds: Any) -> bool | None:
     return all(t.get("outcome") == "certified" for t in thresholds)
 
 
-def _uncertified_detail(thresholds: Any) -> str:
+def uncertified_detail(thresholds: Any) -> str:
     parts = []
     for t in thresholds or ():
         if isinstance(t, dict) and t.get("outcome") == "uncertified":
@@ -555,7 +555,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         if self.certified_ is False:
             warnings.warn(
                 uncertified_message(
-                    float(self.alpha), float(self.fail_prob), _uncertified_detail(self.thresholds_)
+                    float(self.alpha), float(self.fail_prob), uncertified_detail(self.thresholds_)
                 ),
                 UncertifiedFairnessWarning,
                 stacklevel=2,
