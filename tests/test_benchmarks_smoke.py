@@ -60,6 +60,9 @@ CASES: dict[str, Case] = {
     "facility_opendp_worker.py": Case(("--candidates", "101", *_WORKER), requires=("opendp",),
                                       needs_data=True),
     "gp_whitened_sensitivity.py": Case(("--smoke",)),
+    "quantile_speed.py": Case(("--quick",)),
+    "quantile_widths.py": Case(("--quick", "--designs", "small n (lognormal, n=50, rho=0.5)",
+                                "--methods", "cdf")),
     "fairclass_bench.py": Case(("--n", "500", "--n-test", "200", "--repeats", "1",
                                 "--no-comparator"), slow=True),  # one process per method
     "fairclass_bigfile.py": Case(("--smoke",), slow=True),  # CLI in a child process

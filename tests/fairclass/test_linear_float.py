@@ -29,6 +29,7 @@ from dpfair.fairclass._linear import (
 from dpfair.mechanisms.gaussian_calibration import SMOOTHING_VARIANCE
 from dpfair.mechanisms.lattice import snap_to_lattice
 from dpfair.privacy import Budget
+from dpfair.session import ReproducibleSeedWarning
 
 BOUNDS = [(0.0, 10.0), (0.0, 1.0), None]
 CATS = {2: ["red", "green", "blue"]}
@@ -205,13 +206,13 @@ def test_accounting_adds_up_and_session_charges_the_same():
     assert sum(b.delta for b in s1) == pytest.approx(clf.budget_plan_.s1.delta)
     # The Session charges exactly privacy_spent_.
     frame = pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], "y": y, "a": A})
-    sess = Session(frame, budget=Budget.approx(2.0, 1e-5))
+    sess = Session(frame, budget=Budget.approx(2.0, 1e-5), reproducible_seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+        warnings.simplefilter("ignore", ReproducibleSeedWarning)
         model = sess.fit_fair_classifier(
             features=["x1", "x2"], target="y", sensitive="a", epsilon=eps, delta=delta,
-            alpha=0.1, feature_bounds=BOUNDS[:2], estimator="linear", random_state=0,
-            cross_fit=True,
+            alpha=0.1, feature_bounds=BOUNDS[:2], estimator="linear", cross_fit=True,
         )
     assert model.estimator_ == "linear"
     assert sess.spent.epsilon == pytest.approx(model.privacy_spent_.epsilon, rel=1e-12)

@@ -691,6 +691,10 @@ class NoisyTree:
 
 
 # ---------------------------------------------------------------------------- mechanism
+#: Largest node noise σ a zCDP tree is built with (the exact sampler's range, with margin).
+_MAX_NODE_SIGMA = float(2**50)
+
+
 @dataclass(frozen=True, slots=True)
 class NoisyBinaryTree:
     """Gaussian noise on every node of a binary tree of counts over 2^D leaves.
@@ -772,7 +776,16 @@ class NoisyBinaryTree:
         d = _check_depth(depth)
         r = check_positive("rho", rho)
         levels = _n_noisy_levels(d, _check_root(root))
-        return cls(depth=d, sigma=math.sqrt(levels / r), root=root)
+        sigma = math.sqrt(levels / r)
+        if sigma > _MAX_NODE_SIGMA:
+            # The exact sampler draws variances up to 2^104 lattice units; beyond σ = 2^50
+            # the tree's counts carry no information anyway (every interval is all of R).
+            raise InvalidParameterError(
+                f"rho={rho!r}: too small for a noisy binary tree of depth {d} (node noise "
+                f"sigma = {sigma:.3g} > 2^50, beyond the exact sampler's range); the release "
+                f"would say nothing. Use rho >= {levels / _MAX_NODE_SIGMA**2:.3g}."
+            )
+        return cls(depth=d, sigma=sigma, root=root)
 
     @classmethod
     def for_approx(

@@ -345,15 +345,6 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         Deprecated name of ``tolerance`` (ρ means zCDP elsewhere in dpfair); accepted for
         one release with a DeprecationWarning.
 
-    The parameters other than ``epsilon``, ``delta``, ``random_state`` and ``clip`` are
-    those of :class:`~dpfair.fairclass.federated.FDPConfig`, which ``fit`` builds from them
-    (validated there, once) and passes to
-    :func:`~dpfair.fairclass.federated.make_protocol`; :meth:`from_config` goes the other
-    way. With an int or SeedSequence ``random_state``, ``fit`` releases exactly what
-    ``run_protocol(make_protocol(sites, config_, protocol_id=protocol_.protocol_id,
-    rff_seed=…), data, random_state=random_state)`` releases (sites ``site-1``, … with
-    the rows of each X and the given ε_s, δ_s).
-
     Attributes
     ----------
     model_ : FederatedModel
@@ -379,6 +370,15 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
+    The parameters other than ``epsilon``, ``delta``, ``random_state`` and ``clip`` are
+    those of :class:`~dpfair.fairclass.federated.FDPConfig`, which ``fit`` builds from them
+    (validated there, once) and passes to
+    :func:`~dpfair.fairclass.federated.make_protocol`; :meth:`from_config` goes the other
+    way. With an int or SeedSequence ``random_state``, ``fit`` releases exactly what
+    ``run_protocol(make_protocol(sites, config_, protocol_id=protocol_.protocol_id,
+    rff_seed=…), data, random_state=random_state)`` releases (sites ``site-1``, … with
+    the rows of each X and the given ε_s, δ_s).
+
     Per site: round 1 (π̃^s and the kernel sums) and round 2 (the trees) are Gaussian
     mechanisms composed exactly in Gaussian DP; the site never exceeds its (ε_s, δ_s)
     (``_protocol.py``; ``docs/proofs/fairclass_fdp_fair.md``). Prediction is
