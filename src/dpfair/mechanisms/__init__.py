@@ -63,7 +63,13 @@ if TYPE_CHECKING:
         lattice_variance,
         snap_to_lattice,
     )
-    from dpfair.mechanisms.tree import NoisyBinaryTree, NoisyTree, leaf_counts, leaf_edges
+    from dpfair.mechanisms.tree import (
+        NoisyBinaryTree,
+        NoisyTree,
+        leaf_counts,
+        leaf_counts_sorted,
+        leaf_edges,
+    )
 
 #: Exported name → (submodule, its name there).
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -100,6 +106,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "NoisyBinaryTree": ("tree", "NoisyBinaryTree"),
     "NoisyTree": ("tree", "NoisyTree"),
     "leaf_counts": ("tree", "leaf_counts"),
+    "leaf_counts_sorted": ("tree", "leaf_counts_sorted"),
     "leaf_edges": ("tree", "leaf_edges"),
     "ExponentialMechanism": ("exponential", "ExponentialMechanism"),
     "PiecewiseConstantLaw": ("exponential", "PiecewiseConstantLaw"),
@@ -138,6 +145,7 @@ __all__ = [
     "lattice_laplace",
     "lattice_variance",
     "leaf_counts",
+    "leaf_counts_sorted",
     "leaf_edges",
     "round_to_scale",
     "sample_discrete_gaussian",

@@ -17,7 +17,7 @@ from dpfair._validation import (
     check_interval_bounds,
     check_positive,
 )
-from dpfair.mechanisms import GaussianMechanism, leaf_counts, leaf_edges
+from dpfair.mechanisms import GaussianMechanism, leaf_counts_sorted, leaf_edges
 from dpfair.median._binsearch import binsearch_interval, binsearch_target_ranks, grid_depth
 from dpfair.median._cdf import cdf_interval
 from dpfair.median._expmech import SortedCounts, expmech_interval
@@ -199,22 +199,28 @@ def confidence_interval(
     data = check_finite_1d("x", x)
     nonprivate_ranks(data.size, a)  # raises if no interval at all can have this coverage
     np.clip(data, lo, hi, out=data)  # our own copy: the caller's array is untouched
-    data.sort()
-    return _run(_ArraySource(data), r, (lo, hi), a, str(method), theta, as_generator(rng))
+    # ExpMech reads only a window around its target ranks (selection, not a full sort);
+    # the other methods read counts and prefix counts off the sorted copy.
+    is_sorted = method != "expmech"
+    if is_sorted:
+        data.sort()
+    return _run(_ArraySource(data, is_sorted=is_sorted), r, (lo, hi), a, str(method), theta,
+                as_generator(rng))
 
 
 class _ArraySource:
-    """In-memory data (clipped into R and sorted)."""
+    """In-memory data clipped into R; sorted unless ``is_sorted`` is False (ExpMech only)."""
 
-    def __init__(self, x_sorted: NDArray[np.float64]) -> None:
+    def __init__(self, x_sorted: NDArray[np.float64], *, is_sorted: bool = True) -> None:
         self.x = x_sorted
         self.n = int(x_sorted.size)
+        self.is_sorted = is_sorted
 
     def sorted_sample(self) -> NDArray[np.float64] | SortedCounts:
         return self.x
 
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
-        return leaf_counts(np.clip(self.x, *bounds), bounds, depth)
+        return leaf_counts_sorted(self.x, bounds, depth, check=False)
 
     def prefix(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
         grid = leaf_edges(bounds, depth)
@@ -293,8 +299,9 @@ def _run(source: _ArraySource | _CountsSource, rho: float, bounds: tuple[float, 
     cdf: DPCdf | None = None
     diagnostics: dict[str, Any]
     if method == "expmech":
+        presorted = not isinstance(source, _ArraySource) or source.is_sorted
         low, high, spent, diagnostics = expmech_interval(source.sorted_sample(), rho, bounds,
-                                                         alpha, theta, gen)
+                                                         alpha, theta, gen, presorted=presorted)
         if isinstance(source, _CountsSource):  # records sit at upper bin edges: widen
             low = max(lo, low - (hi - lo) / 2**source.depth)
     elif method == "binsearch":
