@@ -42,6 +42,7 @@ p_α(D, ℓ) = min_{|a − ℓ| ≤ αm} q(D, a) is q at the point of [ℓ − �
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -111,6 +112,23 @@ def _scalar_or_array(values: NDArray[Any], scalar: bool) -> Any:
     if scalar:
         return values[0].item()
     return values
+
+
+def _per_location(
+    name: str,
+    loc: ArrayLike,
+    how: Method,
+    closed_form: Callable[[NDArray[np.float64]], NDArray[Any]],
+    definition: Callable[[NDArray[np.float64]], NDArray[Any]],
+) -> Any:
+    """Evaluate a metric at the location(s) ``loc`` by the chosen method, in ``loc``'s shape.
+
+    ``closed_form`` and ``definition`` map the flattened, validated locations to one value
+    each; a scalar ``loc`` gives a Python scalar, an array one an array of its shape.
+    """
+    locs, scalar = _locations(name, loc)
+    out = closed_form(locs) if how == "closed_form" else definition(locs)
+    return _scalar_or_array(out if scalar else out.reshape(np.shape(loc)), scalar)
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,13 +333,12 @@ def fair(
     """
     how = _check_method(method)
     prof = Profile.from_data(x, check_median(median))
-    locs, scalar = _locations("loc", loc)
-    if how == "closed_form":
-        out = np.abs(prof.optimum - locs)
-    else:
-        xs, t = prof.xs, prof.optimum
-        out = np.array([float(np.max(np.abs(xs - v) - np.abs(xs - t))) for v in locs])
-    return _scalar_or_array(out if scalar else out.reshape(np.shape(loc)), scalar)
+    xs, t = prof.xs, prof.optimum
+
+    def definition(locs: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.array([float(np.max(np.abs(xs - v) - np.abs(xs - t))) for v in locs])
+
+    return _per_location("loc", loc, how, lambda locs: np.abs(t - locs), definition)
 
 
 def swdiff(
@@ -344,14 +361,13 @@ def swdiff(
     """
     how = _check_method(method)
     prof = Profile.from_data(x, check_median(median))
-    locs, scalar = _locations("loc", loc)
-    if how == "closed_form":
-        out = prof.swdiff(locs)
-    else:
-        xs, t = prof.xs, prof.optimum
-        base = float(np.sum(np.abs(xs - t)))
-        out = np.array([float(np.sum(np.abs(xs - v))) - base for v in locs])
-    return _scalar_or_array(out if scalar else out.reshape(np.shape(loc)), scalar)
+
+    def definition(locs: NDArray[np.float64]) -> NDArray[np.float64]:
+        xs = prof.xs
+        base = float(np.sum(np.abs(xs - prof.optimum)))
+        return np.array([float(np.sum(np.abs(xs - v))) - base for v in locs])
+
+    return _per_location("loc", loc, how, prof.swdiff, definition)
 
 
 def crossed_agents(x: ArrayLike, loc: float, *, median: MedianChoice = "lower") -> NDArray[np.intp]:
@@ -405,12 +421,11 @@ def percentile_loss(
     """
     how = _check_method(method)
     prof = Profile.from_data(x, check_median(median))
-    pts, scalar = _locations("a", a)
-    if how == "closed_form":
-        out = prof.percentile_loss(pts)
-    else:
-        out = np.array([_percentile_loss_definition(prof.xs, prof.k, float(v)) for v in pts])
-    return _scalar_or_array(out if scalar else out.reshape(np.shape(a)), scalar)
+
+    def definition(pts: NDArray[np.float64]) -> NDArray[np.int64]:
+        return np.array([_percentile_loss_definition(prof.xs, prof.k, float(v)) for v in pts])
+
+    return _per_location("a", a, how, prof.percentile_loss, definition)
 
 
 def widened_loss(
@@ -448,10 +463,8 @@ def widened_loss(
         raise InvalidParameterError(f"widening={widening!r}: must be a finite number >= 0.")
     band = alpha * (hi - lo)
     prof = Profile.from_data(x, check_median(median))
-    locs, scalar = _locations("loc", loc)
-    if how == "closed_form":
-        out = prof.widened_loss(locs, band)
-    else:
+
+    def definition(locs: NDArray[np.float64]) -> NDArray[np.int64]:
         xs, k = prof.xs, prof.k
         q_at_data = np.array([_percentile_loss_definition(xs, k, float(v)) for v in xs])
         vals = []
@@ -467,5 +480,6 @@ def widened_loss(
             if inside.any():
                 cands.append(int(q_at_data[inside].min()))
             vals.append(min(cands))
-        out = np.array(vals, dtype=np.int64)
-    return _scalar_or_array(out if scalar else out.reshape(np.shape(loc)), scalar)
+        return np.array(vals, dtype=np.int64)
+
+    return _per_location("loc", loc, how, lambda locs: prof.widened_loss(locs, band), definition)

@@ -17,8 +17,7 @@ from scipy import special
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
-from dpfair._validation import check_positive
-from dpfair.privacy import Budget, exponential_mechanism_zcdp
+from dpfair.mechanisms._score import ScoreMechanism
 
 __all__ = ["DiscreteExponentialMechanism", "DiscreteLaw"]
 
@@ -145,7 +144,7 @@ class DiscreteLaw:
 
 
 @dataclass(frozen=True, slots=True)
-class DiscreteExponentialMechanism:
+class DiscreteExponentialMechanism(ScoreMechanism):
     """Exponential mechanism on finitely many candidates: P(c) ∝ exp(ε·u(c) / (2Δu)).
 
     Parameters
@@ -163,23 +162,6 @@ class DiscreteExponentialMechanism:
     data). Like the continuous mechanism it is ε-bounded-range, hence ε²/8-zCDP
     (Cesar & Rogers 2021), see :attr:`privacy_zcdp`.
     """
-
-    epsilon: float
-    sensitivity: float = 1.0
-
-    def __post_init__(self) -> None:
-        check_positive("epsilon", self.epsilon)
-        check_positive("sensitivity", self.sensitivity)
-
-    @property
-    def privacy(self) -> Budget:
-        """Pure ε-DP."""
-        return Budget.pure(self.epsilon)
-
-    @property
-    def privacy_zcdp(self) -> Budget:
-        """ε²/8-zCDP, from the bounded-range property."""
-        return exponential_mechanism_zcdp(self.epsilon)
 
     def law(self, candidates: ArrayLike, scores: ArrayLike) -> DiscreteLaw:
         """Exact output law for the given (public) candidates and their scores."""

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_positive
-from dpfair.privacy import Budget, exponential_mechanism_zcdp
+from dpfair.mechanisms._score import ScoreMechanism
 
 __all__ = ["ExponentialMechanism", "PiecewiseConstantLaw"]
 
@@ -214,7 +214,7 @@ class PiecewiseConstantLaw:
 
 
 @dataclass(frozen=True, slots=True)
-class ExponentialMechanism:
+class ExponentialMechanism(ScoreMechanism):
     """Exponential mechanism with density ∝ exp(ε·u(r) / (2Δu)) over an interval.
 
     Parameters
@@ -233,28 +233,11 @@ class ExponentialMechanism:
     The ratio can be checked exactly with :meth:`PiecewiseConstantLaw.logpdf`.
     """
 
-    epsilon: float
-    sensitivity: float = 1.0
-
-    def __post_init__(self) -> None:
-        check_positive("epsilon", self.epsilon)
-        check_positive("sensitivity", self.sensitivity)
-
     @classmethod
     def for_zcdp(cls, rho: float, sensitivity: float = 1.0) -> ExponentialMechanism:
         """The mechanism whose bounded-range guarantee ε²/8 equals ρ: ε = sqrt(8ρ)."""
         r = check_positive("rho", rho)
         return cls(epsilon=math.sqrt(8.0 * r), sensitivity=sensitivity)
-
-    @property
-    def privacy(self) -> Budget:
-        """Pure ε-DP."""
-        return Budget.pure(self.epsilon)
-
-    @property
-    def privacy_zcdp(self) -> Budget:
-        """ε²/8-zCDP, from the bounded-range property."""
-        return exponential_mechanism_zcdp(self.epsilon)
 
     def law(self, edges: ArrayLike, scores: ArrayLike) -> PiecewiseConstantLaw:
         """Exact output law for a score constant on each piece ``[edges[j], edges[j+1])``."""
