@@ -82,28 +82,8 @@ from dpfair.fairclass.datasets import (
     train_test_split,
 )
 
-__all__ = [
-    "ADULT_ENV",
-    "DATASET_CODES",
-    "LAW_SCHOOL_DEFAULT",
-    "LAW_SCHOOL_ENV",
-    "METHODS",
-    "PRIVATE_METHODS",
-    "REAL_EPSILONS",
-    "SIM_EPSILONS",
-    "SIM_NS",
-    "DataUnavailableError",
-    "alpha_column",
-    "alphas_text",
-    "data_seed",
-    "law_school_path",
-    "load_dataset",
-    "parse_alphas",
-    "real_grid",
-    "real_trial",
-    "simulation_grid",
-    "simulation_trial",
-]
+# The public names are listed once, in :mod:`dpfair.experiments.fairclass`, which
+# re-exports them.
 
 #: Methods, in display order (names as in :mod:`dpfair.experiments._fairclass_paper`).
 METHODS: tuple[str, ...] = ("cdp_fair", "privacy_only", "fairness_only", "unconstrained")
