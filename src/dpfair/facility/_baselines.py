@@ -46,16 +46,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_interval_bounds, check_positive
 from dpfair.facility._laws import GridDistribution, LaplaceDistribution
-from dpfair.facility._mechanism import DPExpMed, check_locations
+from dpfair.facility._mechanism import DPExpMed, _FacilityRelease, sorted_profile
 from dpfair.facility._metrics import MedianChoice, Profile, check_median, median_index
 from dpfair.mechanisms import (
     LAPLACE_MAX_SCALE as MAX_SCALE,
@@ -68,7 +67,7 @@ from dpfair.mechanisms import (
     discrete_laplace_scale,
     exact_rate,
 )
-from dpfair.privacy import Accountant, Budget
+from dpfair.privacy import Budget
 
 __all__ = ["GridExpMed", "LaplaceMedian", "unwidened_expmed"]
 
@@ -86,16 +85,6 @@ def _draws(out: NDArray[np.float64] | float, size: int | None) -> Any:
     if size is None:
         return float(np.asarray(out))
     return np.asarray(out, dtype=np.float64)
-
-
-def _check_size(size: Any) -> int:
-    if size is None:
-        return 1
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-        raise InvalidParameterError(
-            f"size={size!r}: expected None (one location) or a non-negative integer."
-        )
-    return int(size)
 
 
 #: Default grid of the Laplace baseline: N = 2^32 steps across the domain.
@@ -123,7 +112,7 @@ def laplace_grid_steps(domain: tuple[float, float], epsilon: float, bits: int) -
 
 
 @dataclass(frozen=True)
-class LaplaceMedian:
+class LaplaceMedian(_FacilityRelease):
     """Median plus Laplace(m/ε) noise, clipped to the domain: an ε-DP baseline, executed
     as a discrete Laplace mechanism on a public grid.
 
@@ -191,9 +180,7 @@ class LaplaceMedian:
 
     def distribution(self, x: ArrayLike) -> LaplaceDistribution:
         """Exact output law (atoms on the grid, incl. the domain's ends) with FAIR/SWDIFF laws."""
-        xs = check_locations(x, self.domain)
-        xs.sort()
-        prof = Profile.from_sorted(xs, self.median)
+        prof = sorted_profile(x, self.domain, self.median)
         return LaplaceDistribution(
             law=self._law(prof.optimum),
             profile=prof,
@@ -201,20 +188,12 @@ class LaplaceMedian:
             epsilon=self.epsilon,
         )
 
-    def sample(
-        self,
-        x: ArrayLike,
-        rng: RandomLike = None,
-        size: int | None = None,
-        *,
-        accountant: Accountant | None = None,
+    _ledger_label: ClassVar[str] = "facility/laplace"
+
+    def _draw(
+        self, xs: NDArray[np.float64], gen: np.random.Generator, count: int, size: int | None
     ) -> Any:
-        """Release one location (or ``size`` independent ones, ``size·ε`` in total)."""
-        count = _check_size(size)
-        gen = as_generator(rng)
-        xs = check_locations(x, self.domain)
-        if accountant is not None:
-            accountant.charge(Budget.pure(self.epsilon * count), label="facility/laplace")
+        """The noisy median of ``xs`` (partitioned, not sorted), ``count`` times."""
         k = median_index(xs.size, self.median)
         xs.partition(k - 1)
         law = self._law(float(xs[k - 1]))
@@ -222,7 +201,7 @@ class LaplaceMedian:
 
 
 @dataclass(frozen=True)
-class GridExpMed:
+class GridExpMed(_FacilityRelease):
     """Exponential mechanism over a public grid of candidate locations (library-style).
 
     Parameters
@@ -301,28 +280,18 @@ class GridExpMed:
 
     def distribution(self, x: ArrayLike) -> GridDistribution:
         """Exact output law (atoms on the grid) with FAIR/SWDIFF laws."""
-        xs = check_locations(x, self.domain)
-        xs.sort()
-        prof = Profile.from_sorted(xs, self.median)
+        prof = sorted_profile(x, self.domain, self.median)
         law = DiscreteExponentialMechanism(self.epsilon).law(self.candidates, self._scores(prof))
         return GridDistribution(law=law, profile=prof, domain=self.domain, epsilon=self.epsilon)
 
-    def sample(
-        self,
-        x: ArrayLike,
-        rng: RandomLike = None,
-        size: int | None = None,
-        *,
-        accountant: Accountant | None = None,
+    _ledger_label: ClassVar[str] = "facility/grid"
+
+    def _draw(
+        self, xs: NDArray[np.float64], gen: np.random.Generator, count: int, size: int | None
     ) -> Any:
-        """Release one grid point (or ``size`` independent ones, ``size·ε`` in total)."""
-        count = _check_size(size)
-        gen = as_generator(rng)
-        xs = check_locations(x, self.domain)
+        """``count`` exact choices among the candidates, from the integer scores."""
         xs.sort()
         units, per_sensitivity = self._units(Profile.from_sorted(xs, self.median))
-        if accountant is not None:
-            accountant.charge(self.privacy.scaled(count), label="facility/grid")
         masses = PieceMasses.exact_floats(np.ones(units.size))
         pick = choose_pieces(masses, units, exact_rate(self.epsilon, per_sensitivity), gen,
                              count)

@@ -76,7 +76,7 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -133,6 +133,15 @@ def check_locations(
             "every location, or remove those records."
         )
     return arr
+
+
+def sorted_profile(
+    x: ArrayLike, domain: tuple[float, float], median: MedianChoice
+) -> Profile:
+    """:func:`check_locations`, sorted: the :class:`Profile` the exact laws are built from."""
+    xs = check_locations(x, domain)
+    xs.sort()
+    return Profile.from_sorted(xs, median)
 
 
 def _law_from_sorted(
@@ -393,8 +402,68 @@ def _cell_average(
     return averaged, loss_pmf.astype(np.float64)
 
 
+class _FacilityRelease:
+    """The ``sample`` of every facility mechanism: validate, charge ``size·ε``, then draw.
+
+    Subclasses are frozen dataclasses with fields ``epsilon`` and ``domain``; they name
+    their ledger label and implement :meth:`_draw` on the validated copy of the data.
+    """
+
+    epsilon: float
+    domain: tuple[float, float]
+    _ledger_label: ClassVar[str]
+
+    def sample(
+        self,
+        x: ArrayLike,
+        rng: RandomLike = None,
+        size: int | None = None,
+        *,
+        accountant: Accountant | None = None,
+    ) -> Any:
+        """Release a private facility location (or ``size`` independent ones).
+
+        Parameters
+        ----------
+        x : array-like of shape (n,)
+            Agent locations, all inside ``domain`` (NaN, inf, empty data or a location
+            outside the domain raise :class:`~dpfair.InvalidDataError`).
+        rng : None, int, SeedSequence or Generator, default=None
+            Randomness; ``None`` uses fresh OS entropy (do this in deployments).
+        size : int or None, default=None
+            ``None``: one location (a float). An int: that many independent draws (an
+            array), costing ``size·ε`` in total.
+        accountant : Accountant, optional
+            If given, charged ``size·ε`` (pure DP) *before* anything is drawn; a
+            :class:`~dpfair.BudgetExceededError` leaves nothing released.
+
+        Returns
+        -------
+        float or ndarray
+            Exact draw(s) from :meth:`distribution`.
+        """
+        count = 1
+        if size is not None:
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+                raise InvalidParameterError(
+                    f"size={size!r}: expected None (one location) or a non-negative integer."
+                )
+            count = int(size)
+        gen = as_generator(rng)
+        xs = check_locations(x, self.domain)
+        if accountant is not None:
+            accountant.charge(Budget.pure(self.epsilon * count), label=self._ledger_label)
+        return self._draw(xs, gen, count, size)
+
+    def _draw(
+        self, xs: NDArray[np.float64], gen: np.random.Generator, count: int, size: int | None
+    ) -> Any:
+        """``count`` draws on the validated copy ``xs`` (one float when ``size`` is None)."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class DPExpMed:
+class DPExpMed(_FacilityRelease):
     """Widened exponential mechanism DPExpMed_α for private facility location (paper 000).
 
     Places one facility on the public interval ``domain`` from the agents' private
@@ -564,60 +633,23 @@ class DPExpMed:
 
     def loss(self, x: ArrayLike, loc: ArrayLike) -> NDArray[np.int64]:
         """The mechanism's widened loss p_α(D, ℓ) at location(s) ``loc``."""
-        xs = check_locations(x, self.domain)
-        xs.sort()
-        prof = Profile.from_sorted(xs, self.median)
+        prof = sorted_profile(x, self.domain, self.median)
         locs = np.atleast_1d(np.asarray(loc, dtype=np.float64))
-        return prof.widened_loss(locs, self.widening_for(xs.size) * self.diameter)
+        return prof.widened_loss(locs, self.widening_for(prof.n) * self.diameter)
 
     # ------------------------------------------------------------------ release
-    def sample(
-        self,
-        x: ArrayLike,
-        rng: RandomLike = None,
-        size: int | None = None,
-        *,
-        accountant: Accountant | None = None,
+    _ledger_label: ClassVar[str] = "facility/DPExpMed"
+
+    def _draw(
+        self, xs: NDArray[np.float64], gen: np.random.Generator, count: int, size: int | None
     ) -> Any:
-        """Release a private facility location (or ``size`` independent ones).
-
-        Parameters
-        ----------
-        x : array-like of shape (n,)
-            Agent locations, all inside ``domain`` (NaN, inf, empty data or a location
-            outside the domain raise :class:`~dpfair.InvalidDataError`).
-        rng : None, int, SeedSequence or Generator, default=None
-            Randomness; ``None`` uses fresh OS entropy (do this in deployments).
-        size : int or None, default=None
-            ``None``: one location (a float). An int: that many independent draws (an
-            array), costing ``size·ε`` in total.
-        accountant : Accountant, optional
-            If given, charged ``size·ε`` (pure DP) *before* anything is drawn; a
-            :class:`~dpfair.BudgetExceededError` leaves nothing released.
-
-        Returns
-        -------
-        float or ndarray
-            Exact draw(s) from :meth:`distribution`, computed in O(n) expected time
-            without sorting the data (see the module docstring).
-        """
-        count = 1
-        if size is not None:
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-                raise InvalidParameterError(
-                    f"size={size!r}: expected None (one location) or a non-negative integer."
-                )
-            count = int(size)
-        gen = as_generator(rng)
-        xc = check_locations(x, self.domain)
-        if accountant is not None:
-            accountant.charge(Budget.pure(self.epsilon * count), label="facility/DPExpMed")
+        """Exact draws, in O(n) expected time without sorting the data (module docstring)."""
         a, b = _choose_piece_edges(
-            xc,
+            xs,
             epsilon=self.epsilon,
             domain=self.domain,
-            alpha=self.widening_for(xc.size),
-            k=median_index(xc.size, self.median),
+            alpha=self.widening_for(xs.size),
+            k=median_index(xs.size, self.median),
             size=count,
             rng=gen,
         )

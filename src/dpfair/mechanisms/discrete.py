@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -88,26 +89,29 @@ class DiscreteLaw:
         """P(X = t)."""
         return np.exp(self.logpmf(t))
 
+    def _sum_before(
+        self, t: ArrayLike, side: Literal["left", "right"], sums: NDArray[np.float64], none: float
+    ) -> NDArray[np.float64]:
+        """``sums[i − 1]`` at i = searchsorted(support, t, side), or ``none`` where i = 0."""
+        idx = np.searchsorted(self.support, np.asarray(t, dtype=np.float64), side=side)
+        return np.where(idx > 0, sums[np.maximum(idx - 1, 0)], none)
+
     def cdf(self, t: ArrayLike) -> NDArray[np.float64]:
         """P(X ≤ t)."""
-        idx = np.searchsorted(self.support, np.asarray(t, dtype=np.float64), side="right")
-        return np.where(idx > 0, self.cum[np.maximum(idx - 1, 0)], 0.0)
+        return self._sum_before(t, "right", self.cum, 0.0)
 
     def prob_below(self, t: ArrayLike) -> NDArray[np.float64]:
         """P(X < t)."""
-        idx = np.searchsorted(self.support, np.asarray(t, dtype=np.float64), side="left")
-        return np.where(idx > 0, self.cum[np.maximum(idx - 1, 0)], 0.0)
+        return self._sum_before(t, "left", self.cum, 0.0)
 
     def sf(self, t: ArrayLike) -> NDArray[np.float64]:
         """P(X > t), summed from the right."""
-        idx = np.searchsorted(self.support, np.asarray(t, dtype=np.float64), side="right")
         # atoms idx.. are > t; P = tail[idx - 1] when idx > 0, else 1
-        return np.where(idx > 0, self.tail[np.maximum(idx - 1, 0)], 1.0)
+        return self._sum_before(t, "right", self.tail, 1.0)
 
     def prob_above(self, t: ArrayLike) -> NDArray[np.float64]:
         """P(X ≥ t)."""
-        idx = np.searchsorted(self.support, np.asarray(t, dtype=np.float64), side="left")
-        return np.where(idx > 0, self.tail[np.maximum(idx - 1, 0)], 1.0)
+        return self._sum_before(t, "left", self.tail, 1.0)
 
     def ppf(self, q: ArrayLike) -> NDArray[np.float64]:
         """Smallest atom x with P(X ≤ x) ≥ q."""

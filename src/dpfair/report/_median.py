@@ -184,6 +184,34 @@ def _interval_figure(
 
 
 # --------------------------------------------------------------------------- the section
+def _every_method_interval(
+    x: Any,
+    methods: Sequence[str],
+    rho: float,
+    bounds: tuple[float, float],
+    alpha: float,
+    granularity: Mapping[str, float],
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """``{method: its ρ-zCDP interval}`` on ``x``, the methods drawing from ``rng`` in order.
+
+    Each interval is a separate ρ-zCDP release on the same data; ``granularity[method]``
+    is that method's θ.
+    """
+    return {
+        m: dpfair.median.confidence_interval(
+            x,
+            rho=rho,
+            bounds=bounds,
+            alpha=alpha,
+            method=m,
+            granularity=granularity[m],
+            rng=rng,
+        )
+        for m in methods
+    }
+
+
 def median_section(
     config: MedianReportConfig,
     seed: int,
@@ -227,18 +255,9 @@ def median_section(
     x = design.sample(config.n, rng=np.random.default_rng(data_ss))
     mech_rng = np.random.default_rng(mech_ss)
     np_ci = dpfair.median.nonprivate_interval(x, alpha=config.alpha)
-    one = {
-        m: dpfair.median.confidence_interval(
-            x,
-            rho=config.rho,
-            bounds=config.bounds,
-            alpha=config.alpha,
-            method=m,
-            granularity=config.granularity[m],
-            rng=mech_rng,
-        )
-        for m in methods
-    }
+    one = _every_method_interval(
+        x, methods, config.rho, config.bounds, config.alpha, config.granularity, mech_rng
+    )
     tick("median: one synthetic data set", len(methods))
     np_width = np_ci.high - np_ci.low
     rows = [("nonprivate", np_ci.low, np_ci.high, np_ci.estimate)] + [
@@ -437,18 +456,10 @@ def median_section(
     x = load_bundled(config.real_dataset)
     g = np.random.default_rng(streams[3])
     np_real = dpfair.median.nonprivate_interval(x, alpha=config.alpha)
-    real = {
-        m: dpfair.median.confidence_interval(
-            x,
-            rho=config.real_rho,
-            bounds=entry.bounds,
-            alpha=config.alpha,
-            method=m,
-            granularity=config.real_granularity,
-            rng=g,
-        )
-        for m in methods
-    }
+    real = _every_method_interval(
+        x, methods, config.real_rho, entry.bounds, config.alpha,
+        dict.fromkeys(methods, config.real_granularity), g,
+    )
     tick("median: bundled data", len(methods))
     rows = [("nonprivate", np_real.low, np_real.high, np_real.estimate)] + [
         (m, r.low, r.high, r.estimate) for m, r in real.items()
