@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dpfair._atomic import atomic_open, write_bytes_atomic, write_text_atomic
+from dpfair._atomic import (
+    atomic_open,
+    strict_json,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 
 def test_write_replaces_content_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -103,3 +109,21 @@ def test_save_model_failure_keeps_the_previous_model(tmp_path: Path) -> None:
         _save_model({"weights": list(range(100_000)), "bad": Unpicklable()}, target)
     assert target.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pkl"]
+
+
+def test_strict_json_unwraps_numpy_and_names_non_finite_floats() -> None:
+    import numpy as np
+
+    value = {"a": (1, 2.5, float("nan")), "b": [np.float64("inf"), np.int64(3)], "c": None}
+    assert strict_json(value) == {"a": [1, 2.5, "nan"], "b": ["inf", 3], "c": None}
+    assert type(strict_json(np.int64(3))) is int
+    assert strict_json(-float("inf")) == "-inf"
+
+
+def test_write_json_atomic_writes_strict_indented_json(tmp_path: Path) -> None:
+    import json
+
+    target = write_json_atomic(tmp_path / "out.json", [{"x": float("nan"), "y": 1}])
+    text = target.read_text(encoding="utf-8")
+    assert text == json.dumps([{"x": "nan", "y": 1}], indent=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]

@@ -17,14 +17,23 @@ replaced, or ``0o666`` minus the umask for a new file).
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["atomic_open", "write_bytes_atomic", "write_text_atomic"]
+__all__ = [
+    "atomic_open",
+    "strict_json",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
+]
 
 
 def _umask() -> int:
@@ -144,3 +153,45 @@ def write_text_atomic(
         ``path``.
     """
     return write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` ready for strict JSON: numpy scalars unwrapped, non-finite floats as strings.
+
+    Dicts, lists and tuples are converted recursively (tuples become lists); NaN and ±inf
+    become ``"nan"``, ``"inf"``, ``"-inf"``, so ``json.dumps(..., allow_nan=False)``
+    accepts the result. Anything else is returned unchanged.
+    """
+    np = sys.modules.get("numpy")  # a numpy scalar implies numpy is loaded; no import here
+    if np is not None and isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def write_json_atomic(
+    path: str | os.PathLike[str], value: Any, *, mode: int | None = None
+) -> Path:
+    """Write ``value`` as strict JSON (:func:`strict_json`, indent 2, UTF-8) atomically.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination; its directory must exist.
+    value : JSON-like
+        Dicts, lists, tuples, strings, numbers (numpy scalars included), booleans, None.
+    mode : int, optional
+        Permission bits of the final file; see :func:`atomic_open`.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    text = json.dumps(strict_json(value), indent=2, allow_nan=False)
+    return write_text_atomic(path, text, mode=mode)

@@ -17,7 +17,6 @@ dies, so a killed run never leaves a stale lock.
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -26,11 +25,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfair._atomic import atomic_open
+from dpfair._atomic import atomic_open, write_json_atomic
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair.data.sql import literal_pattern
 from dpfair.experiments._registry import Experiment
@@ -53,19 +51,6 @@ def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write through ``write(fileobj)`` into a temporary file next to ``path``, then rename."""
     with atomic_open(path) as fh:
         write(fh)
-
-
-def _strict_json(value: Any) -> Any:
-    """Numpy scalars unwrapped, non-finite floats as strings ("inf", "nan"): strict JSON."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, dict):
-        return {k: _strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict_json(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 def _to_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
@@ -267,5 +252,4 @@ class ResultStore:
         """Write ``results.parquet`` and ``summary.json`` (each atomically)."""
         _atomic_write(self.root / "results.parquet", lambda fh: pq.write_table(table, fh))
 
-        text = json.dumps(_strict_json(list(summary)), indent=2, allow_nan=False)
-        _atomic_write(self.root / "summary.json", lambda fh: fh.write(text.encode("utf-8")))
+        write_json_atomic(self.root / "summary.json", list(summary))

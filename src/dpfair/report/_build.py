@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import time
@@ -11,12 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 import dpfair
-from dpfair._atomic import write_text_atomic
+from dpfair._atomic import strict_json, write_text_atomic
 from dpfair._errors import InvalidParameterError
 from dpfair.report._facility import FacilityReportConfig, facility_section
 from dpfair.report._fairclass import FairclassReportConfig, fairclass_section
@@ -70,17 +68,6 @@ class ReportConfig:
             facility=FacilityReportConfig.tiny(),
             fairclass=FairclassReportConfig.tiny(),
         )
-
-
-def _finite(value: Any) -> Any:
-    """Replace non-finite floats by strings so that results.json is strict JSON."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 def build_report(
@@ -171,7 +158,7 @@ def build_report(
     # an interrupted build leaves the previous report or none, never a truncated page, and
     # an index.html that exists always has its results.json beside it.
     write_text_atomic(
-        out / "results.json", json.dumps(_finite(results), indent=2, allow_nan=False)
+        out / "results.json", json.dumps(strict_json(results), indent=2, allow_nan=False)
     )
     write_text_atomic(index, page)
     return index
