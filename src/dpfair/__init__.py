@@ -15,8 +15,7 @@ neither SciPy, scikit-learn, DuckDB nor matplotlib.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dpfair._errors import (
     BudgetExceededError,
@@ -30,6 +29,7 @@ from dpfair._errors import (
     NotFittedError,
     ReleaseReplayError,
 )
+from dpfair._lazy import lazy_exports
 from dpfair._warnings import DPFairWarning, UncertifiedFairnessWarning
 
 if TYPE_CHECKING:
@@ -54,17 +54,8 @@ _SUBPACKAGES = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:
-    """Import a subpackage on first access (PEP 562)."""
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"dpfair.{name}")
-    if name == "Session":
-        return importlib.import_module("dpfair.session").Session
-    raise AttributeError(f"module 'dpfair' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SUBPACKAGES, "Session"})
+# A subpackage (or Session) is imported on first access (PEP 562).
+__getattr__, __dir__ = lazy_exports(__name__, {"Session": "dpfair.session"}, _SUBPACKAGES)
 
 __all__ = [
     "BudgetExceededError",

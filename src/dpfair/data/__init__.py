@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dpfair._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dpfair.data import synthetic
@@ -49,18 +50,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name == "synthetic":
-        return importlib.import_module("dpfair.data.synthetic")
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dpfair.data' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, submodules=("synthetic",))
 
 
 __all__ = [

@@ -76,6 +76,8 @@ LAW_SCHOOL_BOUNDS: tuple[tuple[float, float], ...] = ((120.0, 180.0), (0.0, 4.33
 
 _ADULT_COLUMNS = ("Age", "Workclass", "Education-Num")
 _LAW_COLUMNS = ("LSAT", "GPA", "resident")
+_ADULT_DESCRIPTION = "UCI Adult (1994 census): income > 50K; A = sex (1 = male)"
+_LAW_DESCRIPTION = "Law School (LSAC): admission label; A = race (1 = white)"
 _ETA_CLIP = 1e-3
 
 
@@ -170,14 +172,16 @@ def simulate(n: int, rng: RandomLike = None, *, p_a: float = 0.3) -> FairnessDat
 
 
 # --------------------------------------------------------------------------- real data
-def _as_dataset(
-    cols: dict[str, NDArray[np.float64]],
+def _read_dataset(
+    path: str | os.PathLike[str],
     features: tuple[str, ...],
     bounds: tuple[tuple[float, float], ...],
     name: str,
     description: str,
-    source: str,
 ) -> FairnessDataset:
+    """Read ``features`` and the 0/1 columns Sensitive and Label of the file ``path``."""
+    cols = read_columns(path, (*features, "Sensitive", "Label"))
+    source = str(path)
     X = np.column_stack([cols[c] for c in features])
     A = cols["Sensitive"]
     y = cols["Label"]
@@ -204,15 +208,7 @@ def load_adult(path: str | os.PathLike[str]) -> FairnessDataset:
     Public box :data:`ADULT_BOUNDS`. Source data: Becker & Kohavi (1996), UCI Machine
     Learning Repository, CC BY 4.0.
     """
-    cols = read_columns(path, (*_ADULT_COLUMNS, "Sensitive", "Label"))
-    return _as_dataset(
-        cols,
-        _ADULT_COLUMNS,
-        ADULT_BOUNDS,
-        "adult",
-        "UCI Adult (1994 census): income > 50K; A = sex (1 = male)",
-        str(path),
-    )
+    return _read_dataset(path, _ADULT_COLUMNS, ADULT_BOUNDS, "adult", _ADULT_DESCRIPTION)
 
 
 def load_law_school(path: str | os.PathLike[str]) -> FairnessDataset:
@@ -222,15 +218,7 @@ def load_law_school(path: str | os.PathLike[str]) -> FairnessDataset:
     :data:`LAW_SCHOOL_BOUNDS`. Source: Wightman (1998), LSAC National Longitudinal Bar
     Passage Study; the 40,000-row subset of the paper's code.
     """
-    cols = read_columns(path, (*_LAW_COLUMNS, "Sensitive", "Label"))
-    return _as_dataset(
-        cols,
-        _LAW_COLUMNS,
-        LAW_SCHOOL_BOUNDS,
-        "law_school",
-        "Law School (LSAC): admission label; A = race (1 = white)",
-        str(path),
-    )
+    return _read_dataset(path, _LAW_COLUMNS, LAW_SCHOOL_BOUNDS, "law_school", _LAW_DESCRIPTION)
 
 
 def bundled_adult_path() -> Path:

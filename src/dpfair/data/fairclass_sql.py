@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
@@ -170,29 +170,31 @@ def position_half_sql(coefficients: Sequence[int], position: str) -> str:
     return f"(CASE WHEN {h} < {_HALF} THEN 0 ELSE 1 END)"
 
 
+def _query_positions(sql: str) -> dict[str, Any]:
+    """Run one query over ``range(…)`` on a fresh in-memory DuckDB; its columns as numpy."""
+    with duckdb.connect(":memory:") as con:
+        con.execute("SET enable_progress_bar = false")
+        return dict(con.execute(sql).fetchnumpy())
+
+
 def position_half_sizes(coefficients: Sequence[int], n: int) -> tuple[int, int]:
     """(|half 0|, |half 1|) among positions 0..n−1 (one aggregate query, O(1) memory)."""
     expr = position_half_sql(coefficients, "range")
-    with duckdb.connect(":memory:") as con:
-        con.execute("SET enable_progress_bar = false")
-        row = con.execute(
-            f"SELECT count(*) FILTER (WHERE {expr} = 0), count(*) FILTER (WHERE {expr} = 1) "
-            f"FROM range({int(n)})"
-        ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
+    got = _query_positions(
+        f"SELECT count(*) FILTER (WHERE {expr} = 0) AS h0, "
+        f"count(*) FILTER (WHERE {expr} = 1) AS h1 FROM range({int(n)})"
+    )
+    return int(got["h0"][0]), int(got["h1"][0])
 
 
 def position_labels(coefficients: Sequence[int], start: int, count: int) -> NDArray[np.intp]:
     """The half (0/1) of positions ``start`` .. ``start + count − 1``, in order."""
     if int(count) <= 0:
         return np.zeros(0, dtype=np.intp)
-    with duckdb.connect(":memory:") as con:
-        con.execute("SET enable_progress_bar = false")
-        got = con.execute(
-            f"SELECT {position_half_sql(coefficients, 'range')} AS half FROM "
-            f"range({int(start)}, {int(start) + int(count)}) ORDER BY range"
-        ).fetchnumpy()
+    got = _query_positions(
+        f"SELECT {position_half_sql(coefficients, 'range')} AS half FROM "
+        f"range({int(start)}, {int(start) + int(count)}) ORDER BY range"
+    )
     return np.asarray(got["half"], dtype=np.intp)
 
 

@@ -26,8 +26,9 @@ memory, a file's DuckDB aggregates, or a Dask DataFrame's (``dpfair.session``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dpfair._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dpfair.fairclass import datasets, metrics
@@ -88,18 +89,7 @@ _WHERE: dict[str, str] = {
 _SUBMODULES = ("datasets", "metrics")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"dpfair.fairclass.{name}")
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dpfair.fairclass' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, submodules=_SUBMODULES)
 
 
 # What a user needs. The types of fitted attributes (BudgetPlan, PrivacyLedger,
