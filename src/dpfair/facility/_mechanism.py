@@ -669,25 +669,17 @@ def _window_half_width(epsilon: float, alpha: float, n: int) -> int:
     return max(math.ceil(w), 1)
 
 
-def _sample_windowed(
-    xc: NDArray[np.float64],
-    *,
-    epsilon: float,
-    domain: tuple[float, float],
-    alpha: float,
-    k: int,
-    size: int,
-    rng: np.random.Generator,
-    half_width: int | None = None,
-) -> NDArray[np.float64]:
+def _sample_windowed(xc: NDArray[np.float64], **piece_args: Any) -> NDArray[np.float64]:
     """Draws ℓ of the mechanism's continuous law before the public cell (analysis, tests).
 
-    The piece is chosen exactly (:func:`_choose_piece_edges`); the point inside it is
-    fl(a + u(b − a)), a binary64 computation on data-dependent edges that no release uses
+    Takes exactly the arguments of :func:`_choose_piece_edges` (keywords ``epsilon``,
+    ``domain``, ``alpha``, ``k``, ``size``, ``rng`` and optionally ``half_width``), which
+    chooses the piece exactly; the point inside it is fl(a + u(b − a)) with u from the
+    same ``rng``, a binary64 computation on data-dependent edges that no release uses
     (:meth:`DPExpMed.sample` chooses the cell exactly instead).
     """
-    a, b = _choose_piece_edges(xc, epsilon=epsilon, domain=domain, alpha=alpha, k=k,
-                               size=size, rng=rng, half_width=half_width)
+    a, b = _choose_piece_edges(xc, **piece_args)
+    rng: np.random.Generator = piece_args["rng"]
     return np.minimum(a + rng.random(a.size) * (b - a), b)
 
 
