@@ -13,7 +13,8 @@
   :mod:`~dpfair.mechanisms.gaussian_process`, :mod:`~dpfair.mechanisms.tree` (noisy binary
   tree with Honaker post-processing), :mod:`~dpfair.mechanisms.exponential`
   (piecewise-constant exponential mechanism and its exact law),
-  :mod:`~dpfair.mechanisms.discrete` (exponential mechanism over finite candidates).
+  :mod:`~dpfair.mechanisms.discrete` (exponential mechanism over finite candidates); both
+  exponential mechanisms take their (ε, Δu), validation and guarantees from ``_score``.
 
 Imports go one way (no circle): ``_exp_tables``, ``discrete_laplace`` → ``discrete_gaussian``
 → ``lattice`` ← ``gaussian_calibration``; ``gaussian``, ``gaussian_process`` and ``tree``
