@@ -30,6 +30,7 @@ class MissingSensitiveFeaturesError(InvalidParameterError, InvalidDataError):
     ``sensitive_features=None`` has always raised the latter), hence a ``ValueError``.
     """
 
+
 #: The default request of every method that takes the groups (scikit-learn's
 #: ``__metadata_request__<method>`` convention for consumers).
 SENSITIVE_REQUEST: dict[str, bool] = {"sensitive_features": True}
@@ -61,8 +62,8 @@ def require_sensitive(value: Any, estimator: object, method: str) -> Any:
     ------
     MissingSensitiveFeaturesError
         If ``value`` is None (an :class:`~dpfair.InvalidParameterError` and an
-        :class:`~dpfair.InvalidDataError`): the message names ``sensitive_features`` and how to pass it,
-        directly and through scikit-learn's metadata routing.
+        :class:`~dpfair.InvalidDataError`): the message names ``sensitive_features`` and
+        how to pass it, directly and through scikit-learn's metadata routing.
     """
     if value is not None:
         return value
@@ -70,6 +71,5 @@ def require_sensitive(value: Any, estimator: object, method: str) -> Any:
     raise MissingSensitiveFeaturesError(
         f"{type(estimator).__name__}.{method}: sensitive_features is required (the group "
         "label of every row; the classifier's decision depends on it) but was not passed "
-        "(sensitive_features=None). "
-        + _HOW.format(method=method, y=y)
+        "(sensitive_features=None). " + _HOW.format(method=method, y=y)
     )

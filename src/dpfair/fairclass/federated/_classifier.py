@@ -18,8 +18,8 @@ from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._estimators import uncertified_message
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import ReleasedFold, row_uniforms
-from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
 from dpfair.fairclass._rff import ReleasedRFFFold
+from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._config import DEFAULT_TOLERANCE, MAX_GRID_NODES, FDPConfig
