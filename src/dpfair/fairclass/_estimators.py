@@ -40,6 +40,7 @@ from dpfair.fairclass._budget import BudgetPlan, plan_budget
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import bandwidth_rule, row_uniforms
 from dpfair.fairclass._pipeline import ArraySource, FitSettings, Source, run_pipeline
+from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
 from dpfair.fairclass._split import SPLITS
 from dpfair.fairclass._validation import (
     check_alpha,
@@ -102,6 +103,13 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
 
     _private: ClassVar[bool] = False
     _fair: ClassVar[bool] = False
+
+    # scikit-learn metadata routing: request the groups by default in every method that
+    # takes them (a consumer's class-level default; set_<method>_request can override it).
+    __metadata_request__fit: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__predict: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__predict_proba: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__score: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
 
     # Attributes every subclass defines in __init__ (declared for type checkers).
     feature_bounds: Any
@@ -179,7 +187,9 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                 raise
             raise InvalidDataError(str(exc)) from None
 
-    def fit(self, X: ArrayLike, y: ArrayLike, *, sensitive_features: ArrayLike) -> Any:
+    def fit(
+        self, X: ArrayLike, y: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> Any:
         """Fit on (X, y) with group labels ``sensitive_features``.
 
         Parameters
@@ -189,12 +199,25 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Labels 0/1 (1 = the positive outcome whose rate the disparity compares).
         sensitive_features : array-like of shape (n_samples,)
-            Group 0/1 of each row (A in the paper).
+            Group 0/1 of each row (A in the paper). Required: the default None only exists
+            so that a call without it raises a clear error. Under scikit-learn's metadata
+            routing (``sklearn.set_config(enable_metadata_routing=True)``) the estimator
+            requests it by default, so ``cross_val_score(clf, X, y,
+            params={"sensitive_features": A})`` and ``GridSearchCV(clf, grid).fit(X, y,
+            sensitive_features=A)`` forward each fold's groups. Every fit is a release on
+            its training rows: a grid of G settings over K folds spends G·K fits' budgets
+            (see the model-selection page of the docs).
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``sensitive_features`` is not passed.
         """
+        sensitive_features = require_sensitive(sensitive_features, self, "fit")
         alpha = self._alpha_params()
         states = self._fit_path(X, y, sensitive_features, [alpha] if alpha else [None])
         self._adopt(states[0])
@@ -328,28 +351,43 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             votes += fold.decide(grid, U, A)
         return votes / len(self.folds_)
 
-    def predict_proba(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.float64]:
+    def predict_proba(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
         """Probability with which the (cross-fitted, randomised) classifier outputs 0 and 1.
 
         With ``cross_fit=True`` the classifier is f = (f_1 + f_2)/2 (paper §5.1.1), so the
         second column is 0, 1/2 or 1. It is *not* an estimate of P(Y = 1 | X, A): use it for
         expected error and disparity (:mod:`dpfair.fairclass.metrics`).
 
+        ``sensitive_features`` is required (requested by default under metadata routing);
+        without it :class:`~dpfair.InvalidParameterError` is raised. Post-processing of the
+        released model: no privacy cost.
+
         Returns
         -------
         ndarray of shape (n_samples, 2)
         """
+        sensitive_features = require_sensitive(sensitive_features, self, "predict_proba")
         U, A = self._prepare_predict(X, sensitive_features)
         p = self._positive_rate(U, A)
         return np.column_stack((1.0 - p, p))
 
-    def predict(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.int64]:
+    def predict(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.int64]:
         """Predicted labels 0/1: a post-processing of the released model.
 
         Where the two cross-fitted classifiers disagree the prediction is a coin with
         probability 1/2, flipped *deterministically* from a hash of the row (same input, same
         output, however often it is called). No data are read and no noise is drawn.
+
+        ``sensitive_features`` is required (requested by default under metadata routing);
+        without it :class:`~dpfair.InvalidParameterError` is raised. scikit-learn's string
+        scorers (``scoring="accuracy"``) call ``predict(X)`` without metadata, so in model
+        selection keep the default scoring, :meth:`score`.
         """
+        sensitive_features = require_sensitive(sensitive_features, self, "predict")
         U, A = self._prepare_predict(X, sensitive_features)
         p = self._positive_rate(U, A)
         u = row_uniforms(U, A, self.tie_seed_)
@@ -360,10 +398,20 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         X: ArrayLike,
         y: ArrayLike,
         *,
-        sensitive_features: ArrayLike,
+        sensitive_features: ArrayLike | None = None,
         sample_weight: ArrayLike | None = None,
     ) -> float:
-        """Accuracy of :meth:`predict` (needs the groups, like ``predict``)."""
+        """Accuracy of :meth:`predict` (needs the groups, like ``predict``).
+
+        ``sensitive_features`` is required; under metadata routing it is requested by default
+        (``sample_weight`` is not: request it with ``set_score_request``). Without routing
+        ``cross_val_score(clf, X, y, params={"sensitive_features": A})`` forwards the groups
+        to ``fit`` only, this method then raises :class:`~dpfair.InvalidParameterError`, and
+        scikit-learn's default ``error_score=np.nan`` turns that error into a NaN score with a
+        ``UserWarning`` ("Scoring failed ...") carrying this message. Enable routing, and pass
+        ``error_score="raise"`` so no failure is ever reported as a NaN score.
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "score")
         pred = self.predict(X, sensitive_features=sensitive_features)
         truth = check_binary("y", y, n_samples=pred.size)
         hit = (pred == truth).astype(np.float64)

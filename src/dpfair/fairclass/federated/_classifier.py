@@ -6,7 +6,7 @@ import secrets
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,6 +19,7 @@ from dpfair.fairclass._estimators import uncertified_message
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._model import ReleasedFold, row_uniforms
 from dpfair.fairclass._rff import ReleasedRFFFold
+from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._config import DEFAULT_TOLERANCE, MAX_GRID_NODES, FDPConfig
@@ -385,6 +386,14 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     post-processing of the released model.
     """
 
+    # scikit-learn metadata routing: the groups are requested by default in every method that
+    # takes them (``fit`` takes one array per site, so row-splitting model selection applies
+    # to ``predict``/``predict_proba``/``score`` on pooled evaluation data).
+    __metadata_request__fit: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__predict: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__predict_proba: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__score: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+
     def __init__(
         self,
         *,
@@ -492,14 +501,19 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         X: Sequence[ArrayLike],
         y: Sequence[ArrayLike],
         *,
-        sensitive_features: Sequence[ArrayLike],
+        sensitive_features: Sequence[ArrayLike] | None = None,
     ) -> FDPFairClassifier:
         """Run the protocol with one entry of ``X``, ``y``, ``sensitive_features`` per site.
+
+        ``sensitive_features`` is required (the default None only makes a call without it a
+        clear :class:`~dpfair.InvalidParameterError`); under metadata routing it is
+        requested by default. Each fit is a release at every site's (ε_s, δ_s).
 
         Returns
         -------
         self
         """
+        sensitive_features = require_sensitive(sensitive_features, self, "fit")
         if (
             not isinstance(X, (list, tuple))
             or not isinstance(y, (list, tuple))
@@ -593,17 +607,38 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
             )
         return model
 
-    def predict_proba(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.float64]:
-        """Probability of each output of the cross-fitted randomised classifier."""
+    def predict_proba(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """Probability of each output of the cross-fitted randomised classifier.
+
+        ``sensitive_features`` is required (requested by default under metadata routing).
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "predict_proba")
         p = self._model().positive_rate(X, sensitive_features, clip=bool(self.clip))
         return np.column_stack((1.0 - p, p))
 
-    def predict(self, X: ArrayLike, *, sensitive_features: ArrayLike) -> NDArray[np.int64]:
-        """Labels 0/1: post-processing of the released model (no noise, no data)."""
+    def predict(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.int64]:
+        """Labels 0/1: post-processing of the released model (no noise, no data).
+
+        ``sensitive_features`` is required (requested by default under metadata routing).
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "predict")
         return self._model().predict(X, sensitive_features, clip=bool(self.clip))
 
-    def score(self, X: ArrayLike, y: ArrayLike, *, sensitive_features: ArrayLike) -> float:
-        """Accuracy of :meth:`predict`."""
+    def score(
+        self, X: ArrayLike, y: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> float:
+        """Accuracy of :meth:`predict`.
+
+        ``sensitive_features`` is required (requested by default under metadata routing);
+        without it :class:`~dpfair.InvalidParameterError` is raised. scikit-learn's default
+        ``error_score=np.nan`` would report that as a NaN score with a warning: pass
+        ``error_score="raise"``.
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "score")
         pred = self.predict(X, sensitive_features=sensitive_features)
         truth = check_binary("y", y, n_samples=pred.size)
         return float(np.mean(pred == truth))
