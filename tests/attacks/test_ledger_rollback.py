@@ -261,3 +261,43 @@ def test_the_same_seeded_command_twice_charges_twice_and_warns(tmp_path: Path) -
     entries = [json.loads(x) for x in led.read_bytes().split(b"\n")[1:] if x.strip()]
     assert all(e["params"].get("reproducible") is True for e in entries)
     assert "7" not in json.dumps([e["params"] for e in entries]).replace("0.7", "")
+
+
+def _rechain(head: dict[str, object], lines: list[bytes]) -> bytes:
+    import hashlib
+
+    out = [json.dumps(head, sort_keys=True).encode()]
+    for raw in lines:
+        e = json.loads(raw)
+        e["prev"] = hashlib.sha256(out[-1]).hexdigest()
+        out.append(json.dumps(e, sort_keys=True).encode())
+    return b"\n".join(out) + b"\n"
+
+
+def test_raising_the_cap_of_a_fresh_ledger_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    write_column(data)
+    led = tmp_path / "d.ledger"
+    init_ledger(led, data)
+    head = json.loads(led.read_bytes().split(b"\n")[0])
+    head["cap"]["rho"] = 100.0
+    led.write_bytes(_rechain(head, []))
+    assert median(data, led).returncode == 2
+
+
+def test_raising_the_cap_and_recomputing_the_chain_is_refused(
+        charged: tuple[Path, Path, bytes]) -> None:
+    data, led, _ = charged
+    head, *lines = led.read_bytes().rstrip(b"\n").split(b"\n")
+    h = json.loads(head)
+    h["cap"]["rho"] = 100.0
+    led.write_bytes(_rechain(h, lines))
+    _refused(data, led)
+
+
+def test_deleting_the_ledger_file_does_not_allow_a_new_one(
+        tmp_path: Path, charged: tuple[Path, Path, bytes]) -> None:
+    data, led, _ = charged
+    led.unlink()
+    r = run("ledger", "init", tmp_path / "new.ledger", "--data", data, "--rho", "1")
+    assert r.returncode == 2 and "missing" in r.stderr, r.stderr
