@@ -351,3 +351,22 @@ def test_quantile_ci_follows_the_sessions_reproduction_mode() -> None:
         streams.append(s.records[-1].params.get("stream"))
     assert streams == [0, 0]
     assert outs[0] == outs[1]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "attack: Session(FILE, budget=B) without ledger= opens a fresh in-memory budget even "
+    "when FILE's content has a registered ledger; N sessions give N budgets on one data "
+    "set (rule 11: ledgers are found by the data's fingerprint, not by the caller)"))
+def test_a_session_on_registered_data_uses_or_refuses_its_ledger(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    write_column(data)
+    reg = LedgerFile.create(tmp_path / "reg.ledger", Budget.zcdp(1.0), data=data)
+    released = 0
+    for _ in range(3):
+        try:
+            dpfair.Session(data, budget=Budget.zcdp(1.0)).median_ci(
+                "x", rho=0.5, bounds=(0.0, 100.0))
+            released += 1
+        except (dpfair.LedgerError, BudgetExceededError, InvalidParameterError):
+            pass
+    assert released * 0.5 <= 1.0 and reg.spent.rho == pytest.approx(0.5 * released)
