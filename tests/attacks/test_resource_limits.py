@@ -27,3 +27,20 @@ def test_jobs_and_chunk_size_of_ten_to_the_thirty_are_clamped(tmp_path: Path) ->
     assert r.returncode == 0, r.stderr
     jobs = json.loads(r.stdout)["jobs"]
     assert 1 <= jobs <= len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("args", [
+    ["--bounds", "0", "1e300", "--granularity", "1e-10"],
+    ["--bounds", "0", "1e308", "--granularity", "1e-300", "--method", "cdf"],
+], ids=["expmech", "cdf"])
+@pytest.mark.xfail(strict=True, reason=(
+    "bug (public parameters, no leak): a range/granularity ratio that overflows "
+    "(median.grid_depth: math.ceil(inf)) crashes median-ci with an OverflowError "
+    "traceback and exit 1 instead of one line and exit 2 (issue 23 item 6)"))
+def test_an_overflowing_grid_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    from tests.attacks._helpers import write_column
+
+    data = tmp_path / "d.csv"
+    write_column(data)
+    r = run("median-ci", data, "--column", "x", "--rho", "0.5", *args)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-300:]
