@@ -113,12 +113,6 @@ def _reader(path: str, state: str, q: mp.Queue) -> None:  # type: ignore[type-ar
     q.put((reads, bad))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: reading a ledger (open, .spent, a Session's pre-check, `ledger show`) reads "
-    "the file and then the high-water mark without the lock; a charge landing in between "
-    "makes an honest reader fail with 'holds k release(s), but k+1 were charged to it: "
-    "truncated or replaced by an older copy' (81 of 600 reads here), a false tamper alarm "
-    "for concurrent processes"))
 def test_readers_beside_a_charging_process_see_no_false_rollback(tmp_path: Path) -> None:
     from dpfair.privacy import Budget, LedgerFile
 

@@ -104,11 +104,6 @@ def test_a_refused_cap_then_a_corrected_retry_runs(tmp_path: Path, keys: Path) -
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: `fdp site --ledger FILE` accepts a ledger bound to NO data (LedgerFile.create "
-    "without data=) for data that already have a registered journal whose cap is spent: "
-    "check_data returns for an unbound ledger, so every new unbound ledger is a fresh "
-    "site budget (the data commands refuse unbound ledgers; the FDP site does not)"))
 def test_an_unbound_ledger_is_refused_for_a_site_with_a_registered_journal(
         tmp_path: Path, keys: Path) -> None:
     data = _data(tmp_path)

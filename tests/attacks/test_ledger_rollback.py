@@ -177,10 +177,6 @@ def test_a_byte_different_copy_of_the_same_records_gets_no_second_ledger(
     assert r.returncode == 2, "a second ledger (a second full budget) for the same records"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: a data command without --ledger on data that HAVE a registered ledger runs "
-    "on a fresh one-release cap and charges nothing, so the registered cap binds only an "
-    "analyst who opts in (rule 11: ledgers are found by the data's fingerprint)"))
 def test_omitting_ledger_on_registered_data_is_charged_or_refused(tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     write_column(data)
@@ -203,11 +199,6 @@ def test_deleting_the_state_directory_forgets_the_high_water_mark(
     assert median(data, led).returncode == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: the code points to docs/ledgers.md for what a file ledger defends against, "
-    "but that file does not exist, and the README's ledger section never mentions the "
-    "state directory, DPFAIR_STATE_DIR, the high-water mark, or that deleting it (or "
-    "pointing DPFAIR_STATE_DIR elsewhere) re-opens rollback (issue 23 item 5)"))
 def test_the_state_directory_and_its_limits_are_documented() -> None:
     assert (REPO / "docs" / "ledgers.md").is_file()
     readme = (REPO / "README.md").read_text()
@@ -215,9 +206,6 @@ def test_the_state_directory_and_its_limits_are_documented() -> None:
     assert "high-water" in readme.lower()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: errors tell the user to reset with `dpfair ledger forget DATA --yes`, a "
-    "command that does not exist (`No such command 'forget'`)"))
 def test_the_reset_command_named_in_errors_exists(tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     write_column(data)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.attacks._helpers import init_ledger, run, write_column
 
 
@@ -24,10 +22,6 @@ def test_report_metrics_is_refused_under_ledger(tmp_path: Path) -> None:
     assert code == 2 and "SWDIFF" not in out.split("error")[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: `facility --report-metrics` (exact, NOT private FAIR/SWDIFF of the data) is "
-    "refused with --ledger but printed when --ledger is simply omitted, though the data's "
-    "content has a registered ledger: the budget binds only who opts in"))
 def test_report_metrics_is_refused_on_registered_data_without_ledger(tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     write_column(data)

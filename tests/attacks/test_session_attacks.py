@@ -88,11 +88,6 @@ def test_fit_fair_classifier_refuses_random_state(rng: Any) -> None:
 
 @pytest.mark.parametrize("rng", [7, np.random.SeedSequence(7), _SpyGenerator()],
                          ids=lambda r: type(r).__name__)
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: Session.quantile_ci still takes rng= (an int, a SeedSequence or any Generator, "
-    "subclasses included), passes it to np.random.default_rng and charges the release as "
-    "private; its ledger entry says reproducible=False. Two calls with rng=7 give the same "
-    "interval: the output is a fixed function of the data"))
 def test_quantile_ci_refuses_caller_randomness(rng: Any) -> None:
     s = dpfair.Session(_data(), budget=Budget.zcdp(1.0))
     with pytest.raises(InvalidParameterError):
@@ -118,11 +113,6 @@ def _nan_data() -> np.ndarray:
     return x
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: the withheld InvalidDataError is raised 'from None', which hides but keeps "
-    "the original on __context__: e.__context__ says 'x contains 1 non-finite value(s) "
-    "(NaN or inf), first at index 123' (a count and a row number); traceback.format_exc "
-    "with chain=True prints it"))
 def test_a_withheld_error_carries_no_detail_in_its_chain() -> None:
     s = dpfair.Session(_nan_data(), budget=Budget.zcdp(1.0))
     with pytest.raises(InvalidDataError) as info:
@@ -178,11 +168,6 @@ def test_an_exception_from_a_callback_inside_the_release_is_charged(action: Any)
     assert s.spent.rho == pytest.approx(0.25 + 1.0 / 8)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: when the failure's charge is itself refused (another process drained the "
-    "shared ledger meanwhile), charged_on_failure raises the BudgetExceededError 'from' the "
-    "original error: its __cause__ carries the unwithheld message (count and row number), "
-    "and the failed release is charged nothing"))
 def test_a_refused_failure_charge_does_not_chain_the_raw_error(tmp_path: Path) -> None:
     led_path = tmp_path / "mem.ledger"
     LedgerFile.create(led_path, Budget.zcdp(1.0))
@@ -254,10 +239,6 @@ def test_a_warning_turned_into_an_error_inside_a_release_is_charged(
     assert (s.spent.epsilon or 0.0) > 0.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: the data file is fingerprinted (binding check) and then read again by the "
-    "release; a file replaced in between is released from, and charged to the ledger of "
-    "the old content: the new data set's own ledger is never charged"))
 def test_a_data_file_replaced_after_the_binding_check_is_not_released(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dpfair.privacy import _journal
@@ -285,10 +266,6 @@ def test_a_data_file_replaced_after_the_binding_check_is_not_released(
     assert res.n == 300, f"released n={res.n}: computed on the replaced file"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: Session(FILE, ledger=L) accepts a ledger bound to no data (check_data returns "
-    "for an unbound ledger) although FILE's content has a registered ledger: every new "
-    "unbound ledger is a fresh budget on the same data (rule 11; the CLI refuses these)"))
 def test_an_unbound_ledger_file_is_refused_for_registered_data(tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     write_column(data)
@@ -299,11 +276,6 @@ def test_an_unbound_ledger_file_is_refused_for_registered_data(tmp_path: Path) -
         s.median_ci("x", rho=0.5, bounds=(0.0, 100.0))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: one row with an extra field makes the sniffer read the file as one column "
-    "'x,y'; Session.median_ci('x') then raises InvalidParameterError ('not found ... "
-    "Available columns: x,y') before the release, charging nothing: a replaced record "
-    "is detected with certainty, for free"))
 def test_a_malformed_row_in_a_session_file_is_charged(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     rows = [f"{v:.3f},{i % 2}" for i, v in enumerate(rng.uniform(1, 99, 500))]
@@ -316,10 +288,6 @@ def test_a_malformed_row_in_a_session_file_is_charged(tmp_path: Path) -> None:
     assert s.spent.rho == pytest.approx(0.25)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack (low: a Python object is no process boundary, rule 12): Session.ledger hands "
-    "out the live in-memory Ledger, whose records is a mutable list; "
-    "s.ledger.records.clear() refunds everything spent (3 x rho=0.5 on a cap of 1)"))
 def test_the_session_ledger_cannot_be_refunded_through_its_records() -> None:
     s = dpfair.Session(_data(), budget=Budget.zcdp(1.0))
     released = 0
@@ -336,10 +304,6 @@ def test_the_session_ledger_cannot_be_refunded_through_its_records() -> None:
     assert released <= 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug (not a leak): quantile_ci ignores the session's reproducible_seed (it draws fresh "
-    "entropy, so a reproduction run differs) yet its ledger entry says reproducible=True "
-    "with stream=-1, a stream that does not exist"))
 def test_quantile_ci_follows_the_sessions_reproduction_mode() -> None:
     outs, streams = [], []
     for _ in range(2):
@@ -353,10 +317,6 @@ def test_quantile_ci_follows_the_sessions_reproduction_mode() -> None:
     assert outs[0] == outs[1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: Session(FILE, budget=B) without ledger= opens a fresh in-memory budget even "
-    "when FILE's content has a registered ledger; N sessions give N budgets on one data "
-    "set (rule 11: ledgers are found by the data's fingerprint, not by the caller)"))
 def test_a_session_on_registered_data_uses_or_refuses_its_ledger(tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     write_column(data)
