@@ -35,11 +35,6 @@ def _classify(train: Path, test: Path, ledger: Path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("which", ["train-as-test", "registered-as-test"])
-@pytest.mark.xfail(strict=True, reason=(
-    "attack: fair-classify accepts as TEST the TRAIN file itself, or another data set that "
-    "has its own ledger, and prints test_error and |DD| on it in the clear (exact, "
-    "unnoised statistics of those rows, e.g. a count of errors over n); nothing is charged to "
-    "TEST's ledger. Private data (the ledger's, or any registered) must not be TEST"))
 def test_private_data_are_not_accepted_as_the_clear_test_set(tmp_path: Path,
                                                              which: str) -> None:
     train = _fair(tmp_path / "train.csv", 1)

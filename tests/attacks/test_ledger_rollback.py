@@ -154,7 +154,13 @@ def test_symlink_and_hard_link_to_the_data_use_the_one_ledger(
     "attack: the registry keys a data set by its bytes, so a copy with CRLF line ends, "
     "without its final newline, with a blank line, or with its rows permuted (the same "
     "records, the same data set for replace-one neighbours) gets a second ledger and a "
-    "fresh cap"))
+    "fresh cap. LEFT (fix23): closing it needs a second, record-level fingerprint "
+    "(decoded text, line ends, blank lines, row order) used by the registry, by "
+    "check_data and by every registered-ledger lookup, with a migration for the byte "
+    "fingerprints already in ledger headers; and any rewrite that keeps the records but "
+    "not these four forms (50.0 vs 50.00, quoting, column order) still defeats it. "
+    "Whoever rewrites the data file holds it, which a file ledger cannot defend against "
+    "(rule 12); it needs a curator process"))
 def test_a_byte_different_copy_of_the_same_records_gets_no_second_ledger(
         tmp_path: Path, variant: str) -> None:
     data = tmp_path / "d.csv"

@@ -33,10 +33,6 @@ def test_jobs_and_chunk_size_of_ten_to_the_thirty_are_clamped(tmp_path: Path) ->
     ["--bounds", "0", "1e300", "--granularity", "1e-10"],
     ["--bounds", "0", "1e308", "--granularity", "1e-300", "--method", "cdf"],
 ], ids=["expmech", "cdf"])
-@pytest.mark.xfail(strict=True, reason=(
-    "bug (public parameters, no leak): a range/granularity ratio that overflows "
-    "(median.grid_depth: math.ceil(inf)) crashes median-ci with an OverflowError "
-    "traceback and exit 1 instead of one line and exit 2 (issue 23 item 6)"))
 def test_an_overflowing_grid_is_one_line(tmp_path: Path, args: list[str]) -> None:
     from tests.attacks._helpers import write_column
 

@@ -655,7 +655,14 @@ class Session:
         col = self._source.resolve(column)
         r = check_positive("rho", rho)
         a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
-        depth = aggregation_depth(str(method), bounds, granularity)  # checks method, bounds
+        try:
+            depth = aggregation_depth(str(method), bounds, granularity)  # checks method, bounds
+        except OverflowError:  # public parameters only: (HI - LO) / granularity overflows
+            raise InvalidParameterError(
+                f"bounds={tuple(bounds)!r}, granularity={granularity!r}: the range over the "
+                "granularity overflows a float (no grid that fine exists); use a coarser "
+                "granularity or narrower public bounds."
+            ) from None
         lo, hi = float(bounds[0]), float(bounds[1])
         agg = _check_aggregate(aggregate)
         source = self._source
