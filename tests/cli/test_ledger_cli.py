@@ -275,9 +275,15 @@ def test_fair_classify_refused_writes_no_model(tmp_path: Path,
     assert "remains" in line
     assert not (tmp_path / "m2.json").exists()
     assert len(LedgerFile.open(led).records) == 1
-    # the ledger is bound to TRAIN: using it with TEST as training data is refused
+    # the ledger is bound to TRAIN: swapping the files is refused (TRAIN, now given as
+    # TEST, has a registered ledger, so it is private and refused as the clear test set
+    # before the binding is checked)
     swapped = [args[0], str(test), str(train), *args[3:]]
-    assert "bound to" in _one_line_refusal(runner.invoke(app, swapped))
+    assert "registered ledger" in _one_line_refusal(runner.invoke(app, swapped))
+    # and with a public TEST, the ledger is refused for other training data
+    other = [args[0], str(test), str(test.with_name("public_test.csv")), *args[3:]]
+    test.with_name("public_test.csv").write_bytes(test.read_bytes() + b"\n")
+    assert "bound to" in _one_line_refusal(runner.invoke(app, other))
     # an (ε, δ) release cannot be charged to a ρ-zCDP ledger (a deliberate reset first:
     # one data set has one ledger)
     from dpfair.privacy import forget_data

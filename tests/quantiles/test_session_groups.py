@@ -11,6 +11,18 @@ from dpfair import InvalidParameterError
 
 BOUNDS = (0.0, 100.0)
 
+# A Session draws its own randomness: a seed only through reproducible_seed (each release
+# warns), release k drawing from SeedSequence(seed, spawn_key=(k,)).
+pytestmark = pytest.mark.filterwarnings("ignore::dpfair.session.ReproducibleSeedWarning")
+
+
+def _session(data, rho, seed):
+    return dpfair.Session(data, budget=dpfair.privacy.Budget.zcdp(rho), reproducible_seed=seed)
+
+
+def _stream(seed, k=0):
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(k,)))
+
 
 @pytest.fixture
 def frame():
@@ -22,29 +34,29 @@ def frame():
 
 
 def test_single_interval_charged_once(frame):
-    s = dpfair.Session(frame, budget=dpfair.privacy.Budget.zcdp(1.0))
-    r = s.quantile_ci("age", 0.9, rho=0.4, bounds=BOUNDS, rng=3)
+    s = _session(frame, 1.0, 3)
+    r = s.quantile_ci("age", 0.9, rho=0.4, bounds=BOUNDS)
     assert s.spent.rho == pytest.approx(0.4)
     direct = dpfair.quantiles.confidence_interval(frame["age"].to_numpy(), 0.9, rho=0.4,
-                                                  bounds=BOUNDS, rng=3)
+                                                  bounds=BOUNDS, rng=_stream(3))
     assert (r.low, r.high) == (direct.low, direct.high)
 
 
 def test_family_simultaneous(frame):
-    s = dpfair.Session(frame, budget=dpfair.privacy.Budget.zcdp(1.0))
-    res = s.quantile_ci("age", [0.25, 0.5, 0.75], rho=0.5, bounds=BOUNDS, rng=1)
+    s = _session(frame, 1.0, 1)
+    res = s.quantile_ci("age", [0.25, 0.5, 0.75], rho=0.5, bounds=BOUNDS)
     assert res.qs == (0.25, 0.5, 0.75)
     assert s.spent.rho == pytest.approx(0.5)
 
 
 def test_groups_parallel_composition(frame):
-    s = dpfair.Session(frame, budget=dpfair.privacy.Budget.zcdp(1.0))
+    s = _session(frame, 1.0, 7)
     groups = ["south", "north", "east"]
     res = s.quantile_ci("age", 0.5, rho=0.5, bounds=BOUNDS, by="region", groups=groups,
-                        group_sizes="public", rng=7)
+                        group_sizes="public")
     assert list(res) == groups
     assert s.spent.rho == pytest.approx(0.5)  # once, not 3 x 0.5
-    streams = np.random.default_rng(7).spawn(3)
+    streams = _stream(7).spawn(3)
     for g, stream in zip(groups, streams, strict=True):
         rows = frame.loc[frame["region"] == g, "age"].to_numpy()
         direct = dpfair.quantiles.confidence_interval(rows, 0.5, rho=0.5, bounds=BOUNDS,
@@ -61,9 +73,9 @@ def test_a_change_in_one_group_touches_only_that_group(frame):
     other.loc[i, "age"] = 99.0
     out = []
     for data in (frame, other):
-        s = dpfair.Session(data, budget=dpfair.privacy.Budget.zcdp(1.0))
+        s = _session(data, 1.0, 11)
         out.append(s.quantile_ci("age", 0.5, rho=0.5, bounds=BOUNDS, by="region",
-                                 groups=groups, group_sizes="public", rng=11))
+                                 groups=groups, group_sizes="public"))
     for g in ("south", "east"):
         assert (out[0][g].low, out[0][g].high) == (out[1][g].low, out[1][g].high)
 
@@ -90,12 +102,12 @@ def test_groups_from_a_csv_file(frame, tmp_path):
     path = tmp_path / "people.csv"
     frame.to_csv(path, index=False)
     groups = ["north", "south"]
-    s_file = dpfair.Session(str(path), budget=dpfair.privacy.Budget.zcdp(1.0))
+    s_file = _session(str(path), 1.0, 5)
     got = s_file.quantile_ci("age", [0.25, 0.75], rho=0.5, bounds=BOUNDS, by="region",
-                             groups=groups, group_sizes="public", rng=5)
-    s_mem = dpfair.Session(frame, budget=dpfair.privacy.Budget.zcdp(1.0))
+                             groups=groups, group_sizes="public")
+    s_mem = _session(frame, 1.0, 5)
     want = s_mem.quantile_ci("age", [0.25, 0.75], rho=0.5, bounds=BOUNDS, by="region",
-                             groups=groups, group_sizes="public", rng=5)
+                             groups=groups, group_sizes="public")
     for g in groups:
         assert got[g][0].n == want[g][0].n
         assert [(iv.low, iv.high) for iv in got[g]] == [(iv.low, iv.high) for iv in want[g]]

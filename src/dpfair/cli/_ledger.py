@@ -11,7 +11,9 @@ so a release is charged (fsync'ed, with ``--ledger``) before any of it is printe
 written, a request past the cap exits with code 2 and one line on stderr naming the
 remaining budget and the requested cost, and a failure on the data is charged and reported
 without a value, a row number or a count. Without ``--ledger`` the session's cap is the
-request itself (one release; nothing persists across runs).
+request itself (one release; nothing persists across runs), unless the data's content has
+a registered ledger: the command is then refused, naming that ledger (one ledger per data
+set, THREATS.md rule 11).
 """
 
 from __future__ import annotations
@@ -80,17 +82,28 @@ def open_session(
     """The session of one command run on ``data``.
 
     With ``ledger``: the ledger file (it must exist and be bound to ``data``'s content).
-    Without: an in-memory ledger whose cap is ``request``, the one release of this run.
+    Without: refused if ``data``'s content has a registered ledger (the message names it);
+    else an in-memory ledger whose cap is ``request``, the one release of this run.
     ``seed`` opens it for reproduction (each release warns, see :func:`release_context`).
 
     Raises
     ------
     LedgerError
-        Not a ledger, corrupt, truncated, bound to another data set, or bound to none.
+        Not a ledger, corrupt, truncated, bound to another data set, or bound to none; or
+        no ``ledger`` for data that have a registered one.
     """
     from dpfair.session import Session
 
     if ledger is None:
+        from dpfair.privacy import LedgerFile
+
+        registered = LedgerFile.registered(data) if data.is_file() else None
+        if registered is not None:
+            # one ledger per data set (THREATS.md rule 11): never a fresh one-release cap
+            raise LedgerError(
+                f"data {data}: these data have the registered ledger {registered.path}; "
+                f"every release on them is charged to it. Pass --ledger {registered.path}."
+            )
         session = Session(data, budget=request, reproducible_seed=seed)
         session._via = "cli"
         return session

@@ -72,7 +72,8 @@ def facility(
             help=(
                 "Also print the exact expected FAIR and SWDIFF of the mechanism on this data "
                 "(and their 0.95-quantiles). NOT private: for analysts who hold the data; "
-                "refused with --ledger (a budget is in force)."
+                "refused with --ledger or on data that have a registered ledger (a budget "
+                "is in force)."
             ),
         ),
     ] = False,

@@ -235,7 +235,8 @@ def fair_classify(
     """Fit CDP-Fair on TRAIN ((ε, δ)-DP) and report test error, |DD| and the privacy spent.
 
     The test metrics are computed on TEST in the clear: they are not private with respect to
-    TEST (keep TEST out of any release that must be private).
+    TEST (keep TEST out of any release that must be private). A TEST with TRAIN's content,
+    or with a registered ledger of its own, is refused.
     """
     from dpfair._validation import check_in_open_interval, check_positive
     from dpfair.data.fairclass_sql import read_columns
@@ -256,6 +257,7 @@ def fair_classify(
         cols = [*features, target, sensitive]
         request = Budget.approx(check_positive("epsilon", epsilon),
                                 check_in_open_interval("delta", delta, 0.0, 1.0))
+        _check_test_is_public(train, test)
         te = read_columns(test, cols)  # public TEST: read (and failing) before any charge
         # the ledger of the TRAIN file (TEST is not private)
         session = open_session(train, ledger=ledger, request=request, seed=seed)
@@ -356,6 +358,33 @@ def fair_classify(
             payload["ledger"] = charged
             rows += ledger_row(charged)
     _emit(payload, rows, "CDP-Fair (single server)", as_json)
+
+
+def _check_test_is_public(train: Path, test: Path) -> None:
+    """Refuse a TEST whose metrics would be a clear release of private rows.
+
+    TEST's error and |DD| are printed unnoised, so TEST must be public: not TRAIN's
+    content (the rows the private fit protects), and not data that have a registered
+    ledger (data someone declared private, THREATS.md rule 11). Checked by content
+    (SHA-256), before either file's rows are read.
+    """
+    from dpfair.privacy import LedgerFile, fingerprint_file
+
+    if not (train.is_file() and test.is_file()):
+        return  # the readers name the missing file
+    if fingerprint_file(train) == fingerprint_file(test):
+        raise InvalidParameterError(
+            f"TEST={test}: has the same content as TRAIN; its metrics are printed in the "
+            "clear (not private), so they would release the training rows. Use a held-out "
+            "public test set."
+        )
+    registered = LedgerFile.registered(test)
+    if registered is not None:
+        raise InvalidParameterError(
+            f"TEST={test}: these data have the registered ledger {registered.path}, so they "
+            "are private; TEST's metrics are printed in the clear (not private). Use a "
+            "public test set."
+        )
 
 
 def _save_model(clf: Any, path: Path) -> Path:

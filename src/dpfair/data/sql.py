@@ -47,6 +47,7 @@ __all__ = [
     "csv_compression",
     "csv_encoding",
     "data_error",
+    "header_disagrees",
     "is_parquet",
     "literal_pattern",
     "quote",
@@ -297,6 +298,63 @@ def translate(
     if fmt is not None:
         where += f" could not be read as {fmt.upper()}"
     return data_error(f"{where}: {problem}. {hint}", problem=problem, column=column)
+
+
+_HEADER_BYTES = 1 << 20
+_DELIMITERS = (",", ";", "\t", "|")
+
+
+def _header_line(path: Path) -> str | None:
+    """The first line of an uncompressed or gzip CSV, decoded (None if not readable)."""
+    import gzip
+
+    comp = csv_compression(path)
+    if comp == "zstd":
+        return None
+    try:
+        if comp == "gzip":
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read(_HEADER_BYTES)
+            text = raw.decode("utf-8", errors="replace")
+        else:
+            raw = _head(path, _HEADER_BYTES)
+            text = raw.decode(csv_encoding(path), errors="replace")
+    except (OSError, EOFError, InvalidDataError):
+        return None
+    text = text.lstrip("\ufeff")
+    end = min((i for i in (text.find("\n"), text.find("\r")) if i >= 0), default=-1)
+    return None if end < 0 else text[:end]
+
+
+def header_disagrees(path: str | os.PathLike[str], names: list[str]) -> bool:
+    """Whether DuckDB's sniffed columns ``names`` disagree with the CSV's header line.
+
+    DuckDB detects the delimiter (and so the columns) from the file's *rows*: one
+    malformed row can make it read ``x,y`` as a single column. The header line alone is
+    the file's layout; a different number of fields there means the sniffer was misled by
+    the data, and reading the file is then a failure on the data (charged under a budget),
+    not a column-not-found error on the caller's parameters (free, and data-dependent).
+    Parquet files, zstd-compressed CSVs and files without a complete first line are not
+    checked (False).
+    """
+    import csv
+
+    p = Path(path)
+    if is_parquet(p):
+        return False
+    line = _header_line(p)
+    if line is None or not line.strip():
+        return False
+    counts = {d: line.count(d) for d in _DELIMITERS}
+    delim = max(counts, key=lambda d: counts[d])
+    if counts[delim] == 0:
+        fields = [line]
+    else:
+        try:
+            fields = next(csv.reader([line], delimiter=delim))
+        except (csv.Error, StopIteration):
+            return False
+    return len(fields) != len(names)
 
 
 def row_count(path: str | os.PathLike[str], fmt: FileKind | None = None) -> int:

@@ -400,14 +400,23 @@ class LedgerFile:
         assert self._path is not None
         if self._pending is not None:
             return _empty(self._pending, self._path)
+        if self._path.is_dir():
+            raise LedgerError(f"ledger={self._path}: is a directory, not a ledger file.")
         try:
-            raw = self._path.read_bytes()
+            fd = os.open(self._path, os.O_RDONLY)
         except FileNotFoundError:
             raise LedgerError(f"ledger={self._path}: no such ledger file.") from None
-        except IsADirectoryError:
-            raise LedgerError(f"ledger={self._path}: is a directory, not a ledger file.") from None
-        parsed = _parse(raw, self._path)
-        _check_high_water(parsed, self._path)
+        try:
+            # a shared lock: a charge (exclusive lock) appends its line and raises the
+            # high-water mark together, so a reader never sees the mark of a line it has
+            # not read (which would look like a rollback)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                raw = fh.read()
+            parsed = _parse(raw, self._path)
+            _check_high_water(parsed, self._path)
+        finally:
+            os.close(fd)  # releases the lock
         return parsed
 
     @property
@@ -455,6 +464,7 @@ class LedgerFile:
         parsed = self._read()
         binding = parsed.header.get("data")
         if binding is None:
+            self._check_unbound(parsed, data)
             return
         if not isinstance(binding, dict) or "fingerprint" not in binding:
             raise LedgerError(f"ledger={self.path}: malformed data binding in the header.")
@@ -489,6 +499,22 @@ class LedgerFile:
                     f"have the ledger {entry['path']} (registered {when}); one data set has "
                     "one ledger. Use that one."
                 )
+
+    def _check_unbound(self, parsed: _Parsed, data: str | os.PathLike[str]) -> None:
+        """An unbound ledger is refused for data whose content has a registered ledger:
+        each new unbound ledger would otherwise be a fresh budget on them (rule 11)."""
+        dpath = Path(data)
+        if not dpath.is_file():
+            return
+        entry = _state.lookup(fingerprint_file(dpath))
+        if entry is None or entry["ledger_id"] == parsed.header.get("id"):
+            return
+        when = str(entry.get("registered", "?"))[:19]
+        raise LedgerError(
+            f"ledger={self.path} is bound to no data, but {data} already has the ledger "
+            f"{entry['path']} (registered {when}); one data set has one ledger, so another "
+            "ledger (a fresh budget) is refused for them. Use that one."
+        )
 
     # ------------------------------------------------------------------ charging
     @contextlib.contextmanager

@@ -205,7 +205,13 @@ def write_hwm(ledger_id: str, seq: int, head: str, path: Path) -> None:
 
 # --------------------------------------------------------------------------- registry
 def lookup(fingerprint: str) -> dict[str, Any] | None:
-    """The registry entry of a data set's content (ledger id, path), or None."""
+    """The registry entry of a data set's content (ledger id, path), or None.
+
+    A state directory that does not exist yet holds no registry: None, and nothing is
+    created (a Session on a file only looks, it need not be able to write there).
+    """
+    if not (state_dir(create=False) / "registry").is_dir():
+        return None
     base = state_dir()
     doc = _read_json(base / "registry" / f"{_fp_hex(fingerprint)}.json", _REG_FORMAT)
     if doc is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import os
 import threading
@@ -117,19 +119,42 @@ def charged_on_failure(
     unchanged, and so is an exception of the ``public`` types (errors whose text depends
     only on public quantities: n under replace-one neighbours and the parameters, e.g. the
     median's :class:`~dpfair.InsufficientDataError`). If the charge itself fails, that
-    error is raised (chained to the first). Used by :meth:`Session._release` and the
-    ``dpfair fdp site`` rounds.
+    error is raised; the first error is then withheld as well (its text and chain are
+    replaced in place, so nothing about the data survives in ``__context__``). Used by
+    :meth:`Session._release` and the ``dpfair fdp site`` rounds.
     """
     try:
         yield
     except BaseException as exc:
+        if isinstance(exc, InvalidDataError) and not isinstance(exc, public):
+            _withhold(exc, withheld_message(label, planned, exc, columns))
         try:
             charge_planned()
         except BaseException as charge_error:
-            raise charge_error from exc
-        if isinstance(exc, InvalidDataError) and not isinstance(exc, public):
-            raise InvalidDataError(withheld_message(label, planned, exc, columns)) from None
+            # the original (withheld above) stays only as the context, without details
+            raise charge_error from None
         raise
+
+
+def _withhold(exc: BaseException, message: str) -> None:
+    """Replace, in place, everything ``exc`` carries about the data by ``message``.
+
+    A new exception raised while handling ``exc`` would keep it on ``__context__`` (and
+    ``raise ... from None`` only hides it from the printed traceback): so the original
+    object itself is emptied — its text, its chained causes, its notes — and re-raised.
+    Only the kind of problem and the column (public) are kept as attributes.
+    """
+    keep = {k: getattr(exc, k) for k in ("problem", "column") if hasattr(exc, k)}
+    exc.args = (message,)
+    exc.__cause__ = None
+    exc.__context__ = None
+    exc.__suppress_context__ = False
+    for name in list(vars(exc)):
+        if name not in keep:
+            with contextlib.suppress(AttributeError, TypeError):
+                delattr(exc, name)
+    for name, value in keep.items():
+        setattr(exc, name, value)
 
 
 def _refuse_caller_randomness(value: object, name: str) -> None:
@@ -144,6 +169,12 @@ def _refuse_caller_randomness(value: object, name: str) -> None:
         "data-dependent calls). To reproduce a run in a test or study, open the session "
         "with Session(..., reproducible_seed=S)."
     )
+
+
+def _file_identity(path: str | os.PathLike[str]) -> tuple[int, ...]:
+    """What changes when a file is replaced or written: device, inode, size, times (ns)."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _check_seed(seed: object) -> int | None:
@@ -226,7 +257,9 @@ class Session:
         file's content, if bound); a new one is created with ``budget`` and bound to
         ``data`` when that is a file (a ledger created for in-memory data is bound to no
         file, and the command line refuses it). Every release re-checks the binding, so a
-        data file changed after the session was opened is refused. Default: an in-memory
+        data file changed after the session was opened is refused. Default: the ledger
+        registered for the data file's content, if it has one (one ledger per data set,
+        THREATS.md rule 11: ``budget``, if given, must then be its cap), else an in-memory
         ledger that lives with the session.
     convert_delta : float, optional
         δ' at which ρ-zCDP releases are converted for an (ε, δ) budget (in-memory ledger or
@@ -292,7 +325,22 @@ class Session:
         self._source: DataSource = as_source(data)
         self._lock = threading.Lock()
         self._ledger: Ledger | LedgerFile
-        if ledger is None:
+        self._bound_stat: tuple[int, ...] | None = None  # the data file, at the binding check
+        registered = self._registered_ledger() if ledger is None else None
+        if registered is not None:
+            # one ledger per data set (THREATS.md rule 11): a file whose content has a
+            # registered ledger is charged to that ledger, never to a fresh budget
+            try:
+                self._ledger = self._open_ledger(registered, budget, convert_delta)
+            except InvalidParameterError as exc:
+                raise LedgerError(
+                    f"data {self._source.path}: these data have the registered ledger "
+                    f"{registered.path} (cap {registered.cap}); a session on them charges "
+                    f"that ledger, one ledger per data set. {exc} Open "
+                    f"Session(data, ledger='{registered.path}') without budget=."
+                ) from None
+            self._check_binding()
+        elif ledger is None:
             if budget is None:
                 raise InvalidParameterError(
                     "budget=None: a session needs a total budget, e.g. "
@@ -351,13 +399,26 @@ class Session:
             )
         return led
 
+    def _registered_ledger(self) -> LedgerFile | None:
+        """The ledger registered for the session's data file's content, or None."""
+        if not isinstance(self._source, FileSource) or self._source.path is None:
+            return None
+        return LedgerFile.registered(self._source.path)
+
     def _check_binding(self) -> None:
-        """Refuse a ledger file bound to another data set (checked by content)."""
+        """Refuse a ledger file bound to another data set (checked by content).
+
+        Also records the data file's identity (inode, size, modification and change
+        times) *before* its content is fingerprinted: :meth:`_check_unchanged` compares
+        it after the release has read the file, so a file replaced between the binding
+        check and the read is never released from (its content was not the one checked).
+        """
         led = self._ledger
         if not isinstance(led, LedgerFile):
             return
         if isinstance(self._source, FileSource):
             assert self._source.path is not None
+            self._bound_stat = _file_identity(self._source.path)
             led.check_data(self._source.path)
             return
         if led.header.get("data") is not None:
@@ -384,8 +445,17 @@ class Session:
 
     @property
     def ledger(self) -> Ledger | LedgerFile:
-        """The ledger (in memory, or the shared file)."""
-        return self._ledger
+        """The ledger: the shared file, or a *copy* of the in-memory ledger.
+
+        The in-memory ledger is handed out as a snapshot (its own list of records), so
+        changing what this returns (``records.clear()``, a charge) changes nothing of the
+        session's budget. A Python object is still no process boundary (THREATS.md rule
+        12): code in the same process can reach the session's internals.
+        """
+        led = self._ledger
+        if isinstance(led, Ledger):
+            return dataclasses.replace(led, records=list(led.records))
+        return led
 
     @property
     def records(self) -> list[LedgerRecord]:
@@ -494,6 +564,7 @@ class Session:
         with charged_on_failure(charge_planned, label=label, planned=planned, columns=columns,
                                 public=public_errors):
             result = compute()
+            self._check_unchanged()
             cost = spent_of(result)
             public = {**params(result), **mode}
         with self._lock:  # LedgerFile.charge also locks the file across processes
@@ -501,6 +572,23 @@ class Session:
                 cost, label=label, params=public, bounded_range=bounded_range
             )
         return result
+
+    def _check_unchanged(self) -> None:
+        """Refuse a release whose data file changed after its binding check."""
+        if self._bound_stat is None or not isinstance(self._source, FileSource):
+            return
+        assert self._source.path is not None
+        try:
+            now: tuple[int, ...] | None = _file_identity(self._source.path)
+        except OSError:
+            now = None
+        if now != self._bound_stat:
+            raise LedgerError(
+                f"data {self._source.path}: the file changed while this release read it "
+                "(replaced or written to after its content was checked against the ledger); "
+                "nothing is released. The planned cost was charged, since the file was read. "
+                "Do not modify a data file while a release runs on it."
+            )
 
     def _use_aggregates(self, aggregate: str) -> bool:
         if self._source.kind == "dask":
@@ -567,7 +655,14 @@ class Session:
         col = self._source.resolve(column)
         r = check_positive("rho", rho)
         a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
-        depth = aggregation_depth(str(method), bounds, granularity)  # checks method, bounds
+        try:
+            depth = aggregation_depth(str(method), bounds, granularity)  # checks method, bounds
+        except OverflowError:  # public parameters only: (HI - LO) / granularity overflows
+            raise InvalidParameterError(
+                f"bounds={tuple(bounds)!r}, granularity={granularity!r}: the range over the "
+                "granularity overflows a float (no grid that fine exists); use a coarser "
+                "granularity or narrower public bounds."
+            ) from None
         lo, hi = float(bounds[0]), float(bounds[1])
         agg = _check_aggregate(aggregate)
         source = self._source
@@ -864,7 +959,7 @@ class Session:
         by: Hashable | None = None,
         groups: Sequence[Any] | None = None,
         group_sizes: str | None = None,
-        rng: Any = None,
+        rng: None = None,
     ) -> Any:
         """Private confidence interval(s) for quantiles of one column, optionally by group.
 
@@ -878,8 +973,11 @@ class Session:
             The column (may be omitted when the data have one).
         q : float or sequence of float
             Quantile level(s) in (0, 1).
-        rho, bounds, alpha, method, granularity, localize, rng
+        rho, bounds, alpha, method, granularity, localize
             As in :func:`dpfair.quantiles.confidence_interval`.
+        rng : None
+            Must be None (class docstring, *Randomness*): the session draws fresh OS
+            entropy, or the stream of its ``reproducible_seed``.
         by : hashable, optional
             A group column: one interval (or family) per group, under parallel composition.
         groups : sequence, required with ``by``
@@ -918,7 +1016,8 @@ class Session:
         levels = [float(v) for v in np.atleast_1d(np.asarray(q, dtype=np.float64))]
         lo, hi = float(bounds[0]), float(bounds[1])
         source = self._source
-        gen = np.random.default_rng(rng) if rng is not None else None
+        _refuse_caller_randomness(rng, "rng")
+        gen = self._random_source()
         if by is not None:
             self._source.check_columns([by])
             if groups is None or len(groups) == 0:
@@ -1002,7 +1101,7 @@ class Session:
             return {
                 "column": col, "q": levels, "rho": r, "bounds": [lo, hi], "alpha": a,
                 "method": str(method), "by": by, "groups": list(groups or []),
-                "group_sizes": group_sizes, "seeded": rng is not None,
+                "group_sizes": group_sizes,
             }
 
         return self._release(

@@ -182,12 +182,20 @@ class FileSource(DataSource):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         from dpfair.data import check_path, list_columns
+        from dpfair.data.sql import data_error, header_disagrees
 
         p = check_path(path)  # no such file (globs are never expanded), a directory
         self.path = p
         self._names: list[Hashable] = []
         try:
             self._names = list(list_columns(p))
+            if header_disagrees(p, [str(n) for n in self._names]):
+                # the sniffer was misled by a row (the header line has another number of
+                # fields): a failure on the data, raised (charged) by the first release
+                raise data_error(
+                    f"path='{p}': the CSV layout could not be detected (a malformed row).",
+                    problem="the CSV layout could not be detected (a malformed row)",
+                )
         except InvalidDataError as exc:
             # Reading the layout already looked at the data (the sniffer reads rows): the
             # error is kept and raised by the first release's compute step, which charges
