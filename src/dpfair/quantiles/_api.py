@@ -15,7 +15,7 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval, check_positive
 from dpfair._warnings import DPFairWarning
-from dpfair.mechanisms import NoisyBinaryTree, leaf_counts, leaf_edges
+from dpfair.mechanisms import NoisyBinaryTree, leaf_counts_sorted, leaf_edges
 from dpfair.median._api import (
     _MAX_DEPTH,
     DEFAULT_GRANULARITY_FRACTION,
@@ -145,6 +145,27 @@ def localization_depth(n: int, bounds: tuple[float, float]) -> int:
     return depth
 
 
+def _clip_sorted(x: NDArray[np.float64], bounds: tuple[float, float],
+                 out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """``np.clip(x, lo, hi)`` for sorted ``x``, by two binary searches and block fills.
+
+    The values below lo form a prefix and those above hi a suffix of sorted data, so the
+    result equals ``np.clip`` element for element at the cost of a copy (``out=x``: in
+    place) instead of per-element comparisons.
+    """
+    lo, hi = bounds
+    i = int(np.searchsorted(x, lo, side="left"))
+    j = int(np.searchsorted(x, hi, side="right"))
+    if out is None:
+        out = np.empty_like(x)
+        out[i:j] = x[i:j]
+    elif out is not x:
+        out[i:j] = x[i:j]
+    out[:i] = lo
+    out[j:] = hi
+    return out
+
+
 class _Sorted:
     """Clipped, sorted data with the count queries every method needs."""
 
@@ -153,7 +174,7 @@ class _Sorted:
         self.n = int(x_sorted.size)
 
     def clipped(self, bounds: tuple[float, float]) -> NDArray[np.float64]:
-        return np.clip(self.x, bounds[0], bounds[1])  # stays sorted
+        return _clip_sorted(self.x, bounds)  # stays sorted
 
     def count_at(self, bounds: tuple[float, float], depth: int) -> Any:
         def count(j: int) -> int:
@@ -163,14 +184,27 @@ class _Sorted:
         return count
 
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
-        return leaf_counts(self.clipped(bounds), bounds, depth)
+        # = leaf_counts(self.clipped(bounds), bounds, depth), without the clipped copy
+        return leaf_counts_sorted(self.x, bounds, depth, check=False)
 
 
 def _prepare(x: ArrayLike, bounds: tuple[float, float]) -> _Sorted:
-    data = check_finite_1d("x", x)
-    np.clip(data, bounds[0], bounds[1], out=data)  # our copy
+    """Validated, sorted, clipped copy of ``x``.
+
+    Finiteness is checked after the sort, in O(1): −inf sorts first, +inf and NaN last.
+    Any failure (or an unusual input) re-runs :func:`check_finite_1d` on the caller's
+    ``x``, which raises the usual error naming the first bad index.
+    """
+    try:
+        data = np.array(x, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        data = check_finite_1d("x", x)
+    if data.ndim != 1 or data.size < 1:
+        data = check_finite_1d("x", x)  # raises, or squeezes to 1-D
     data.sort()
-    return _Sorted(data)
+    if not (math.isfinite(data[0]) and math.isfinite(data[-1])):
+        check_finite_1d("x", x)  # raises with the first bad index
+    return _Sorted(_clip_sorted(data, bounds, out=data))  # sort then clip = clip then sort
 
 
 # ---------------------------------------------------------------------------- engine
