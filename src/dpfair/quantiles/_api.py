@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -166,6 +166,33 @@ def _clip_sorted(x: NDArray[np.float64], bounds: tuple[float, float],
     return out
 
 
+class _ClippedView:
+    """Sorted data read as if clipped into a sub-range, without the O(n) clipped copy.
+
+    ExpMech reads only order statistics in windows around its target ranks
+    (``x[idx]``), so clipping what is read gives exactly what the clipped copy would
+    hold there; anything that needs the whole array (``np.asarray``) gets that copy.
+    """
+
+    def __init__(self, x_sorted: NDArray[np.float64], bounds: tuple[float, float]) -> None:
+        self._x = x_sorted
+        self._bounds = (float(bounds[0]), float(bounds[1]))
+        self.size = int(x_sorted.size)
+        self.shape = x_sorted.shape
+        self.ndim = 1
+        self.dtype = x_sorted.dtype
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, idx: Any) -> Any:
+        return np.clip(self._x[idx], self._bounds[0], self._bounds[1])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray[np.float64]:
+        out = _clip_sorted(self._x, self._bounds)
+        return out if dtype is None else out.astype(dtype)
+
+
 class _Sorted:
     """Clipped, sorted data with the count queries every method needs."""
 
@@ -176,11 +203,24 @@ class _Sorted:
     def clipped(self, bounds: tuple[float, float]) -> NDArray[np.float64]:
         return _clip_sorted(self.x, bounds)  # stays sorted
 
+    def clipped_view(self, bounds: tuple[float, float]) -> NDArray[np.float64]:
+        """:meth:`clipped` as a read-through view (for ExpMech's windowed reads)."""
+        return cast("NDArray[np.float64]", _ClippedView(self.x, bounds))
+
     def count_at(self, bounds: tuple[float, float], depth: int) -> Any:
+        """j ↦ #{clip(x, bounds) ≤ g_j}, read off the (wider-clipped) sorted data.
+
+        For lo ≤ g < hi, clip(x) ≤ g ⇔ x ≤ g (a record below lo is counted either way,
+        one above hi never), and for g ≥ hi every clipped record counts: so a sub-range
+        needs no clipped copy.
+        """
         def count(j: int) -> int:
             if j >= 1 << depth:
                 return self.n
-            return int(np.searchsorted(self.x, grid_point(bounds, depth, j), side="right"))
+            g = grid_point(bounds, depth, j)
+            if g >= bounds[1]:
+                return self.n
+            return int(np.searchsorted(self.x, g, side="right"))
         return count
 
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
@@ -325,7 +365,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         for p, r2, st in zip(ps, ranges, stage1, strict=True):
             theta2 = (r2[1] - r2[0]) / LOCALIZED_EXPMECH_STEPS
             low, high, s, d = expmech_quantile(
-                src.clipped(r2), p, rho2 / k, r2, a2, a2, theta2, gen,
+                src.clipped_view(r2), p, rho2 / k, r2, a2, a2, theta2, gen,
                 tail_constant=float(LOCALIZED_EXPMECH_STEPS))
             if _r(s) > 0:
                 acct.charge(s, label="expmech")
@@ -335,7 +375,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         for p, r2, st in zip(ps, ranges, stage1, strict=True):
             depth = LOCALIZED_SEARCH_DEPTH
             low, high, s, d = binsearch_quantile(
-                _Sorted(src.clipped(r2)).count_at(r2, depth), src.n, p, rho2 / k, r2, depth,
+                src.count_at(r2, depth), src.n, p, rho2 / k, r2, depth,
                 a2, a2, gen)
             if _r(s) > 0:
                 acct.charge(s, label="binsearch")
