@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
 import numpy as np
@@ -39,6 +40,8 @@ __all__ = [
     "cdf_band",
     "confidence_interval",
     "confidence_intervals",
+    "confidence_intervals_from_queries",
+    "file_queries",
     "nonprivate_interval",
     "nonprivate_ranks",
 ]
@@ -429,7 +432,14 @@ def _intervals(x: ArrayLike, qs: Sequence[float], rho: float, bounds: tuple[floa
     loc = (granularity is None) if localize is None else bool(localize)
     theta = _theta(method, (lo, hi), granularity)
     src = _prepare(x, (lo, hi))
-    gen = as_generator(rng)
+    return _release(src, ps, r, (lo, hi), a, method, theta, loc, as_generator(rng))
+
+
+def _release(src: Any, ps: list[float], r: float, bounds: tuple[float, float], a: float,
+             method: str, theta: float, loc: bool, gen: np.random.Generator,
+             stacklevel: int = 4) -> QuantileIntervals:
+    """Run the engine on a prepared source (sorted data or count queries) and package."""
+    lo, hi = bounds
     if loc:
         ends, spent, cdf, extra, thetas = _localized(src, ps, r, (lo, hi), a, method, gen)
     else:
@@ -439,13 +449,147 @@ def _intervals(x: ArrayLike, qs: Sequence[float], rho: float, bounds: tuple[floa
     for p, (low, high, diag), th in zip(ps, ends, thetas, strict=True):
         msgs = _free_warnings(low, high, (lo, hi), r, th, loc)
         for m in msgs:
-            warnings.warn(f"q={p:g}: {m}", QuantileWarning, stacklevel=3)
+            warnings.warn(f"q={p:g}: {m}", QuantileWarning, stacklevel=stacklevel)
         intervals.append(QuantileInterval(
             low=low, high=high, estimate=0.5 * (low + high), q=p, method=method, alpha=a,
             n=src.n, bounds=(lo, hi), granularity=th, privacy=spent,
             diagnostics={**diag, "localized": loc, **extra}, cdf=cdf, warnings=msgs))
     return QuantileIntervals(intervals=tuple(intervals), privacy=spent, alpha=a,
                              method=method, cdf=cdf, diagnostics={"localized": loc, **extra})
+
+
+#: Counts provider of the out-of-core path: (sub-range, depth) → leaf counts of the data
+#: clipped into the sub-range (``dpfair.data.histogram_counts``'s contract).
+HistogramProvider = Callable[[tuple[float, float], int], ArrayLike]
+#: Count provider: g → #{x_i ≤ g} over the raw data.
+CountProvider = Callable[[float], int]
+
+
+class _Queries:
+    """Count queries standing in for the sorted data (the tree and search methods)."""
+
+    def __init__(self, n: int, count_at_most: CountProvider,
+                 histogram: HistogramProvider) -> None:
+        self.n = int(n)
+        self._count = count_at_most
+        self._histogram = histogram
+
+    def count_at(self, bounds: tuple[float, float], depth: int) -> Any:
+        """As :meth:`_Sorted.count_at`: #{clip(x, bounds) ≤ g_j} = #{x ≤ g_j} inside."""
+        def count(j: int) -> int:
+            if j >= 1 << depth:
+                return self.n
+            g = grid_point(bounds, depth, j)
+            if g >= bounds[1]:
+                return self.n
+            return int(self._count(g))
+        return count
+
+    def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        out = np.asarray(self._histogram(bounds, depth), dtype=np.int64)
+        if out.shape != (2**depth,) or int(out.sum()) != self.n:
+            raise InvalidParameterError(
+                f"histogram: expected {2**depth} counts summing to n={self.n} for the "
+                f"sub-range {bounds} at depth {depth}; the counts provider must return "
+                "the leaf counts of the data clipped into the sub-range."
+            )
+        return out
+
+
+#: Methods the out-of-core path serves (ExpMech needs order statistics).
+QUERY_METHODS: Final[tuple[str, ...]] = ("cdf", "binsearch", "binsearch_cdf")
+
+
+def confidence_intervals_from_queries(
+    n: int,
+    count_at_most: CountProvider,
+    histogram: HistogramProvider,
+    qs: Sequence[float],
+    *,
+    rho: float,
+    bounds: tuple[float, float] | None,
+    alpha: float = 0.05,
+    method: str = "cdf",
+    granularity: float | None = None,
+    localize: bool | None = None,
+    rng: RandomLike = None,
+) -> QuantileIntervals:
+    """:func:`confidence_intervals` from count queries instead of the data (out of core).
+
+    Parameters
+    ----------
+    n : int
+        The (public) number of records.
+    count_at_most : callable float -> int
+        ``count_at_most(g)`` = #{x_i ≤ g}, exact (e.g. one DuckDB ``count(*)`` scan).
+    histogram : callable ((lo, hi), depth) -> array of 2^depth ints
+        Leaf counts of the data clipped into the sub-range (the contract of
+        :func:`dpfair.data.histogram_counts`, depth ≤ 24).
+    qs, rho, bounds, alpha, granularity, localize, rng
+        As in :func:`confidence_intervals`.
+    method : {"cdf", "binsearch", "binsearch_cdf"}, default="cdf"
+        ExpMech needs order statistics and is not served here.
+
+    Returns
+    -------
+    QuantileIntervals
+        The SAME result as :func:`confidence_intervals` on the data in memory, for the
+        same ``rng``: every method here reads the data only through #{x ≤ g} at grid
+        points and leaf counts of clipped data, which the queries return exactly, and
+        draws the same noise in the same order (tested on CSV and Parquet files).
+
+    Notes
+    -----
+    Privacy and coverage are those of :func:`confidence_intervals` (the same mechanisms
+    on the same counts). Cost: the localisation stage and BinSearch issue one count query
+    per search step (2·D₁ per quantile, D₁ = :func:`localization_depth`), the trees one
+    histogram query. The queries' answers are never released, only the noisy results.
+    """
+    ps = _check_levels(qs)
+    r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
+    if method not in QUERY_METHODS:
+        raise InvalidParameterError(
+            f"method={method!r}: the out-of-core path serves {list(QUERY_METHODS)}; ExpMech "
+            "needs the records' order statistics (load the column instead)."
+        )
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidParameterError(f"n={n!r}: expected the number of records, an int >= 1.")
+    loc = (granularity is None) if localize is None else bool(localize)
+    theta = _theta(method, (lo, hi), granularity)
+    src = _Queries(int(n), count_at_most, histogram)
+    return _release(src, ps, r, (lo, hi), a, method, theta, loc, as_generator(rng),
+                    stacklevel=3)
+
+
+def file_queries(path: str | os.PathLike[str], column: str
+                 ) -> tuple[int, CountProvider, HistogramProvider]:
+    """(n, count_at_most, histogram) for one numeric column of a CSV or Parquet file.
+
+    Read through DuckDB, never loaded: ``histogram`` is
+    :func:`dpfair.data.histogram_counts` (which also rejects NULL/NaN/inf and
+    non-numeric columns; it runs first, and gives n), ``count_at_most(g)`` one
+    ``count(*)`` scan with g bound as an exact binary64 parameter.
+    """
+    from dpfair.data import histogram_counts
+    from dpfair.data.sql import connect, quote, scan
+
+    name = str(column)
+    n = int(np.sum(histogram_counts(path, name, (0.0, 1.0), 1)))  # validates the column
+    sql = (f"SELECT count(*) FROM {scan(path)} "
+           f"WHERE CAST({quote(name)} AS DOUBLE) <= ?")
+
+    def count_at_most(g: float) -> int:
+        con = connect()
+        try:
+            row = con.execute(sql, [float(g)]).fetchone()
+        finally:
+            con.close()
+        return int(row[0]) if row else 0
+
+    def histogram(sub: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        return histogram_counts(path, name, sub, depth)
+
+    return n, count_at_most, histogram
 
 
 def confidence_interval(
