@@ -217,13 +217,17 @@ class _Sorted:
         one above hi never), and for g ≥ hi every clipped record counts: so a sub-range
         needs no clipped copy.
         """
+        memo: dict[int, int] = {}  # searches for several q (and both ends) share steps
+
         def count(j: int) -> int:
+            if j in memo:
+                return memo[j]
             if j >= 1 << depth:
                 return self.n
             g = grid_point(bounds, depth, j)
-            if g >= bounds[1]:
-                return self.n
-            return int(np.searchsorted(self.x, g, side="right"))
+            c = self.n if g >= bounds[1] else int(self.x.searchsorted(g, side="right"))
+            memo[j] = c
+            return c
         return count
 
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
@@ -347,8 +351,9 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     acct = Accountant(Budget.zcdp(rho))
     ranges: list[tuple[float, float]] = []
     stage1: list[dict[str, Any]] = []
+    count1 = src.count_at(bounds, d1)  # one (memoised) count function for every q
     for p in ps:
-        l1, u1, s, d = binsearch_quantile(src.count_at(bounds, d1), src.n, p, rho1 / k,
+        l1, u1, s, d = binsearch_quantile(count1, src.n, p, rho1 / k,
                                           bounds, d1, a1, a1, gen)
         if _r(s) > 0:
             acct.charge(s, label="localize")
@@ -476,13 +481,17 @@ class _Queries:
 
     def count_at(self, bounds: tuple[float, float], depth: int) -> Any:
         """As :meth:`_Sorted.count_at`: #{clip(x, bounds) ≤ g_j} = #{x ≤ g_j} inside."""
+        memo: dict[int, int] = {}  # one scan per distinct grid point
+
         def count(j: int) -> int:
+            if j in memo:
+                return memo[j]
             if j >= 1 << depth:
                 return self.n
             g = grid_point(bounds, depth, j)
-            if g >= bounds[1]:
-                return self.n
-            return int(self._count(g))
+            c = self.n if g >= bounds[1] else int(self._count(g))
+            memo[j] = c
+            return c
         return count
 
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
