@@ -9,7 +9,8 @@ baseline and the method interleaved on the same data) and printed with its targe
 * ``cdf-big``: the cdf method at n = ``--n-big`` (10^7) ÷ sort (≤ 1.5), and its peak traced
   memory (tracemalloc, in a fresh subprocess) ÷ the input's bytes (≤ 2);
 * ``expmech-big``: ExpMech at n = ``--n-big`` ÷ sort (≤ 0.5);
-* ``five-vs-one``: five quantiles served from one noisy tree ÷ one (≤ 1.2);
+* ``five-vs-one``: five quantiles served from one noisy tree ÷ one (≤ 1.2), through
+  ``dpfair.quantiles.confidence_intervals`` with its defaults (the localised path);
 * ``histogram``: the out-of-core DuckDB histogram query (``dpfair.data.histogram_counts``,
   the path of ``Session.median_ci`` / ``dpfair median-ci`` on big files) on a Parquet file
   of ``--rows`` rows ÷ a plain DuckDB scan of the column (``SELECT sum(x)``) (≤ 3).
@@ -19,7 +20,10 @@ process CPU time (all threads; steadier on a shared machine). "engine" rows time
 median API's call sequence (validated copy, clip) with the fast engines — ExpMech by
 selection, the tree methods' counts by ``leaf_counts_sorted`` — which is what
 ``confidence_interval`` runs once its two call sites use them; "api" rows time
-``dpfair.median.confidence_interval`` itself, whatever it does in this checkout.
+``dpfair.median.confidence_interval`` itself, whatever it does in this checkout;
+"quantiles-localized" rows time ``dpfair.quantiles.confidence_interval(x, 0.5)`` with its
+defaults (granularity=None: the charged private localisation stage, then the method on
+the localised range), the path most users call.
 
 Data: log-normal exp(N(ln 1.5, 1)), bounds (−5, 15), ρ = 0.5, α = 0.05 (the paper's
 setting), generated in memory (the Parquet file under benchmarks/_data/, gitignored).
@@ -141,6 +145,17 @@ def api_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
                                              method=method, rng=seed)
 
 
+def quantiles_call(method: str, x: np.ndarray, seed: int = 1) -> Any:
+    """``dpfair.quantiles.confidence_interval(x, 0.5, ...)`` with its defaults: the
+    localised path (a charged private localisation stage, then the method on the localised
+    range). ``None`` in a checkout without :mod:`dpfair.quantiles`."""
+    quantiles = getattr(dpfair, "quantiles", None)
+    if quantiles is None or not hasattr(quantiles, "confidence_interval"):
+        return None
+    return quantiles.confidence_interval(x, 0.5, rho=RHO, bounds=BOUNDS, alpha=ALPHA,
+                                         method=method, rng=seed)
+
+
 def many_quantiles(x: np.ndarray, qs: tuple[float, ...], seed: int = 1) -> Any:
     """Quantile CIs for every q in ``qs`` (simultaneous level α) from ONE noisy tree (cdf).
 
@@ -242,7 +257,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if cpu:
             extra = {"cpu": CPU[1] / CPU[0] if CPU[0] > 0 else float("nan"), **extra}
         results.append({"name": name, "ratio": value, "target": target, **extra})
-        print(f"{name:<42} {value:8.3f}   target {target:<6} "
+        print(f"{name:<52} {value:8.3f}   target {target:<6} "
               + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in extra.items()), flush=True)
 
@@ -256,7 +271,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         samples["adult_age"] = np.random.default_rng(3).choice(ages, n)
     for label, x in samples.items():
         for method in METHODS:
-            for mode, call in (("engine", engine_call), ("api", api_call)):
+            for mode, call in (("engine", engine_call), ("api", api_call),
+                               ("quantiles-localized", quantiles_call)):
                 ts, tm = side_by_side(lambda x=x: np.sort(x),
                                       lambda m=method, c=call, x=x: c(m, x), args.repeats)
                 row(f"single/{label}/{method}/{mode}", tm / ts, "<=1.5", sort_s=ts, method_s=tm)
@@ -277,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     x = samples["lognormal"]
     t1, t5 = side_by_side(lambda: many_quantiles(x, (0.5,)), lambda: many_quantiles(x, QS),
                           args.repeats)
-    row("five-vs-one/cdf", t5 / t1, "<=1.2", one_s=t1, five_s=t5)
+    row("five-vs-one/cdf/quantiles-localized", t5 / t1, "<=1.2", one_s=t1, five_s=t5)
 
     path = parquet_file(rows, args.data_dir)
     depth = dpfair.median.aggregation_depth("cdf", BOUNDS)

@@ -40,6 +40,10 @@ class _Commands(LazyGroup):
             "dpfair.cli.median",
             "Private confidence interval for the median of one column.",
         ),
+        "quantile-ci": (
+            "dpfair.cli.quantile",
+            "Private confidence intervals for quantiles of one column (simultaneous coverage).",
+        ),
         "inspect": (
             "dpfair.cli.inspect",
             "The data owner's look at the bad rows of one column: NOT a private release.",

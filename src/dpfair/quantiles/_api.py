@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -15,7 +16,7 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval, check_positive
 from dpfair._warnings import DPFairWarning
-from dpfair.mechanisms import NoisyBinaryTree, leaf_counts, leaf_edges
+from dpfair.mechanisms import NoisyBinaryTree, leaf_counts_sorted, leaf_edges
 from dpfair.median._api import (
     _MAX_DEPTH,
     DEFAULT_GRANULARITY_FRACTION,
@@ -39,6 +40,8 @@ __all__ = [
     "cdf_band",
     "confidence_interval",
     "confidence_intervals",
+    "confidence_intervals_from_queries",
+    "file_queries",
     "nonprivate_interval",
     "nonprivate_ranks",
 ]
@@ -145,6 +148,54 @@ def localization_depth(n: int, bounds: tuple[float, float]) -> int:
     return depth
 
 
+def _clip_sorted(x: NDArray[np.float64], bounds: tuple[float, float],
+                 out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """``np.clip(x, lo, hi)`` for sorted ``x``, by two binary searches and block fills.
+
+    The values below lo form a prefix and those above hi a suffix of sorted data, so the
+    result equals ``np.clip`` element for element at the cost of a copy (``out=x``: in
+    place) instead of per-element comparisons.
+    """
+    lo, hi = bounds
+    i = int(np.searchsorted(x, lo, side="left"))
+    j = int(np.searchsorted(x, hi, side="right"))
+    if out is None:
+        out = np.empty_like(x)
+        out[i:j] = x[i:j]
+    elif out is not x:
+        out[i:j] = x[i:j]
+    out[:i] = lo
+    out[j:] = hi
+    return out
+
+
+class _ClippedView:
+    """Sorted data read as if clipped into a sub-range, without the O(n) clipped copy.
+
+    ExpMech reads only order statistics in windows around its target ranks
+    (``x[idx]``), so clipping what is read gives exactly what the clipped copy would
+    hold there; anything that needs the whole array (``np.asarray``) gets that copy.
+    """
+
+    def __init__(self, x_sorted: NDArray[np.float64], bounds: tuple[float, float]) -> None:
+        self._x = x_sorted
+        self._bounds = (float(bounds[0]), float(bounds[1]))
+        self.size = int(x_sorted.size)
+        self.shape = x_sorted.shape
+        self.ndim = 1
+        self.dtype = x_sorted.dtype
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, idx: Any) -> Any:
+        return np.clip(self._x[idx], self._bounds[0], self._bounds[1])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray[np.float64]:
+        out = _clip_sorted(self._x, self._bounds)
+        return out if dtype is None else out.astype(dtype)
+
+
 class _Sorted:
     """Clipped, sorted data with the count queries every method needs."""
 
@@ -153,24 +204,54 @@ class _Sorted:
         self.n = int(x_sorted.size)
 
     def clipped(self, bounds: tuple[float, float]) -> NDArray[np.float64]:
-        return np.clip(self.x, bounds[0], bounds[1])  # stays sorted
+        return _clip_sorted(self.x, bounds)  # stays sorted
+
+    def clipped_view(self, bounds: tuple[float, float]) -> NDArray[np.float64]:
+        """:meth:`clipped` as a read-through view (for ExpMech's windowed reads)."""
+        return cast("NDArray[np.float64]", _ClippedView(self.x, bounds))
 
     def count_at(self, bounds: tuple[float, float], depth: int) -> Any:
+        """j ↦ #{clip(x, bounds) ≤ g_j}, read off the (wider-clipped) sorted data.
+
+        For lo ≤ g < hi, clip(x) ≤ g ⇔ x ≤ g (a record below lo is counted either way,
+        one above hi never), and for g ≥ hi every clipped record counts: so a sub-range
+        needs no clipped copy.
+        """
+        memo: dict[int, int] = {}  # searches for several q (and both ends) share steps
+
         def count(j: int) -> int:
+            if j in memo:
+                return memo[j]
             if j >= 1 << depth:
                 return self.n
-            return int(np.searchsorted(self.x, grid_point(bounds, depth, j), side="right"))
+            g = grid_point(bounds, depth, j)
+            c = self.n if g >= bounds[1] else int(self.x.searchsorted(g, side="right"))
+            memo[j] = c
+            return c
         return count
 
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
-        return leaf_counts(self.clipped(bounds), bounds, depth)
+        # = leaf_counts(self.clipped(bounds), bounds, depth), without the clipped copy
+        return leaf_counts_sorted(self.x, bounds, depth, check=False)
 
 
 def _prepare(x: ArrayLike, bounds: tuple[float, float]) -> _Sorted:
-    data = check_finite_1d("x", x)
-    np.clip(data, bounds[0], bounds[1], out=data)  # our copy
+    """Validated, sorted, clipped copy of ``x``.
+
+    Finiteness is checked after the sort, in O(1): −inf sorts first, +inf and NaN last.
+    Any failure (or an unusual input) re-runs :func:`check_finite_1d` on the caller's
+    ``x``, which raises the usual error naming the first bad index.
+    """
+    try:
+        data = np.array(x, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        data = check_finite_1d("x", x)
+    if data.ndim != 1 or data.size < 1:
+        data = check_finite_1d("x", x)  # raises, or squeezes to 1-D
     data.sort()
-    return _Sorted(data)
+    if not (math.isfinite(data[0]) and math.isfinite(data[-1])):
+        check_finite_1d("x", x)  # raises with the first bad index
+    return _Sorted(_clip_sorted(data, bounds, out=data))  # sort then clip = clip then sort
 
 
 # ---------------------------------------------------------------------------- engine
@@ -270,8 +351,9 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     acct = Accountant(Budget.zcdp(rho))
     ranges: list[tuple[float, float]] = []
     stage1: list[dict[str, Any]] = []
+    count1 = src.count_at(bounds, d1)  # one (memoised) count function for every q
     for p in ps:
-        l1, u1, s, d = binsearch_quantile(src.count_at(bounds, d1), src.n, p, rho1 / k,
+        l1, u1, s, d = binsearch_quantile(count1, src.n, p, rho1 / k,
                                           bounds, d1, a1, a1, gen)
         if _r(s) > 0:
             acct.charge(s, label="localize")
@@ -291,7 +373,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         for p, r2, st in zip(ps, ranges, stage1, strict=True):
             theta2 = (r2[1] - r2[0]) / LOCALIZED_EXPMECH_STEPS
             low, high, s, d = expmech_quantile(
-                src.clipped(r2), p, rho2 / k, r2, a2, a2, theta2, gen,
+                src.clipped_view(r2), p, rho2 / k, r2, a2, a2, theta2, gen,
                 tail_constant=float(LOCALIZED_EXPMECH_STEPS))
             if _r(s) > 0:
                 acct.charge(s, label="expmech")
@@ -301,7 +383,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         for p, r2, st in zip(ps, ranges, stage1, strict=True):
             depth = LOCALIZED_SEARCH_DEPTH
             low, high, s, d = binsearch_quantile(
-                _Sorted(src.clipped(r2)).count_at(r2, depth), src.n, p, rho2 / k, r2, depth,
+                src.count_at(r2, depth), src.n, p, rho2 / k, r2, depth,
                 a2, a2, gen)
             if _r(s) > 0:
                 acct.charge(s, label="binsearch")
@@ -355,7 +437,14 @@ def _intervals(x: ArrayLike, qs: Sequence[float], rho: float, bounds: tuple[floa
     loc = (granularity is None) if localize is None else bool(localize)
     theta = _theta(method, (lo, hi), granularity)
     src = _prepare(x, (lo, hi))
-    gen = as_generator(rng)
+    return _release(src, ps, r, (lo, hi), a, method, theta, loc, as_generator(rng))
+
+
+def _release(src: Any, ps: list[float], r: float, bounds: tuple[float, float], a: float,
+             method: str, theta: float, loc: bool, gen: np.random.Generator,
+             stacklevel: int = 4) -> QuantileIntervals:
+    """Run the engine on a prepared source (sorted data or count queries) and package."""
+    lo, hi = bounds
     if loc:
         ends, spent, cdf, extra, thetas = _localized(src, ps, r, (lo, hi), a, method, gen)
     else:
@@ -365,13 +454,151 @@ def _intervals(x: ArrayLike, qs: Sequence[float], rho: float, bounds: tuple[floa
     for p, (low, high, diag), th in zip(ps, ends, thetas, strict=True):
         msgs = _free_warnings(low, high, (lo, hi), r, th, loc)
         for m in msgs:
-            warnings.warn(f"q={p:g}: {m}", QuantileWarning, stacklevel=3)
+            warnings.warn(f"q={p:g}: {m}", QuantileWarning, stacklevel=stacklevel)
         intervals.append(QuantileInterval(
             low=low, high=high, estimate=0.5 * (low + high), q=p, method=method, alpha=a,
             n=src.n, bounds=(lo, hi), granularity=th, privacy=spent,
             diagnostics={**diag, "localized": loc, **extra}, cdf=cdf, warnings=msgs))
     return QuantileIntervals(intervals=tuple(intervals), privacy=spent, alpha=a,
                              method=method, cdf=cdf, diagnostics={"localized": loc, **extra})
+
+
+#: Counts provider of the out-of-core path: (sub-range, depth) → leaf counts of the data
+#: clipped into the sub-range (``dpfair.data.histogram_counts``'s contract).
+HistogramProvider = Callable[[tuple[float, float], int], ArrayLike]
+#: Count provider: g → #{x_i ≤ g} over the raw data.
+CountProvider = Callable[[float], int]
+
+
+class _Queries:
+    """Count queries standing in for the sorted data (the tree and search methods)."""
+
+    def __init__(self, n: int, count_at_most: CountProvider,
+                 histogram: HistogramProvider) -> None:
+        self.n = int(n)
+        self._count = count_at_most
+        self._histogram = histogram
+
+    def count_at(self, bounds: tuple[float, float], depth: int) -> Any:
+        """As :meth:`_Sorted.count_at`: #{clip(x, bounds) ≤ g_j} = #{x ≤ g_j} inside."""
+        memo: dict[int, int] = {}  # one scan per distinct grid point
+
+        def count(j: int) -> int:
+            if j in memo:
+                return memo[j]
+            if j >= 1 << depth:
+                return self.n
+            g = grid_point(bounds, depth, j)
+            c = self.n if g >= bounds[1] else int(self._count(g))
+            memo[j] = c
+            return c
+        return count
+
+    def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        out = np.asarray(self._histogram(bounds, depth), dtype=np.int64)
+        if out.shape != (2**depth,) or int(out.sum()) != self.n:
+            raise InvalidParameterError(
+                f"histogram: expected {2**depth} counts summing to n={self.n} for the "
+                f"sub-range {bounds} at depth {depth}; the counts provider must return "
+                "the leaf counts of the data clipped into the sub-range."
+            )
+        return out
+
+
+#: Methods the out-of-core path serves (ExpMech needs order statistics).
+QUERY_METHODS: Final[tuple[str, ...]] = ("cdf", "binsearch", "binsearch_cdf")
+
+
+def confidence_intervals_from_queries(
+    n: int,
+    count_at_most: CountProvider,
+    histogram: HistogramProvider,
+    qs: Sequence[float],
+    *,
+    rho: float,
+    bounds: tuple[float, float] | None,
+    alpha: float = 0.05,
+    method: str = "cdf",
+    granularity: float | None = None,
+    localize: bool | None = None,
+    rng: RandomLike = None,
+) -> QuantileIntervals:
+    """:func:`confidence_intervals` from count queries instead of the data (out of core).
+
+    Parameters
+    ----------
+    n : int
+        The (public) number of records.
+    count_at_most : callable float -> int
+        ``count_at_most(g)`` = #{x_i ≤ g}, exact (e.g. one DuckDB ``count(*)`` scan).
+    histogram : callable ((lo, hi), depth) -> array of 2^depth ints
+        Leaf counts of the data clipped into the sub-range (the contract of
+        :func:`dpfair.data.histogram_counts`, depth ≤ 24).
+    qs, rho, bounds, alpha, granularity, localize, rng
+        As in :func:`confidence_intervals`.
+    method : {"cdf", "binsearch", "binsearch_cdf"}, default="cdf"
+        ExpMech needs order statistics and is not served here.
+
+    Returns
+    -------
+    QuantileIntervals
+        The SAME result as :func:`confidence_intervals` on the data in memory, for the
+        same ``rng``: every method here reads the data only through #{x ≤ g} at grid
+        points and leaf counts of clipped data, which the queries return exactly, and
+        draws the same noise in the same order (tested on CSV and Parquet files).
+
+    Notes
+    -----
+    Privacy and coverage are those of :func:`confidence_intervals` (the same mechanisms
+    on the same counts). Cost: the localisation stage and BinSearch issue one count query
+    per search step (2·D₁ per quantile, D₁ = :func:`localization_depth`), the trees one
+    histogram query. The queries' answers are never released, only the noisy results.
+    """
+    ps = _check_levels(qs)
+    r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
+    if method not in QUERY_METHODS:
+        raise InvalidParameterError(
+            f"method={method!r}: the out-of-core path serves {list(QUERY_METHODS)}; ExpMech "
+            "needs the records' order statistics (load the column instead)."
+        )
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidParameterError(f"n={n!r}: expected the number of records, an int >= 1.")
+    loc = (granularity is None) if localize is None else bool(localize)
+    theta = _theta(method, (lo, hi), granularity)
+    src = _Queries(int(n), count_at_most, histogram)
+    return _release(src, ps, r, (lo, hi), a, method, theta, loc, as_generator(rng),
+                    stacklevel=3)
+
+
+def file_queries(path: str | os.PathLike[str], column: str
+                 ) -> tuple[int, CountProvider, HistogramProvider]:
+    """(n, count_at_most, histogram) for one numeric column of a CSV or Parquet file.
+
+    Read through DuckDB, never loaded: ``histogram`` is
+    :func:`dpfair.data.histogram_counts` (which also rejects NULL/NaN/inf and
+    non-numeric columns; it runs first, and gives n), ``count_at_most(g)`` one
+    ``count(*)`` scan with g bound as an exact binary64 parameter.
+    """
+    from dpfair.data import histogram_counts
+    from dpfair.data.sql import connect, quote, scan
+
+    name = str(column)
+    n = int(np.sum(histogram_counts(path, name, (0.0, 1.0), 1)))  # validates the column
+    sql = (f"SELECT count(*) FROM {scan(path)} "
+           f"WHERE CAST({quote(name)} AS DOUBLE) <= ?")
+
+    def count_at_most(g: float) -> int:
+        con = connect()
+        try:
+            row = con.execute(sql, [float(g)]).fetchone()
+        finally:
+            con.close()
+        return int(row[0]) if row else 0
+
+    def histogram(sub: tuple[float, float], depth: int) -> NDArray[np.int64]:
+        return histogram_counts(path, name, sub, depth)
+
+    return n, count_at_most, histogram
 
 
 def confidence_interval(

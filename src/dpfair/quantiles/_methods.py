@@ -26,6 +26,7 @@ promised to lie in R; that end spends no budget (reported in the diagnostics).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -61,9 +62,13 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------- ExpMech
+@functools.lru_cache(maxsize=1024)
 def expmech_targets(n: int, epsilon: float, tail_constant: float, p: float,
                     alpha_low: float, alpha_high: float) -> tuple[int | None, int | None]:
-    """(k_L, k_U) of ExpMech for level p (``None`` for an end with no valid rank)."""
+    """(k_L, k_U) of ExpMech for level p (``None`` for an end with no valid rank).
+
+    A pure function of public values (n, ε, C, p, the two levels), cached.
+    """
     k_low = expmech_lower_target(n, epsilon, tail_constant, alpha_low, p)
     k_mirror = expmech_lower_target(n, epsilon, tail_constant, alpha_high, 1.0 - p)
     return (k_low if k_low >= 0 else None), (n - k_mirror if k_mirror >= 0 else None)
@@ -138,9 +143,13 @@ def _query_noise(n: int, sigma: float) -> LatticeNoise:
     return LatticeNoise.for_sigma(sigma, float(n) + 64.0 * sigma)
 
 
-def binsearch_targets(n: int, sigma: float, depth: int, p: float, alpha_low: float,
-                      alpha_high: float) -> tuple[int | None, int | None]:
-    """(k_L, k_U) of NoisyBinSearch at level p (``None``: no valid rank for that end)."""
+@functools.lru_cache(maxsize=1024)
+def _binsearch_lower_target(n: int, sigma: float, depth: int, p: float, level: float) -> int:
+    """Largest k with F_p(k) ≤ level for NoisyBinSearch's tail (−1: none); cached.
+
+    A pure function of public values (n, σ, D, p, level): repeated calls (several
+    quantiles, both ends of q = 1/2, a Session serving many requests) reuse it.
+    """
     noise = _query_noise(n, sigma)
     base = gaussian_union_tail(noise.scale, depth)
 
@@ -148,13 +157,15 @@ def binsearch_targets(n: int, sigma: float, depth: int, p: float, alpha_low: flo
         return base(np.asarray(t, dtype=np.float64) - noise.step)
 
     t_max = n + 1 if not sigma * 40.0 < n else math.ceil(sigma * 40.0) + 1
+    return lower_target_rank(
+        lambda k: generic_lower_failure(n, tail, k, t_max=t_max, p=p), n, level)
 
-    def target(pp: float, level: float) -> int:
-        return lower_target_rank(
-            lambda k: generic_lower_failure(n, tail, k, t_max=t_max, p=pp), n, level)
 
-    k_low = target(p, alpha_low)
-    k_mirror = target(1.0 - p, alpha_high)
+def binsearch_targets(n: int, sigma: float, depth: int, p: float, alpha_low: float,
+                      alpha_high: float) -> tuple[int | None, int | None]:
+    """(k_L, k_U) of NoisyBinSearch at level p (``None``: no valid rank for that end)."""
+    k_low = _binsearch_lower_target(n, sigma, depth, p, alpha_low)
+    k_mirror = _binsearch_lower_target(n, sigma, depth, 1.0 - p, alpha_high)
     return (k_low if k_low >= 0 else None), (n - k_mirror if k_mirror >= 0 else None)
 
 
@@ -184,6 +195,18 @@ def binsearch_quantile(
         return (float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
                 {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
                  "n_queries": 0})
+    # The number of queries is public (D per searched end), so the whole search is priced
+    # up front: the sequential composition of its per-query costs, added in the order the
+    # queries run (the same total as charging them one by one), charged once to the
+    # filter before any noisy count is computed.
+    n_queries = depth * ((k_low is not None) + (k_high is not None))
+    per_query = float(mech.privacy.rho or 0.0)
+    total = 0.0
+    for _ in range(n_queries):
+        total += per_query
+    cost = Budget.zcdp(total)
+    acct.charge(cost, label=f"binsearch ({n_queries} count queries, "
+                            f"rho={mech.privacy.rho:.6g} each)")
     noise = _query_noise(n, mech.sigma).sample(2 * depth, rng)
 
     def search(target: int, side: str, z: NDArray[np.float64]) -> tuple[int, list[Any]]:
@@ -191,7 +214,6 @@ def binsearch_quantile(
         queries: list[tuple[float, float]] = []
         for step in range(depth):
             mid = (lo + hi) // 2
-            acct.charge(mech.privacy, label=f"binsearch/{side}")
             noisy = float(count_at(mid)) + float(z[step])
             queries.append((grid_point(bounds, depth, mid), noisy))
             if side == "lower":
@@ -215,9 +237,9 @@ def binsearch_quantile(
         "sigma": mech.sigma,
         "queries_lower": q_low,
         "queries_upper": q_high,
-        "n_queries": len(acct.records),
+        "n_queries": n_queries,
     }
-    spent = acct.spent if acct.records else Budget.zcdp(0.0)
+    spent = acct.spent
     return (grid_point(bounds, depth, i_low), grid_point(bounds, depth, i_high), spent,
             diagnostics)
 

@@ -76,13 +76,14 @@ def mixture_sf(
     return np.minimum(out + dropped, 1.0)
 
 
+@functools.lru_cache(maxsize=1024)
 def envelope_threshold(n: int, p: float, sigma_min: float, sigma_max: float,
                        level: float) -> float:
     """The threshold a with E_B[q_env(B, a)] = level, B ~ Bin(n, p) (see ``_cdf``).
 
     q_env(b, a) = Φ̄((a − b)/σ_max) for b ≤ a and Φ̄((a − b)/σ_min) for b > a dominates
     P(b + N(0, σ²) ≥ a) for every σ in [σ_min, σ_max]. Returned 1e-9 above the root, so
-    rejecting at ≥ a keeps the level.
+    rejecting at ≥ a keeps the level. A pure function of public values, cached.
     """
     def gap(a: float) -> float:
         sf = mixture_sf(np.array([a]), sigma_max, n, p, sigma_above=sigma_min)
