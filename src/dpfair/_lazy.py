@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["LazyModule", "lazy_exports"]
 
 
 def lazy_exports(
@@ -52,3 +52,23 @@ def lazy_exports(
         return sorted({*namespace, *namespace.get("__all__", ())})
 
     return __getattr__, __dir__
+
+
+class LazyModule:
+    """A module imported on first attribute access (``optimize = LazyModule("scipy.optimize")``).
+
+    For heavy dependencies used inside functions only: a module that holds one at its top
+    can be imported (by the command line, say) without paying for it until a function
+    that needs it runs.
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"LazyModule({self._name!r})"

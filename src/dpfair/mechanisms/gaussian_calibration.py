@@ -46,12 +46,15 @@ Privacy (used by every release that adds this noise to an integer statistic; her
 from __future__ import annotations
 
 import math
-
-from scipy import optimize, special
+from typing import Any
 
 from dpfair._errors import InvalidParameterError
+from dpfair._lazy import LazyModule
 from dpfair._validation import check_in_open_interval, check_positive
 from dpfair.privacy import Budget
+
+optimize: Any = LazyModule("scipy.optimize")  # imported on first use (CLI start-up)
+special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
 
 __all__ = [
     "DELTA_SLACK_FRACTION",

@@ -22,15 +22,18 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from dpfair._errors import InvalidParameterError
+from dpfair._lazy import LazyModule
 from dpfair._rng import RandomLike
 from dpfair.mechanisms.discrete_gaussian import round_to_scale, sample_discrete_gaussian
 from dpfair.mechanisms.gaussian_calibration import SMOOTHING_VARIANCE
+
+special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
 
 __all__ = [
     "LatticeNoise",

@@ -49,12 +49,16 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize, special, stats
 
 from dpfair._errors import InvalidParameterError
+from dpfair._lazy import LazyModule
 from dpfair.mechanisms import NoisyBinaryTree, leaf_edges
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
+
+optimize: Any = LazyModule("scipy.optimize")  # imported on first use (CLI start-up)
+special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
+stats: Any = LazyModule("scipy.stats")  # imported on first use (CLI start-up)
 
 __all__ = ["CdfTreeRelease", "cdf_interval", "mixture_sf", "release_cdf_tree"]
 

@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
 
 from dpfair._errors import InsufficientDataError
+from dpfair._lazy import LazyModule
+
+special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
 
 __all__ = [
     "expmech_lower_failure",
@@ -53,7 +55,9 @@ def nonprivate_ranks(n: int, alpha: float) -> tuple[int, int]:
     """
     half = alpha / 2.0
     # P(B ≤ k − 1) ≤ α/2  ⇔  k − 1 ≤ ppf-like bound; search the exact cdf.
-    k = int(stats.binom.ppf(half, n, 0.5))  # smallest j with cdf(j) ≥ half
+    # Start at the normal approximation; the two exact searches below end at the same k
+    # from any start (scipy.stats is not imported: the command line starts faster).
+    k = min(max(int(n / 2.0 + special.ndtri(half) * math.sqrt(n) / 2.0), 0), n)
     # Largest j with cdf(j) ≤ half, then kL = j + 1.
     while k >= 0 and _binom_cdf(k, n) > half:
         k -= 1
@@ -85,7 +89,15 @@ def _binom_sf(k: ArrayLike, n: int, p: float = 0.5) -> Any:
 
 
 def _log_pmf(m: NDArray[np.float64], n: int, p: float = 0.5) -> NDArray[np.float64]:
-    return np.asarray(stats.binom.logpmf(m, n, p), dtype=np.float64)
+    """log P(B = m) for B ~ Bin(n, p); −inf off the support (scipy.stats.binom.logpmf's
+    formula and conventions, from scipy.special alone)."""
+    mm = np.asarray(m, dtype=np.float64)
+    k = np.floor(mm)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (special.gammaln(n + 1) - (special.gammaln(k + 1) + special.gammaln(n - k + 1))
+               + special.xlogy(k, p) + special.xlog1py(n - k, -p))
+    ok = (k >= 0) & (k <= n) & (k == mm)
+    return np.asarray(np.where(ok, out, -np.inf), dtype=np.float64)
 
 
 def _window(n: int, p: float) -> tuple[float, int]:
