@@ -145,9 +145,6 @@ def quantile_ci(
             result = session.quantile_ci(
                 column, levels, rho=rho, bounds=bounds, alpha=alpha, method=method,
                 by=by, groups=groups, group_sizes="public" if by is not None else None,
-                # a --seed session's next stream (Session.quantile_ci does not draw one
-                # itself when rng is None)
-                rng=session._random_source() if seed is not None else None,
             )
         charged = ledger_summary(session, ledger)
         families = result if isinstance(result, dict) else {None: result}
