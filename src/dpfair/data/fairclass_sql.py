@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
-from dpfair.data._io import _quote
+from dpfair.data._io import _quote, list_columns
 from dpfair.data.sql import is_parquet, literal_pattern, sql_string
 from dpfair.data.sql import scan as scan_sql
 from dpfair.mechanisms import KroneckerGaussianGrid
@@ -49,6 +49,7 @@ __all__ = [
     "check_numeric_columns",
     "connect",
     "count_rows",
+    "file_order_parquet",
     "kernel_grid_weights",
     "literal",
     "position_half_sizes",
@@ -82,7 +83,7 @@ def literal(path: Path) -> str:
 def connect(memory_limit: str = "1GB", threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection: memory cap, no progress bar, insertion order kept."""
     con = duckdb.connect(":memory:")
-    con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute(f"SET memory_limit = {sql_string(str(memory_limit))}")
     con.execute("SET enable_progress_bar = false")
     con.execute("SET preserve_insertion_order = true")
     if threads is not None:
@@ -539,3 +540,57 @@ def read_columns(
             )
         out[c] = np.ascontiguousarray(values)
     return out
+
+
+# ----------------------------------------------------------- the FDP file site's copy
+#: DuckDB types a feature, label or group column may have (cast to DOUBLE when read).
+_NUMERIC_PREFIXES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+            "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "BOOLEAN")
+
+
+def _check_file_columns(path: Path, columns: Sequence[str]) -> None:
+    """Every column present and numeric (the error names the first bad column)."""
+    schema = list_columns(path, format="parquet" if is_parquet(path) else "csv")
+    for c in columns:
+        kind = schema.get(c)
+        if kind is None:
+            raise InvalidParameterError(
+                f"column {c!r}: not found in '{path.name}' (its columns: {list(schema)})."
+            )
+        if not kind.upper().startswith(_NUMERIC_PREFIXES):
+            raise InvalidDataError(f"column {c!r} of '{path.name}' is {kind}, not numeric.")
+
+
+@contextmanager
+def file_order_parquet(
+    path: Path,
+    columns: Sequence[str],
+    *,
+    memory_limit: str,
+    threads: int | None,
+    tmp_dir: str | os.PathLike[str] | None,
+) -> Iterator[tuple[Path, bool]]:
+    """Yield (a Parquet file with the rows of ``path`` in file order, whether it is a copy).
+
+    A Parquet file is used as it is; a CSV file is copied (the used columns only) to a
+    temporary Parquet file of the same name, removed on exit.
+    """
+    _check_file_columns(path, columns)
+    if is_parquet(path):
+        yield path, False
+        return
+    with tempfile.TemporaryDirectory(prefix="dpfair-fdp-", dir=tmp_dir) as tmp:
+        out = Path(tmp) / path.name  # same name: error messages name the user's file
+        select = ", ".join(_quote(c) for c in columns)
+        with connect(memory_limit, threads) as con:
+            try:
+                # COPY of one single-table SELECT keeps the CSV's row order
+                # (preserve_insertion_order = true).
+                con.execute(
+                    f"COPY (SELECT {select} FROM {scan_sql(path, 'csv')}) TO "
+                    f"{sql_string(str(out))} (FORMAT parquet, ROW_GROUP_SIZE 1000000)"
+                )
+            except duckdb.Error as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise InvalidDataError(f"'{path.name}': could not be read ({first}).") from None
+        yield out, True

@@ -38,10 +38,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
+from dpfair.data.fairclass_sql import connect, file_order_parquet
+from dpfair.data.sql import quote
 from dpfair.data.sql import scan as scan_sql
 from dpfair.fairclass._model import ReleasedFold
 from dpfair.fairclass.aggregate import kernel_grid_weights
-from dpfair.fairclass.federated._fileio import connect, file_order_parquet, quote
 from dpfair.fairclass.federated._messages import ProtocolError
 from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import (
