@@ -50,6 +50,7 @@ __all__ = [
     "connect",
     "count_rows",
     "file_order_parquet",
+    "group_label_counts",
     "kernel_grid_weights",
     "literal",
     "position_half_sizes",
@@ -216,10 +217,8 @@ def stream_batches(
     """
     cols = ", ".join(f"CAST({_quote(c)} AS DOUBLE)" for c in columns)
     where = "" if only_half is None else f"WHERE {half_sql} = {int(only_half)}"
-    sql = (
-        f"SELECT {cols}, {half_sql} AS half "
-        f"FROM read_parquet({literal(pq)}, file_row_number = true) {where}"
-    )
+    source = scan_sql(pq, "parquet", file_row_number=True)
+    sql = f"SELECT {cols}, {half_sql} AS half FROM {source} {where}"
     k = len(columns)
     try:
         # A relation's Arrow reader streams record batches (a DB-API result would copy all
@@ -237,6 +236,32 @@ def stream_batches(
             f"'{name}': could not stream the calibration rows ({_first_line(exc)})."
         ) from None
 
+
+def group_label_counts(
+    con: duckdb.DuckDBPyConnection,
+    pq: Path,
+    *,
+    half_sql: str,
+    target: str,
+    sensitive: str,
+    name: str,
+) -> list[tuple[int, float, int, float | None, float | None]]:
+    """Per (half, group value): the row count and the smallest and largest label, in one
+    pass over the Parquet file ``pq`` (the FDP file site's start-up query).
+
+    Rows are ``(half, group value as DOUBLE, count, min label, max label)``; the caller
+    checks the values. A DuckDB error is an :class:`InvalidDataError` naming the file.
+    """
+    s, t = _quote(sensitive), _quote(target)
+    try:
+        rows = con.execute(
+            f"SELECT {half_sql} AS h, CAST({s} AS DOUBLE) AS a, count(*), "
+            f"min(CAST({t} AS DOUBLE)), max(CAST({t} AS DOUBLE)) "
+            f"FROM {scan_sql(pq, 'parquet', file_row_number=True)} GROUP BY ALL"
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise InvalidDataError(f"'{name}': could not be read ({_first_line(exc)}).") from None
+    return [(int(h), a, int(c), lo, hi) for h, a, c, lo, hi in rows]
 
 class HalfSql(Protocol):
     """A position split as SQL: the half (0/1) of the row at ``position``."""

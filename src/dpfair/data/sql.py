@@ -40,6 +40,8 @@ from dpfair._errors import InvalidDataError
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "FileKind",
@@ -51,6 +53,7 @@ __all__ = [
     "is_parquet",
     "literal_pattern",
     "quote",
+    "read_text_column",
     "row_count",
     "scan",
     "sniff",
@@ -368,3 +371,22 @@ def row_count(path: str | os.PathLike[str], fmt: FileKind | None = None) -> int:
     except duckdb.Error as exc:
         raise translate(exc, path) from None
     return int(row[0]) if row else 0
+
+
+def read_text_column(path: str | os.PathLike[str], column: str) -> NDArray[np.object_]:
+    """One column of a CSV or Parquet file as text (``CAST(... AS VARCHAR)``), in file order.
+
+    For labels that name groups (``Session.quantile_ci(by=...)``): any type reads, and the
+    groups are then matched as strings. Errors are translated (one line, no data).
+    """
+    import duckdb
+    import numpy as np
+
+    source = scan(path)
+    try:
+        with connect() as con:
+            sql = f"SELECT CAST({quote(column)} AS VARCHAR) FROM {source}"
+            rows = con.execute(sql).fetchall()
+    except duckdb.Error as exc:
+        raise translate(exc, path, column=column) from None
+    return np.array([r[0] for r in rows], dtype=object)

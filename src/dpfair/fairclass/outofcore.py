@@ -84,9 +84,8 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
@@ -109,6 +108,9 @@ from dpfair.mechanisms import KroneckerGaussianGrid
 
 # The names a further out-of-core source (the Session's Dask source) builds on: the pipeline's
 # fold and calibration types, its split and the entry point that runs it over a source.
+if TYPE_CHECKING:  # the connection is opened and used by dpfair.data.fairclass_sql
+    import duckdb
+
 __all__ = ["AnyFold", "Calibration", "FitRequest", "OutOfCoreFit", "ScoreHistogram", "Split",
            "fit_cdp_fair_from_file", "fit_from_source", "validate_request"]
 

@@ -1056,19 +1056,9 @@ class Session:
             if isinstance(source, FileSource) and source.path is not None:
                 # any labels: read as text in file order (the value column is read by
                 # the same ordered scan); groups are then matched as strings
-                import duckdb
+                from dpfair.data.sql import read_text_column
 
-                from dpfair.data.sql import scan as scan_sql
-
-                name = '"' + str(by).replace('"', '""') + '"'
-                con = duckdb.connect()
-                try:
-                    rows = con.execute(
-                        f"SELECT CAST({name} AS VARCHAR) FROM {scan_sql(source.path)}"
-                    ).fetchall()
-                finally:
-                    con.close()
-                return np.array([r[0] for r in rows], dtype=object)
+                return read_text_column(source.path, str(by))
             return source.column(by)
 
         def compute() -> Any:

@@ -33,14 +33,16 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InsufficientDataError, InvalidDataError, InvalidParameterError
-from dpfair.data.fairclass_sql import connect, file_order_parquet
-from dpfair.data.sql import quote
-from dpfair.data.sql import scan as scan_sql
+from dpfair.data.fairclass_sql import (
+    connect,
+    file_order_parquet,
+    group_label_counts,
+    stream_batches,
+)
 from dpfair.fairclass._model import ReleasedFold
 from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.fairclass.federated._messages import ProtocolError
@@ -199,26 +201,14 @@ class FileSite(Site):
         self.close()
 
     # ------------------------------------------------------------------ data access
-    def _source(self) -> str:
-        return scan_sql(self._pq, "parquet", file_row_number=True)
-
     def _count_groups(self) -> tuple[NDArray[np.int64], tuple[float, float]]:
         """Rows per (half, group), and the smallest and largest label (same pass); any
         group value other than 0/1 is an error (labels are checked when read)."""
-        s = quote(self._sensitive)
-        t = quote(self._target)
-        half = self.split.sql("file_row_number")
         with connect(self._memory_limit, self._threads) as con:
-            try:
-                rows = con.execute(
-                    f"SELECT {half} AS h, CAST({s} AS DOUBLE) AS a, count(*), "
-                    f"min(CAST({t} AS DOUBLE)), max(CAST({t} AS DOUBLE)) "
-                    f"FROM {self._source()} GROUP BY ALL"
-                ).fetchall()
-            except duckdb.Error as exc:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise InvalidDataError(f"'{self.path.name}': could not be read ({first}).") \
-                    from None
+            rows = group_label_counts(
+                con, self._pq, half_sql=self.split.sql("file_row_number"),
+                target=self._target, sensitive=self._sensitive, name=self.path.name,
+            )
         out = np.zeros((2, 2), dtype=np.int64)
         y_lo, y_hi = math.inf, -math.inf
         for h, a, c, lo, hi in rows:
@@ -228,7 +218,7 @@ class FileSite(Site):
                     f"{a!r}; the sensitive group must be 0/1 without missing values."
                 )
             out[int(h), int(a)] += int(c)
-            if lo is not None:
+            if lo is not None and hi is not None:
                 y_lo, y_hi = min(y_lo, float(lo)), max(y_hi, float(hi))
         return out, (y_lo, y_hi)
 
@@ -265,22 +255,15 @@ class FileSite(Site):
         d = len(self._features)
         lows = np.array([lo for lo, _ in self._bounds])
         highs = np.array([hi for _, hi in self._bounds])
-        half_expr = self.split.sql("file_row_number")
-        cols = ", ".join(
-            [f"CAST({quote(c)} AS DOUBLE)" for c in [*self._features, self._sensitive]]
-        )
-        where = "" if len(want) == 2 else f"WHERE {half_expr} = {next(iter(want))}"
-        sql = f"SELECT {cols}, {half_expr} AS half FROM {self._source()} {where}"
+        only = None if len(want) == 2 else next(iter(want))
         name = self.path.name
         try:
             with connect(self._memory_limit, self._threads) as con:
-                rel = con.sql(sql)
-                to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
-                for batch in to_reader(self._batch_rows):
-                    arr = np.column_stack(
-                        [batch.column(j).to_numpy(zero_copy_only=False) for j in range(d + 1)]
-                    ).astype(np.float64, copy=False)
-                    hv = batch.column(d + 1).to_numpy(zero_copy_only=False).astype(np.intp)
+                for arr, hv in stream_batches(
+                    con, self._pq, [*self._features, self._sensitive],
+                    half_sql=self.split.sql("file_row_number"), only_half=only,
+                    batch_size=self._batch_rows, name=name,
+                ):
                     if not np.all(np.isfinite(arr)):
                         raise InvalidDataError(
                             f"'{name}': NULL/NaN/infinite values in the columns used."
@@ -307,11 +290,6 @@ class FileSite(Site):
                         acc[h][1] += c1
         except InvalidDataError as exc:
             raise ProtocolError(self.site_id, "data", str(exc)) from None
-        except duckdb.Error as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ProtocolError(
-                self.site_id, "data", f"'{name}': could not stream the rows ({first})."
-            ) from None
         for h in want:
             if not np.array_equal(seen[h], self._group_counts[h]):
                 raise ProtocolError(
