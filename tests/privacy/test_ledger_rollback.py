@@ -198,6 +198,18 @@ def test_state_directory_is_private(tmp_path: Path, data: Path,
     assert not [p for d in dirs for p in d.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_file_where_the_state_directory_should_be_refuses_the_charge(
+        tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A planted file in place of ``hwm/`` must not let charges skip the high-water mark."""
+    base = tmp_path / "state"
+    base.mkdir(mode=0o700)
+    (base / "hwm").write_text("not a directory")
+    monkeypatch.setenv("DPFAIR_STATE_DIR", str(base))
+    with pytest.raises(LedgerError, match="state directory"):
+        led = LedgerFile.create(tmp_path / "l.jsonl", Budget.zcdp(1.0), data=data)
+        led.charge(Budget.zcdp(0.1))
+
+
 def test_state_directory_default_follows_xdg(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from dpfair.privacy import state_dir

@@ -72,6 +72,7 @@ and every cell-probability ratio between neighbours is ≤ e^{2r} < e^ε: pure �
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 from dataclasses import dataclass
@@ -402,7 +403,7 @@ def _cell_average(
     return averaged, loss_pmf.astype(np.float64)
 
 
-class _FacilityRelease:
+class _FacilityRelease(abc.ABC):
     """The ``sample`` of every facility mechanism: validate, charge ``size·ε``, then draw.
 
     Subclasses are frozen dataclasses with fields ``epsilon`` and ``domain``; they name
@@ -455,11 +456,11 @@ class _FacilityRelease:
             accountant.charge(Budget.pure(self.epsilon * count), label=self._ledger_label)
         return self._draw(xs, gen, count, size)
 
+    @abc.abstractmethod
     def _draw(
         self, xs: NDArray[np.float64], gen: np.random.Generator, count: int, size: int | None
     ) -> Any:
         """``count`` draws on the validated copy ``xs`` (one float when ``size`` is None)."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)

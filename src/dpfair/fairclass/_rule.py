@@ -7,6 +7,7 @@ score Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2) and decision 1{Z ≥ τ} (gro
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import numpy as np
@@ -15,15 +16,15 @@ from numpy.typing import NDArray
 __all__ = ["PlugInRule"]
 
 
-class PlugInRule:
+class PlugInRule(abc.ABC):
     """Mixin: ``scores`` and ``decide`` from the fold's ``eta_at``, ``pi`` and ``tau``."""
 
     pi: NDArray[np.float64]
     tau: float
 
+    @abc.abstractmethod
     def eta_at(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
         """η̃_{A_i}(U_i) (each fold type defines it)."""
-        raise NotImplementedError
 
     def scores(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
         """Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2)."""

@@ -92,9 +92,7 @@ def state_dir(*, create: bool = True) -> Path:
 def _ensure_private_dir(d: Path) -> None:
     try:
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except FileExistsError:
-        pass
-    except OSError as exc:
+    except OSError as exc:  # includes a file (not a directory) already at that path
         raise LedgerError(
             f"state directory {d}: cannot create it ({exc.strerror}); set {STATE_ENV} to a "
             "directory you own."
