@@ -181,6 +181,24 @@ def confidence_interval(
     True
     """
     r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
+    theta = _theta(str(method), (lo, hi), granularity)
+    data = check_finite_1d("x", x)
+    nonprivate_ranks(data.size, a)  # raises if no interval at all can have this coverage
+    np.clip(data, lo, hi, out=data)  # our own copy: the caller's array is untouched
+    # ExpMech reads only a window around its target ranks (selection, not a full sort);
+    # the other methods read counts and prefix counts off the sorted copy.
+    is_sorted = method != "expmech"
+    if is_sorted:
+        data.sort()
+    return _run(_ArraySource(data, is_sorted=is_sorted), r, (lo, hi), a, str(method), theta,
+                as_generator(rng))
+
+
+
+def _theta(method: str, bounds: tuple[float, float], granularity: float | None) -> float:
+    """The grid step θ: the method's default fraction of |R|, or a checked ``granularity``
+    (at most |R|/4, and at most 2^_MAX_DEPTH bins for the tree and search methods)."""
+    lo, hi = bounds
     width = hi - lo
     if granularity is None:
         theta = width * DEFAULT_GRANULARITY_FRACTION[method]
@@ -194,19 +212,9 @@ def confidence_interval(
     if method != "expmech" and grid_depth(width, theta) > _MAX_DEPTH:
         raise InvalidParameterError(
             f"granularity={theta:g}: needs more than 2^{_MAX_DEPTH} bins over the range "
-            f"{(lo, hi)}; use a coarser granularity."
+            f"{bounds}; use a coarser granularity."
         )
-    data = check_finite_1d("x", x)
-    nonprivate_ranks(data.size, a)  # raises if no interval at all can have this coverage
-    np.clip(data, lo, hi, out=data)  # our own copy: the caller's array is untouched
-    # ExpMech reads only a window around its target ranks (selection, not a full sort);
-    # the other methods read counts and prefix counts off the sorted copy.
-    is_sorted = method != "expmech"
-    if is_sorted:
-        data.sort()
-    return _run(_ArraySource(data, is_sorted=is_sorted), r, (lo, hi), a, str(method), theta,
-                as_generator(rng))
-
+    return theta
 
 class _ArraySource:
     """In-memory data clipped into R; sorted unless ``is_sorted`` is False (ExpMech only)."""

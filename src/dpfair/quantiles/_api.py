@@ -14,13 +14,12 @@ from scipy import optimize, special, stats
 
 from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
-from dpfair._validation import check_finite_1d, check_in_open_interval, check_positive
+from dpfair._validation import check_finite_1d, check_in_open_interval
 from dpfair._warnings import DPFairWarning
 from dpfair.mechanisms import NoisyBinaryTree, leaf_counts_sorted, leaf_edges
 from dpfair.median._api import (
-    _MAX_DEPTH,
-    DEFAULT_GRANULARITY_FRACTION,
     _check_request,
+    _theta,
 )
 from dpfair.median._binsearch import grid_depth
 from dpfair.median._result import DPCdf
@@ -114,24 +113,6 @@ def _check_levels(qs: Any) -> list[float]:
     return [check_in_open_interval("q", v, 0.0, 1.0) for v in values]
 
 
-def _theta(method: str, bounds: tuple[float, float], granularity: float | None) -> float:
-    lo, hi = bounds
-    width = hi - lo
-    if granularity is None:
-        theta = width * DEFAULT_GRANULARITY_FRACTION[method]
-    else:
-        theta = check_positive("granularity", granularity)
-        if theta > width / 4.0:
-            raise InvalidParameterError(
-                f"granularity={granularity!r}: must be at most a quarter of the range width "
-                f"({width / 4.0:g}); pick a finer granularity."
-            )
-    if method != "expmech" and grid_depth(width, theta) > _MAX_DEPTH:
-        raise InvalidParameterError(
-            f"granularity={theta:g}: needs more than 2^{_MAX_DEPTH} bins over the range "
-            f"{bounds}; use a coarser granularity."
-        )
-    return theta
 
 
 def localization_depth(n: int, bounds: tuple[float, float]) -> int:
