@@ -40,6 +40,7 @@ from dpfair.mechanisms import (
     NoisyBinaryTree,
     leaf_edges,
 )
+from dpfair.median import _cdf as median_cdf
 from dpfair.median._expmech import CellGrid, SortedCounts, sample_order_statistic_cell
 from dpfair.median._ranks import (
     expmech_lower_target,
@@ -49,7 +50,17 @@ from dpfair.median._ranks import (
 )
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
-from dpfair.quantiles._mixture import envelope_threshold, mixture_sf
+
+
+def mixture_sf(c: Any, sigma: Any, n: int, p: float, *, sigma_above: Any = None) -> Any:
+    """P(B + N(0, σ²) > c), B ~ Bin(n, p): the median's mixture tail at level p."""
+    return median_cdf.mixture_sf(c, sigma, n, sigma_above=sigma_above, p=p)
+
+
+def envelope_threshold(n: int, p: float, sigma_min: float, sigma_max: float,
+                       level: float) -> float:
+    """The envelope threshold of a data-chosen range at level p (``median._cdf``)."""
+    return median_cdf._envelope_threshold(n, sigma_min, sigma_max, level, p=p)
 
 __all__ = [
     "binsearch_quantile",
