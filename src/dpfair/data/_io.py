@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -239,8 +240,13 @@ def read_column(
             ).fetchnumpy()["v"]
         except duckdb.Error as exc:
             raise translate(exc, p, column=column) from None
-    n_missing = int(np.ma.count_masked(fetched)) if np.ma.isMaskedArray(fetched) else 0
-    values = np.ma.getdata(fetched).astype(np.float64, copy=False)
+    # A masked array (DuckDB's NULLs) can only exist once numpy.ma is imported: checking
+    # sys.modules first spares every clean read that import (~7 ms of CLI start-up).
+    masked = "numpy.ma" in sys.modules and np.ma.isMaskedArray(fetched)
+    n_missing = int(np.ma.count_masked(fetched)) if masked else 0
+    values = (np.ma.getdata(fetched) if masked else np.asarray(fetched)).astype(
+        np.float64, copy=False
+    )
     if values.size == 0:
         raise data_error(f"column='{column}': '{p.name}' has no rows.",
                          problem="the file has no rows", column=column)

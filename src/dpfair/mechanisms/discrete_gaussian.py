@@ -157,8 +157,18 @@ def _exp_neg_floor(v: int, bits: int) -> int:
 
 
 #: c_v = ⌊e^{−v}·2^62⌋ for v = 0..42 (c_42 = 2, c_43 = 0): U < e^{−v} is decided by the first
-#: 62 bits u of a uniform U unless u = c_v.
-_EXP_TABLE = [_exp_neg_floor(v, 62) for v in range(43)]
+#: 62 bits u of a uniform U unless u = c_v. Written out (``_exp_neg_floor(v, 62)`` takes
+#: ~20 ms of exact rational arithmetic, which every command importing this module paid at
+#: start-up); tests/mechanisms/test_exp_table_literal.py checks it against that function.
+_EXP_TABLE = [
+    4611686018427387904, 1696544475317221318, 624123833502197199, 229602327090566617,
+    84465975781740359, 31073295968587224, 11431226756278699, 4205313311003847,
+    1547048310802923, 569127268043403, 209370221323236, 77023000018333, 28335178204092,
+    10423929523214, 3834749367810, 1410725454462, 518976891834, 190920928948, 70235884649,
+    25838337995, 9505393342, 3496838790, 1286415100, 473245668, 174097351, 64046836,
+    23561514, 8667796, 3188704, 1173058, 431544, 158756, 58403, 21485, 7904, 2907, 1069,
+    393, 144, 53, 19, 7, 2,
+]
 _VMAX = 42
 _EXP_C = np.array(_EXP_TABLE, dtype=np.int64)
 _EXP_ASC = np.array(_EXP_TABLE[1:][::-1], dtype=np.int64)  # c_42 … c_1, increasing

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpfair._errors import InsufficientDataError
 from dpfair._lazy import LazyModule
+from dpfair.median._binomial import binom_cdf, binom_log_pmf, binom_sf
 
-special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
+special: Any = LazyModule("scipy.special")  # imported on first use (gaussian_union_tail)
 
 __all__ = [
     "expmech_lower_failure",
@@ -56,8 +58,8 @@ def nonprivate_ranks(n: int, alpha: float) -> tuple[int, int]:
     half = alpha / 2.0
     # P(B ≤ k − 1) ≤ α/2  ⇔  k − 1 ≤ ppf-like bound; search the exact cdf.
     # Start at the normal approximation; the two exact searches below end at the same k
-    # from any start (scipy.stats is not imported: the command line starts faster).
-    k = min(max(int(n / 2.0 + special.ndtri(half) * math.sqrt(n) / 2.0), 0), n)
+    # from any start (SciPy is not imported: the command line starts faster).
+    k = min(max(int(n / 2.0 + NormalDist().inv_cdf(half) * math.sqrt(n) / 2.0), 0), n)
     # Largest j with cdf(j) ≤ half, then kL = j + 1.
     while k >= 0 and _binom_cdf(k, n) > half:
         k -= 1
@@ -75,29 +77,23 @@ def nonprivate_ranks(n: int, alpha: float) -> tuple[int, int]:
 
 
 def _binom_cdf(k: ArrayLike, n: int, p: float = 0.5) -> Any:
-    """P(B ≤ k) for B ~ Bin(n, p), any integer k (0 below the support, 1 above)."""
-    kk = np.asarray(k, dtype=np.float64)
-    out = special.bdtr(np.clip(kk, 0, n), n, p)
-    return np.where(kk < 0, 0.0, np.where(kk >= n, 1.0, out))
+    """P(B ≤ k) for B ~ Bin(n, p), any integer k (0 below the support, 1 above).
+
+    :func:`dpfair.median._binomial.binom_cdf` (NumPy only; why it gives the same targets as
+    SciPy's ``bdtr`` is argued there).
+    """
+    return binom_cdf(k, n, p)
 
 
 def _binom_sf(k: ArrayLike, n: int, p: float = 0.5) -> Any:
-    """P(B > k) for B ~ Bin(n, p), any integer k."""
-    kk = np.asarray(k, dtype=np.float64)
-    out = special.bdtrc(np.clip(kk, 0, n), n, p)
-    return np.where(kk < 0, 1.0, np.where(kk >= n, 0.0, out))
+    """P(B > k) for B ~ Bin(n, p), any integer k (:func:`~dpfair.median._binomial.binom_sf`)."""
+    return binom_sf(k, n, p)
 
 
 def _log_pmf(m: NDArray[np.float64], n: int, p: float = 0.5) -> NDArray[np.float64]:
-    """log P(B = m) for B ~ Bin(n, p); −inf off the support (scipy.stats.binom.logpmf's
-    formula and conventions, from scipy.special alone)."""
-    mm = np.asarray(m, dtype=np.float64)
-    k = np.floor(mm)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = (special.gammaln(n + 1) - (special.gammaln(k + 1) + special.gammaln(n - k + 1))
-               + special.xlogy(k, p) + special.xlog1py(n - k, -p))
-    ok = (k >= 0) & (k <= n) & (k == mm)
-    return np.asarray(np.where(ok, out, -np.inf), dtype=np.float64)
+    """log P(B = m) for B ~ Bin(n, p); −inf off the support and for non-integer m
+    (:func:`~dpfair.median._binomial.binom_log_pmf`, Loader's saddle-point form)."""
+    return binom_log_pmf(m, n, p)
 
 
 def _window(n: int, p: float) -> tuple[float, int]:

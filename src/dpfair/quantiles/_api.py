@@ -10,9 +10,9 @@ from typing import Any, Final, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
 
 from dpfair._errors import InvalidParameterError
+from dpfair._lazy import LazyModule
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval
 from dpfair._warnings import DPFairWarning
@@ -21,6 +21,7 @@ from dpfair.median._api import (
     _check_request,
     _theta,
 )
+from dpfair.median._binomial import binom_cdf, binom_sf
 from dpfair.median._binsearch import grid_depth
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
@@ -31,6 +32,9 @@ from dpfair.quantiles._methods import (
     grid_point,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
+
+optimize: Any = LazyModule("scipy.optimize")  # imported on first use (CLI start-up)
+special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
 
 __all__ = [
     "LOCALIZE_ALPHA_FRACTION",
@@ -77,10 +81,10 @@ def nonprivate_ranks(n: int, q: float, alpha: float) -> tuple[int | None, int | 
     """
     half = alpha / 2.0
     ks = np.arange(0, n + 1)
-    cdf = stats.binom.cdf(ks - 1, n, q)  # P(B ≤ k − 1), k = 0..n
+    cdf = binom_cdf(ks - 1, n, q)  # P(B ≤ k − 1), k = 0..n (dpfair.median._binomial)
     ok = np.flatnonzero((cdf <= half * (1 - 1e-12)) & (ks >= 1))
     k_low = int(ks[ok[-1]]) if ok.size else None
-    sf = stats.binom.sf(ks - 1, n, q)  # P(B ≥ k)
+    sf = binom_sf(ks - 1, n, q)  # P(B ≥ k)
     ok = np.flatnonzero((sf <= half * (1 - 1e-12)) & (ks >= 1))
     k_high = int(ks[ok[0]]) if ok.size else None
     return k_low, k_high
