@@ -1,11 +1,12 @@
 """Each data command imports only what it uses (issue 23, item 7), checked by the modules a
 fresh interpreter has loaded after running it — never by wall time.
 
-Two heavy imports are not the command line's and are excluded until their owners make them
-lazy: ``scipy.optimize`` (loaded by :mod:`dpfair.privacy._budget` at import) and
-``scipy.stats`` (:mod:`dpfair.median._ranks`). ``dpfair fdp keygen`` is checked to add
-nothing to what importing the key module itself loads (today the package
-``dpfair.fairclass`` imports scikit-learn eagerly in its ``__init__``).
+``dpfair median-ci`` loads NumPy and DuckDB and nothing else heavy: no SciPy at all (the rank
+targets use :mod:`dpfair.median._binomial`, the printed "(implies ε …)" the SciPy-free zCDP
+conversion), no pandas, scikit-learn or Arrow; with ``--json`` not even rich. ``dpfair
+quantile-ci`` still needs SciPy for its default method (the CDF tree's Gaussian mixture tail,
+``median/_cdf.py``) but no pandas or scikit-learn. ``dpfair fdp keygen`` is checked to add
+nothing to what importing the key module itself loads.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import pytest
 
 HEAVY = ("sklearn", "pandas", "matplotlib", "pyarrow", "dask", "scipy.optimize",
          "scipy.stats", "scipy.special", "scipy", "duckdb", "numpy", "rich", "cryptography")
-#: loaded by modules outside the command line (see the module docstring)
-NOT_OURS = {"scipy.optimize", "scipy.stats", "scipy.special", "scipy"}
+SCIPY = {"scipy", "scipy.optimize", "scipy.stats", "scipy.special"}
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -56,10 +56,32 @@ def ages(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_median_ci_loads_no_scikit_learn_pandas_arrow_or_rich(ages: Path) -> None:
+def test_median_ci_json_loads_numpy_and_duckdb_only(ages: Path) -> None:
     loaded = _loaded_after(_main(["median-ci", str(ages), "-c", "age", "--rho", "0.5",
                                   "--bounds", "0", "120", "--json"]))
-    assert loaded - NOT_OURS == {"numpy", "duckdb"}, loaded
+    assert loaded == {"numpy", "duckdb"}, loaded
+
+
+def test_median_ci_table_with_its_implied_epsilon_loads_no_scipy(ages: Path) -> None:
+    # The table prints "(implies (ε, 1e-06)-DP)": the CKS conversion runs, without SciPy.
+    code = (
+        "import contextlib, io\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        + "".join(f"    {line}\n" for line in _main(
+            ["median-ci", str(ages), "-c", "age", "--rho", "0.5", "--bounds", "0", "120"]
+        ).splitlines())
+        + "assert 'implies' in buf.getvalue(), buf.getvalue()\n"
+    )
+    loaded = _loaded_after(code)
+    assert not loaded & (SCIPY | {"sklearn", "pandas", "pyarrow", "matplotlib"}), loaded
+    assert loaded == {"numpy", "duckdb", "rich"}, loaded
+
+
+def test_quantile_ci_loads_no_scikit_learn_or_pandas(ages: Path) -> None:
+    loaded = _loaded_after(_main(["quantile-ci", str(ages), "-c", "age", "--rho", "0.5",
+                                  "--bounds", "0", "120", "--q", "0.25", "0.5", "--json"]))
+    assert not loaded & {"sklearn", "pandas", "matplotlib", "pyarrow"}, loaded
 
 
 def test_facility_loads_no_scikit_learn_or_pandas(ages: Path) -> None:

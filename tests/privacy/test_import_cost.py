@@ -1,7 +1,7 @@
 """``import dpfair.privacy`` is cheap: no SciPy, no NumPy at load (issue 23, item 7).
 
 Checked by the modules a fresh interpreter has loaded, never by wall time. The conversions
-that need SciPy (the CKS zCDP bound, the GDP curve) import it when called.
+that need SciPy (the GDP curve) import it when called; the CKS zCDP bound needs none.
 """
 
 from __future__ import annotations

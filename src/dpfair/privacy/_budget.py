@@ -329,7 +329,10 @@ def zcdp_to_approx_epsilon(
             log_hi = mid
     t = math.exp(0.5 * (log_lo + log_hi))
     log1p_t = math.log1p(t)
-    terms = ((1.0 + t) * r, (big_l - log1p_t) / t, math.log1p(-1.0 / (1.0 + t)))
+    # ln(t/(1 + t)) without cancellation: as ln t − ln(1 + t) (same signs) for t < 1, as
+    # log1p(−1/(1 + t)) (argument ≥ −1/2, well conditioned) for t ≥ 1.
+    log_ratio = math.log(t) - log1p_t if t < 1.0 else math.log1p(-1.0 / (1.0 + t))
+    terms = ((1.0 + t) * r, (big_l - log1p_t) / t, log_ratio)
     value = math.fsum(terms)
     # Forward rounding-error bound of this evaluation (u = 2^-53, libm log/log1p within
     # 1 ulp): 2u|T1|, u(L + ln(1 + t))/t + 2u|T2| (the subtraction may cancel), 3u|T3|,
