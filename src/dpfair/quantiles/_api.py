@@ -37,6 +37,7 @@ from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileInterval
 __all__ = [
     "LOCALIZE_ALPHA_FRACTION",
     "LOCALIZE_RHO_FRACTION",
+    "QUERY_METHODS",
     "QuantileWarning",
     "cdf_band",
     "confidence_interval",
