@@ -17,7 +17,12 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval
 from dpfair._warnings import DPFairWarning
-from dpfair.mechanisms import NoisyBinaryTree, leaf_counts_sorted, leaf_edges
+from dpfair.mechanisms import (
+    GaussianMechanism,
+    NoisyBinaryTree,
+    leaf_counts_sorted,
+    leaf_edges,
+)
 from dpfair.median._api import (
     _check_request,
     _theta,
@@ -27,6 +32,7 @@ from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 from dpfair.quantiles._methods import (
     binsearch_quantile,
+    binsearch_targets,
     cdf_quantiles,
     envelope_threshold,
     expmech_quantile,
@@ -50,7 +56,12 @@ __all__ = [
 
 #: Share of ρ and of α spent by the private localisation stage (public constants).
 LOCALIZE_RHO_FRACTION: Final[float] = 0.1
-LOCALIZE_ALPHA_FRACTION: Final[float] = 0.01
+LOCALIZE_ALPHA_FRACTION: Final[float] = 0.05
+#: The smaller α share used when every stage-1 target rank is at least
+#: :data:`LOCALIZE_MARGIN_SDS` stage-1 noise sds away from ranks 0 and n
+#: (:func:`localization_alpha_fraction`).
+LOCALIZE_ALPHA_FRACTION_INNER: Final[float] = 0.01
+LOCALIZE_MARGIN_SDS: Final[float] = 4.0
 #: Tree depth of the localised stage (2^7 bins over the localised range).
 LOCALIZED_TREE_DEPTH: Final[int] = 7
 #: Depth of the localised NoisyBinSearch (2^7 bins over the localised range).
@@ -239,6 +250,31 @@ def _prepare(x: ArrayLike, bounds: tuple[float, float]) -> _Sorted:
 
 
 # ---------------------------------------------------------------------------- engine
+def localization_alpha_fraction(n: int, ps: Sequence[float], rho1: float, depth: int,
+                                alpha: float) -> float:
+    """Share of α given to the localisation stage: a public function of (n, q, ρ₁, D₁, α).
+
+    The final interval's noise quantile is taken at level α − α₁, so α₁ should be small;
+    but a stage-1 end whose target rank lies within a few noise sds σ₁ of rank 0 (or n)
+    can stop anywhere in the empty stretch between the public bound and the data (counts
+    there are all 0, so the search follows the noise), which widens R₂ and every bin of
+    the second stage. So the share is :data:`LOCALIZE_ALPHA_FRACTION_INNER` when, at that
+    share, every stage-1 target rank is at least :data:`LOCALIZE_MARGIN_SDS`·σ₁ inside
+    [0, n], and :data:`LOCALIZE_ALPHA_FRACTION` (a larger level, targets further inside)
+    otherwise. Only public values enter, so the choice spends no privacy and the coverage
+    argument of :func:`_localized` holds for either share.
+    """
+    k = len(ps)
+    sigma = GaussianMechanism.for_zcdp(rho1 / k / (2.0 * depth), l2_sensitivity=1.0).sigma
+    a1 = LOCALIZE_ALPHA_FRACTION_INNER * alpha / 2.0 / k
+    margin = LOCALIZE_MARGIN_SDS * sigma
+    for p in ps:
+        k_low, k_high = binsearch_targets(n, sigma, depth, p, a1, a1)
+        if k_low is None or k_high is None or k_low < margin or n - k_high < margin:
+            return LOCALIZE_ALPHA_FRACTION
+    return LOCALIZE_ALPHA_FRACTION_INNER
+
+
 def _legacy(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, float],
             alpha: float, method: str, theta: float, gen: np.random.Generator
             ) -> tuple[list[tuple[float, float, dict[str, Any]]], Budget, DPCdf | None,
@@ -328,9 +364,10 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     k = len(ps)
     lo, hi = bounds
     rho1 = LOCALIZE_RHO_FRACTION * rho
-    a1 = LOCALIZE_ALPHA_FRACTION * alpha / 2.0 / k
-    a2 = (1.0 - LOCALIZE_ALPHA_FRACTION) * alpha / 2.0 / k
     d1 = localization_depth(src.n, bounds)
+    frac1 = localization_alpha_fraction(src.n, ps, rho1, d1, alpha)
+    a1 = frac1 * alpha / 2.0 / k
+    a2 = (1.0 - frac1) * alpha / 2.0 / k
     step1 = (hi - lo) / 2.0**d1
     acct = Accountant(Budget.zcdp(rho))
     ranges: list[tuple[float, float]] = []
@@ -351,8 +388,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     out: list[tuple[float, float, dict[str, Any]]] = []
     cdf: DPCdf | None = None
     thetas: list[float] = []
-    extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": LOCALIZE_ALPHA_FRACTION * alpha,
-                                          "depth": d1}}
+    extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": frac1 * alpha, "depth": d1}}
     if method == "expmech":
         for p, r2, st in zip(ps, ranges, stage1, strict=True):
             theta2 = (r2[1] - r2[0]) / LOCALIZED_EXPMECH_STEPS
