@@ -4,8 +4,9 @@ Each repetition draws a fresh sample and runs the method once, so the coverage i
 are i.i.d. Bernoulli(c) with c ≥ 1 − α for a correct method; the count is compared with
 the exact binomial bound at level 1e-6 (tests/_stats.py: a correct method fails w.p.
 < 1e-6). Designs: a skewed continuous law, a heavy tail (Pareto 1.1, infinite variance)
-and atoms (Poisson: many ties, x_q on an atom), at q = 0.1, 0.5 and 0.9, in the default
-(localised) mode and in the paper's mode. The default suite is small (it flags a true
+a Cauchy (no mean; data far outside the bounds, clipped) and atoms (Poisson: many ties,
+x_q on an atom), at q = 0.1, 0.5 and 0.9, in the default (localised) mode and in the
+paper's mode, and at n = 50 (where some ends have no valid rank and sit on a bound). The default suite is small (it flags a true
 coverage of 0.80); ``-m slow`` runs the full size.
 """
 
@@ -25,6 +26,7 @@ ALPHA = 0.05
 DESIGNS = {
     "lognormal": stats.lognorm(s=1.0, scale=1.5),
     "pareto-heavy": stats.pareto(b=1.1),
+    "cauchy": stats.cauchy(loc=2.0),
     "poisson-ties": stats.poisson(3.5),
 }
 QS = [0.1, 0.5, 0.9]
@@ -57,6 +59,18 @@ def test_coverage_default(method, design, q):
     reps = 120
     hits = _coverage(DESIGNS[design], q, 300, 0.5, method, None, reps,
                      _seed("default", method, design, q))
+    assert hits >= min_successes(reps, 1 - ALPHA)
+
+
+@pytest.mark.statistical
+@pytest.mark.filterwarnings("ignore::dpfair.quantiles.QuantileWarning")
+@pytest.mark.parametrize("method", dpfair.median.METHODS)
+@pytest.mark.parametrize("design", ["lognormal", "poisson-ties"])
+@pytest.mark.parametrize("q", QS)
+def test_coverage_small_n(method, design, q):
+    reps = 120
+    hits = _coverage(DESIGNS[design], q, 50, 0.5, method, None, reps,
+                     _seed("small", method, design, q))
     assert hits >= min_successes(reps, 1 - ALPHA)
 
 
@@ -109,7 +123,7 @@ def test_cdf_band_coverage(design):
 @pytest.mark.parametrize("method", dpfair.median.METHODS)
 @pytest.mark.parametrize("design", list(DESIGNS))
 @pytest.mark.parametrize("q", QS)
-@pytest.mark.parametrize(("n", "rho"), [(100, 1.0), (1000, 0.5)])
+@pytest.mark.parametrize(("n", "rho"), [(50, 0.5), (100, 1.0), (1000, 0.5)])
 def test_coverage_full(method, design, q, n, rho):
     reps = 1500
     hits = _coverage(DESIGNS[design], q, n, rho, method, None, reps,

@@ -70,10 +70,6 @@ def test_bad_histogram_provider_named(files: dict[str, Path]) -> None:
             bounds=(-5, 15), method="cdf", rng=1)
 
 
-@pytest.mark.xfail(reason="Session.quantile_ci (session/_session.py, owned elsewhere) has no "
-                          "aggregate= and draws fresh entropy even with reproducible_seed; "
-                          "wire it to confidence_intervals_from_queries and "
-                          "Session._random_source()", strict=False)
 @pytest.mark.parametrize("kind", ["csv", "parquet"])
 def test_session_file_aggregated_equals_memory(files: dict[str, Path], kind: str) -> None:
     import warnings
@@ -90,3 +86,29 @@ def test_session_file_aggregated_equals_memory(files: dict[str, Path], kind: str
                                    reproducible_seed=5).quantile_ci(
             "v", QS, rho=0.5, bounds=(-5, 15))
     _same(on_file, in_memory)
+    assert on_file.diagnostics == in_memory.diagnostics
+
+
+def test_session_file_single_level_and_refusals(files: dict[str, Path]) -> None:
+    import warnings
+
+    from dpfair.privacy import Budget
+
+    path = files["parquet"]
+    x = dpfair.data.read_column(path, "v")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s_file = dpfair.Session(path, budget=Budget.zcdp(1.0), reproducible_seed=8)
+        one = s_file.quantile_ci("v", 0.9, rho=0.25, bounds=(-5, 15), method="binsearch",
+                                 aggregate="always")
+        rec = s_file.last_record
+        assert rec is not None and rec.params["aggregated"] is True
+        ref = dpfair.Session({"v": x}, budget=Budget.zcdp(1.0),
+                             reproducible_seed=8).quantile_ci(
+            "v", 0.9, rho=0.25, bounds=(-5, 15), method="binsearch")
+        assert (one.low, one.high) == (ref.low, ref.high)
+        spent = s_file.spent
+        with pytest.raises(InvalidParameterError, match="aggregate='always'"):
+            s_file.quantile_ci("v", 0.5, rho=0.25, bounds=(-5, 15), method="expmech",
+                               aggregate="always")
+        assert s_file.spent == spent  # refused on public arguments: nothing charged

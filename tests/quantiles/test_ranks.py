@@ -8,10 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfair.median._expmech import CellGrid, cell_order_statistic_law
+from dpfair.median._expmech import CellGrid, cell_order_statistic_law, order_statistic_law
 from dpfair.median._ranks import expmech_lower_failure, expmech_lower_target
 from dpfair.quantiles import nonprivate_ranks
-from dpfair.quantiles._methods import binsearch_targets, expmech_targets
+from dpfair.quantiles._methods import (
+    binsearch_targets,
+    expmech_lower_failure_exact,
+    expmech_lower_target_exact,
+    expmech_targets,
+)
 
 
 def _brute_failure(n, eps, c, k, p):
@@ -29,6 +34,74 @@ def test_expmech_failure_matches_brute_force(n, eps, c, p):
     fast = expmech_lower_failure(n, eps, c, ks, p)
     slow = np.array([_brute_failure(n, eps, c, int(k), p) for k in ks])
     np.testing.assert_allclose(fast, np.minimum(slow, 1.0), rtol=1e-9, atol=1e-14)
+
+
+def _brute_exact_failure(n, eps, c, k, p):
+    m = np.arange(n + 1)
+    pmf = stats.binom.pmf(m, n, p)
+    x = c * np.exp(-eps * (m - k) / 2.0)
+    return float(pmf @ np.where(m <= k, 1.0, x / (1.0 + x)))
+
+
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.5, 0.9])
+@pytest.mark.parametrize(("n", "eps", "c"), [(60, 3.0, 50.0), (400, 1.4, 4000.0),
+                                             (1500, 0.5, 127.0), (1000, 0.949, 127.0)])
+def test_exact_law_failure_matches_brute_force(n, eps, c, p):
+    ks = np.arange(0, n + 1, max(1, n // 40))
+    fast = expmech_lower_failure_exact(n, eps, c, ks, p)
+    slow = np.minimum([_brute_exact_failure(n, eps, c, int(k), p) for k in ks], 1.0)
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-14)
+    # never above the min(1, C e^{-eps t/2}) bound it replaces
+    assert np.all(fast <= expmech_lower_failure(n, eps, c, ks, p) * (1 + 1e-9) + 1e-15)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_exact_law_target_is_the_largest_valid_rank(p):
+    n, eps, c, level = 800, 1.0, 127.0, 0.02
+    k = expmech_lower_target_exact(n, eps, c, level, p)
+    assert _brute_exact_failure(n, eps, c, k, p) <= level
+    assert _brute_exact_failure(n, eps, c, k + 1, p) > level * (1 - 1e-9)
+    assert k >= expmech_lower_target(n, eps, c, level, p)  # the same or closer to n·p
+
+
+def _offset_tail(cells, k, eps, grid, t):
+    """P(|j − k| ≥ t) for the drawn piece j of the cell mechanism (exact law)."""
+    q = float(grid.per_theta)
+    law = order_statistic_law(cells, k, eps, (0.0, float(grid.n_cells)), q, q + 1.0)
+    j = np.arange(cells.size + 1)
+    return float(law.piece_probabilities[np.abs(j - k) >= t].sum())
+
+
+def test_exact_law_tail_is_attained_by_a_clump():
+    # Attacker: ranks 1..k+t on the bottom cell, the rest on the top cell. The score-0
+    # band is then Q+1 cells and every other cell is at offset exactly t, so the draw's
+    # law attains x_t/(1 + x_t): the bound used for the ranks cannot be lowered.
+    n, k, eps = 40, 12, 1.1
+    grid = CellGrid.for_bounds((0.0, 1.0), 1.0 / 32)
+    c = grid.tail_constant
+    for t in (1, 3, 6, 10):
+        cells = np.where(np.arange(n) < k + t, 0.0, float(grid.n_cells - 1))
+        x = c * math.exp(-eps * t / 2.0)
+        assert _offset_tail(cells, k, eps, grid, t) == pytest.approx(x / (1 + x), rel=1e-9)
+
+
+def test_exact_law_tail_bounds_every_data_set():
+    rng = np.random.default_rng(5)
+    n, eps = 30, 0.9
+    grid = CellGrid.for_bounds((0.0, 1.0), 1.0 / 16)
+    c = grid.tail_constant
+    for trial in range(60):
+        if trial % 3 == 0:  # ties and atoms
+            values = rng.choice([0.0, 0.3, 0.31, 1.0], n)
+        elif trial % 3 == 1:
+            values = rng.uniform(0, 1, n)
+        else:
+            values = rng.beta(0.2, 0.2, n)
+        cells = np.sort(grid.index(values))
+        k = int(rng.integers(0, n + 1))
+        for t in range(1, n + 1):
+            x = c * math.exp(-eps * t / 2.0)
+            assert _offset_tail(cells, k, eps, grid, t) <= x / (1 + x) * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])

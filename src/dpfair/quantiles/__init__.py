@@ -17,6 +17,7 @@ data's private scale instead of the public range.
 from dpfair.quantiles._api import (
     LOCALIZE_ALPHA_FRACTION,
     LOCALIZE_RHO_FRACTION,
+    QUERY_METHODS,
     QuantileWarning,
     cdf_band,
     confidence_interval,
@@ -32,6 +33,7 @@ from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileInterval
 __all__ = [
     "LOCALIZE_ALPHA_FRACTION",
     "LOCALIZE_RHO_FRACTION",
+    "QUERY_METHODS",
     "CdfBand",
     "QuantileInterval",
     "QuantileIntervals",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
@@ -16,7 +17,12 @@ from dpfair._lazy import LazyModule
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval
 from dpfair._warnings import DPFairWarning
-from dpfair.mechanisms import NoisyBinaryTree, leaf_counts_sorted, leaf_edges
+from dpfair.mechanisms import (
+    GaussianMechanism,
+    NoisyBinaryTree,
+    leaf_counts_sorted,
+    leaf_edges,
+)
 from dpfair.median._api import (
     _check_request,
     _theta,
@@ -27,7 +33,9 @@ from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 from dpfair.quantiles._methods import (
     binsearch_quantile,
+    binsearch_targets,
     cdf_quantiles,
+    envelope_threshold,
     expmech_quantile,
     grid_point,
 )
@@ -39,6 +47,7 @@ special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-u
 __all__ = [
     "LOCALIZE_ALPHA_FRACTION",
     "LOCALIZE_RHO_FRACTION",
+    "QUERY_METHODS",
     "QuantileWarning",
     "cdf_band",
     "confidence_interval",
@@ -52,6 +61,11 @@ __all__ = [
 #: Share of ρ and of α spent by the private localisation stage (public constants).
 LOCALIZE_RHO_FRACTION: Final[float] = 0.1
 LOCALIZE_ALPHA_FRACTION: Final[float] = 0.05
+#: The smaller α share used when every stage-1 target rank is at least
+#: :data:`LOCALIZE_MARGIN_SDS` stage-1 noise sds away from ranks 0 and n
+#: (:func:`localization_alpha_fraction`).
+LOCALIZE_ALPHA_FRACTION_INNER: Final[float] = 0.01
+LOCALIZE_MARGIN_SDS: Final[float] = 4.0
 #: Tree depth of the localised stage (2^7 bins over the localised range).
 LOCALIZED_TREE_DEPTH: Final[int] = 7
 #: Depth of the localised NoisyBinSearch (2^7 bins over the localised range).
@@ -240,6 +254,31 @@ def _prepare(x: ArrayLike, bounds: tuple[float, float]) -> _Sorted:
 
 
 # ---------------------------------------------------------------------------- engine
+def localization_alpha_fraction(n: int, ps: Sequence[float], rho1: float, depth: int,
+                                alpha: float) -> float:
+    """Share of α given to the localisation stage: a public function of (n, q, ρ₁, D₁, α).
+
+    The final interval's noise quantile is taken at level α − α₁, so α₁ should be small;
+    but a stage-1 end whose target rank lies within a few noise sds σ₁ of rank 0 (or n)
+    can stop anywhere in the empty stretch between the public bound and the data (counts
+    there are all 0, so the search follows the noise), which widens R₂ and every bin of
+    the second stage. So the share is :data:`LOCALIZE_ALPHA_FRACTION_INNER` when, at that
+    share, every stage-1 target rank is at least :data:`LOCALIZE_MARGIN_SDS`·σ₁ inside
+    [0, n], and :data:`LOCALIZE_ALPHA_FRACTION` (a larger level, targets further inside)
+    otherwise. Only public values enter, so the choice spends no privacy and the coverage
+    argument of :func:`_localized` holds for either share.
+    """
+    k = len(ps)
+    sigma = GaussianMechanism.for_zcdp(rho1 / k / (2.0 * depth), l2_sensitivity=1.0).sigma
+    a1 = LOCALIZE_ALPHA_FRACTION_INNER * alpha / 2.0 / k
+    margin = LOCALIZE_MARGIN_SDS * sigma
+    for p in ps:
+        k_low, k_high = binsearch_targets(n, sigma, depth, p, a1, a1)
+        if k_low is None or k_high is None or k_low < margin or n - k_high < margin:
+            return LOCALIZE_ALPHA_FRACTION
+    return LOCALIZE_ALPHA_FRACTION_INNER
+
+
 def _legacy(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, float],
             alpha: float, method: str, theta: float, gen: np.random.Generator
             ) -> tuple[list[tuple[float, float, dict[str, Any]]], Budget, DPCdf | None,
@@ -329,9 +368,10 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     k = len(ps)
     lo, hi = bounds
     rho1 = LOCALIZE_RHO_FRACTION * rho
-    a1 = LOCALIZE_ALPHA_FRACTION * alpha / 2.0 / k
-    a2 = (1.0 - LOCALIZE_ALPHA_FRACTION) * alpha / 2.0 / k
     d1 = localization_depth(src.n, bounds)
+    frac1 = localization_alpha_fraction(src.n, ps, rho1, d1, alpha)
+    a1 = frac1 * alpha / 2.0 / k
+    a2 = (1.0 - frac1) * alpha / 2.0 / k
     step1 = (hi - lo) / 2.0**d1
     acct = Accountant(Budget.zcdp(rho))
     ranges: list[tuple[float, float]] = []
@@ -352,14 +392,13 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     out: list[tuple[float, float, dict[str, Any]]] = []
     cdf: DPCdf | None = None
     thetas: list[float] = []
-    extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": LOCALIZE_ALPHA_FRACTION * alpha,
-                                          "depth": d1}}
+    extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": frac1 * alpha, "depth": d1}}
     if method == "expmech":
         for p, r2, st in zip(ps, ranges, stage1, strict=True):
             theta2 = (r2[1] - r2[0]) / LOCALIZED_EXPMECH_STEPS
             low, high, s, d = expmech_quantile(
                 src.clipped_view(r2), p, rho2 / k, r2, a2, a2, theta2, gen,
-                tail_constant=float(LOCALIZED_EXPMECH_STEPS))
+                tail_constant=float(LOCALIZED_EXPMECH_STEPS), exact_tail=True)
             if _r(s) > 0:
                 acct.charge(s, label="expmech")
             out.append((low, high, {"stage1": st, "range": r2, **d}))
@@ -376,7 +415,9 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
             thetas.append((r2[1] - r2[0]) / 2.0**depth)
     else:
         hull = (min(r[0] for r in ranges), max(r[1] for r in ranges))
-        depth = LOCALIZED_TREE_DEPTH + max(0, math.ceil(math.log2(k)))
+        ranks1 = [st["target_ranks"] for st in stage1]
+        depth = localized_tree_depth(src.n, ps, rho2, a2, ranks1)
+        extra["localize"]["tree_depth"] = depth
         ends, s, d, cdf = cdf_quantiles(src.leaves(hull, depth), [(p, a2, a2) for p in ps],
                                         rho2, hull, depth, gen, envelope=True)
         acct.charge(s, label="cdf/tree")
@@ -384,6 +425,69 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
                for (lw, hg), st in zip(ends, stage1, strict=True)]
         thetas = [(hull[1] - hull[0]) / 2.0**depth] * k
     return out, acct.spent, cdf, extra, thetas
+
+
+#: Depths the localised tree chooses from (public).
+TREE_DEPTHS: Final[tuple[int, ...]] = tuple(range(3, 13))
+
+
+@functools.lru_cache(maxsize=256)
+def _tree_end_excess(n: int, p: float, depth: int, rho: float, level: float
+                     ) -> tuple[float, float]:
+    """(threshold − n·p in ranks, rms prefix sd) of one envelope test at ``level`` (public)."""
+    tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
+    sig = tree.prefix_std()[1 : 2**depth]
+    sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
+    th = envelope_threshold(n, p, float(sig_plus.min()), float(sig_plus.max()),
+                            level / factor) + float(np.max(shift))
+    return th - n * p, float(np.sqrt(np.mean(sig**2)))
+
+
+def _overshoot_bins(bin_ranks: float, sigma: float) -> float:
+    """Model of the grid steps between the threshold crossing and the released end.
+
+    Half a bin for the rounding to the next grid point, plus the expected number of later
+    grid points that a noisy count (sd ``sigma``) still leaves un-rejected: the i-th point
+    past the crossing is ≈ i·b ranks beyond it, and the released end passes it if any
+    point at or after it is un-rejected, bounded by min(1, Σ_{i' ≥ i} Φ̄(i'·b/σ)).
+    """
+    b = max(bin_ranks, 1e-9)
+    i = np.arange(1, math.ceil(10.0 * sigma / b) + 2, dtype=np.float64)
+    miss = special.ndtr(-i * b / max(sigma, 1e-12))
+    after = np.cumsum(miss[::-1])[::-1]
+    return 0.5 + float(np.sum(np.minimum(after, 1.0)))
+
+
+def localized_tree_depth(n: int, ps: Sequence[float], rho2: float, alpha_end: float,
+                         ranks1: Sequence[tuple[int | None, int | None]]) -> int:
+    r"""Depth D₂ of the localised tree: the minimiser of a public width model.
+
+    An interval end of the tree method sits where the noisy prefix count crosses its
+    envelope threshold, rounded outward to the next grid point. In ranks its distance to
+    n·q is the threshold's excess e_D (a function of n, q, D, ρ₂, α: larger D means more
+    noise per node) plus on average half a bin and more, and a bin of the localised range holds
+    about b = W/2^D ranks, with W = k_U1 − k_L1 the distance between the stage-1 target
+    ranks (the hull's for several q). A finer grid also gives the noise more grid points
+    past the crossing that can stay un-rejected and push the end out
+    (:func:`_overshoot_bins`). So D₂ minimises Σ_ends (e_D + b·overshoot(b, σ_D)) over
+    :data:`TREE_DEPTHS`. Everything in the model is public (n, the levels, ρ₂, α and the
+    stage-1 target ranks, which depend on public values only), so the choice spends no
+    privacy, and the coverage argument holds for any fixed depth.
+    """
+    lows = [r[0] if r[0] is not None else 0 for r in ranks1]
+    highs = [r[1] if r[1] is not None else n for r in ranks1]
+    width = max(1.0, float(max(highs) - min(lows)))
+    best, best_cost = TREE_DEPTHS[0], math.inf
+    for depth in TREE_DEPTHS:
+        b = width / 2.0**depth
+        cost = 0.0
+        for p in ps:
+            for level_p in (p, 1.0 - p):
+                excess, sd = _tree_end_excess(n, level_p, depth, rho2, alpha_end)
+                cost += excess + b * _overshoot_bins(b, sd)
+        if cost < best_cost:
+            best, best_cost = depth, cost
+    return best
 
 
 def _free_warnings(low: float, high: float, bounds: tuple[float, float], rho: float,

@@ -43,6 +43,13 @@ from dpfair.mechanisms import (
 from dpfair.median import _cdf as median_cdf
 from dpfair.median._expmech import CellGrid, SortedCounts, sample_order_statistic_cell
 from dpfair.median._ranks import (
+    _ROUNDING_MARGIN,
+    _binom_cdf,
+    _binom_sf,
+    _expmech_t0,
+    _log_pmf,
+    _window,
+    expmech_lower_failure,
     expmech_lower_target,
     gaussian_union_tail,
     generic_lower_failure,
@@ -66,6 +73,8 @@ __all__ = [
     "binsearch_quantile",
     "binsearch_targets",
     "cdf_quantiles",
+    "expmech_lower_failure_exact",
+    "expmech_lower_target_exact",
     "expmech_quantile",
     "expmech_targets",
     "grid_point",
@@ -73,15 +82,114 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------- ExpMech
+#: Beyond t with C·e^{−εt/2} ≤ 1e-8 the exact-law tail x/(1 + x) is replaced by its upper
+#: bound x (relative cost ≤ 1e-8), which keeps the geometric closed form for the far tail.
+_EXACT_TAIL_CUTOFF = 8.0 * math.log(10.0)
+#: Above this many (window × kernel) products the exact-law tail falls back to the
+#: min(1, C·e^{−εt/2}) bound (valid, more conservative): tiny ε at huge n only.
+_EXACT_TAIL_WORK = 50_000_000
+
+
+def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: Any,
+                                p: float = 0.5) -> NDArray[np.float64]:
+    r"""F(k) = E[h(B − k)], B ~ Bin(n, p), with the exact worst-case conditional miss h.
+
+    :func:`dpfair.median._ranks.expmech_lower_failure` bounds the conditional miss
+    probability given a rank error of t ≥ 1 by min(1, C·e^{−εt/2}). The exponential
+    mechanism's output law gives the exact worst case instead. The drawn piece j has
+    probability len_j e^{−ε|j−k|/2} / Z; the miss event needs |j − k| ≥ t. The pieces with
+    |j − k| ≥ t have total length L ≤ |R| − band and weight ≤ e^{−εt/2}, the band piece
+    (score 0, length ≥ band) is in Z but not in the numerator, so with N the numerator
+
+    .. math:: P(\text{miss} \mid B = k + t) ≤ \frac{N}{N + \text{band}}
+              ≤ \frac{x_t}{1 + x_t},\qquad x_t = C e^{−εt/2},\; C = (|R| − band)/band,
+
+    (x ↦ x/(1 + x) is increasing), attained by data whose records beyond rank k + t sit in
+    one clump at the far end. So h(t) = 1 for t ≤ 0 and x_t/(1 + x_t) for t ≥ 1: never
+    above min(1, x_t), about half of it where x_t ≈ 1 (one or two ranks closer to the
+    classical target at the paper setting). h is non-increasing, so F is non-decreasing
+    in k and the same largest-valid-rank search applies.
+
+    Computation: P(B ≤ k) exactly; the terms t = 1..T (T the first t with
+    x_t ≤ 1e-8) as one correlation of the binomial pmf with h over the window where the
+    binomial has mass (±20 sd); the terms t > T with the upper bound x_t (the geometric
+    closed form of ``expmech_lower_failure``); the binomial mass outside the window is
+    added as a bound (each term ≤ 1). Every approximation errs upward, so a rank with
+    F(k) ≤ level is valid.
+    """
+    k_arr = np.atleast_1d(np.asarray(ks, dtype=np.int64))
+    c = float(band_ratio)
+    centre, half_width = _window(n, p)
+    m_lo = max(0, math.floor(centre) - half_width)
+    m_hi = min(n, math.ceil(centre) + half_width)
+    if c <= 0.0:  # one piece: the band is the whole range, no miss beyond rank k
+        return np.minimum(np.asarray(_binom_cdf(k_arr, n, p), dtype=np.float64), 1.0)
+    t_cut = 2.0 * (math.log(c) + _EXACT_TAIL_CUTOFF) / epsilon
+    big = not t_cut < n
+    if big or (m_hi - m_lo + 1) * math.ceil(t_cut) > _EXACT_TAIL_WORK:
+        return expmech_lower_failure(n, epsilon, c, k_arr, p)
+    t_max = max(1, math.ceil(t_cut))
+    m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
+    pmf = np.exp(_log_pmf(m, n, p))
+    t = np.arange(1, t_max + 1, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        x = c * np.exp(-epsilon * t / 2.0)
+    h = x / (1.0 + x)
+    h[~np.isfinite(x)] = 1.0
+    # near(k) = Σ_{t=1..T} pmf(k + t)·h(t) = conv[k − m_lo + T], k = m_lo − T .. m_hi − 1
+    conv = np.convolve(pmf, h[::-1])
+    idx = k_arr - m_lo + t_max
+    ok = (idx >= 0) & (idx < conv.size)
+    near = np.zeros(k_arr.shape, dtype=np.float64)
+    near[ok] = conv[idx[ok]]
+    # far(k) = Σ_{m > k + T, m in window} pmf(m)·C·e^{−ε(m − k)/2} (geometric closed form)
+    log_terms = _log_pmf(m, n, p) - epsilon * (m - centre) / 2.0
+    log_suffix = np.concatenate((np.logaddexp.accumulate(log_terms[::-1])[::-1], [-np.inf]))
+    start = np.clip(k_arr + t_max + 1 - m_lo, 0, log_suffix.size - 1)
+    with np.errstate(over="ignore"):
+        far = c * np.exp(np.minimum(epsilon * (k_arr - centre) / 2.0 + log_suffix[start],
+                                    700.0))
+    outside = float(_binom_cdf(m_lo - 1, n, p) + _binom_sf(m_hi, n, p))
+    out = np.asarray(_binom_cdf(k_arr, n, p), dtype=np.float64) + near + far + outside
+    return np.minimum(out, 1.0)
+
+
+def expmech_lower_target_exact(n: int, epsilon: float, band_ratio: float,
+                               alpha_half: float, p: float = 0.5) -> int:
+    """Largest k in {0..n} with :func:`expmech_lower_failure_exact` ≤ level, or −1.
+
+    Every candidate in the window where F can cross the level is evaluated at once; when
+    none there qualifies, the min(1, ·)-bound search of
+    :func:`dpfair.median._ranks.expmech_lower_target` answers (also valid: its F is larger).
+    """
+    limit = alpha_half * (1.0 - _ROUNDING_MARGIN)
+    t0 = _expmech_t0(n, epsilon, band_ratio)
+    if t0 >= n:
+        return -1
+    centre, half_width = _window(n, p)
+    k_first = max(0, math.floor(centre) - half_width - t0 - 1)
+    k_last = min(n, math.ceil(centre) + half_width)
+    ks = np.arange(k_first, k_last + 1)
+    values = expmech_lower_failure_exact(n, epsilon, band_ratio, ks, p)
+    ok = np.flatnonzero(values <= limit)
+    if ok.size and not (ok[-1] == ks.size - 1 and ks[-1] < n):
+        return int(ks[ok[-1]])
+    return expmech_lower_target(n, epsilon, band_ratio, alpha_half, p)
+
+
 @functools.lru_cache(maxsize=1024)
 def expmech_targets(n: int, epsilon: float, tail_constant: float, p: float,
-                    alpha_low: float, alpha_high: float) -> tuple[int | None, int | None]:
+                    alpha_low: float, alpha_high: float, exact: bool = False
+                    ) -> tuple[int | None, int | None]:
     """(k_L, k_U) of ExpMech for level p (``None`` for an end with no valid rank).
 
-    A pure function of public values (n, ε, C, p, the two levels), cached.
+    A pure function of public values (n, ε, C, p, the two levels), cached. ``exact=True``
+    uses the exact worst-case conditional law (:func:`expmech_lower_failure_exact`)
+    instead of the min(1, C·e^{−εt/2}) tail bound: the same or closer ranks.
     """
-    k_low = expmech_lower_target(n, epsilon, tail_constant, alpha_low, p)
-    k_mirror = expmech_lower_target(n, epsilon, tail_constant, alpha_high, 1.0 - p)
+    target = expmech_lower_target_exact if exact else expmech_lower_target
+    k_low = target(n, epsilon, tail_constant, alpha_low, p)
+    k_mirror = target(n, epsilon, tail_constant, alpha_high, 1.0 - p)
     return (k_low if k_low >= 0 else None), (n - k_mirror if k_mirror >= 0 else None)
 
 
@@ -96,6 +204,7 @@ def expmech_quantile(
     rng: np.random.Generator,
     *,
     tail_constant: float | None = None,
+    exact_tail: bool = False,
 ) -> tuple[float, float, Budget, dict[str, Any]]:
     """ExpMech for the p-quantile: two cell-mechanism draws with ρ/2 each.
 
@@ -104,7 +213,9 @@ def expmech_quantile(
     docstring). ``tail_constant``, if given, must be a public upper bound on the grid's
     :attr:`~dpfair.median._expmech.CellGrid.tail_constant` (a larger C is still a valid
     tail bound): the localised stage passes one that does not depend on the data-chosen
-    range, so that its ranks are data-independent.
+    range, so that its ranks are data-independent. ``exact_tail=True`` computes the target
+    ranks with the exact worst-case conditional law of the draw
+    (:func:`expmech_lower_failure_exact`) instead of the min(1, C·e^{−εt/2}) bound.
 
     Privacy: each draw is the exponential mechanism with ε = 2√ρ, i.e. ε²/8 = ρ/2-zCDP
     (bounded range), two draws compose to ρ-zCDP; an end without a valid rank draws
@@ -115,7 +226,7 @@ def expmech_quantile(
     grid = CellGrid.for_bounds(bounds, granularity)
     mech = ExponentialMechanism.for_zcdp(rho / 2.0)
     c = grid.tail_constant if tail_constant is None else max(tail_constant, grid.tail_constant)
-    k_low, k_high = expmech_targets(n, mech.epsilon, c, p, alpha_low, alpha_high)
+    k_low, k_high = expmech_targets(n, mech.epsilon, c, p, alpha_low, alpha_high, exact_tail)
     acct = Accountant(Budget.zcdp(rho))
     q = grid.per_theta
     low, high = a, b

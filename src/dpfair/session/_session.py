@@ -960,12 +960,15 @@ class Session:
         groups: Sequence[Any] | None = None,
         group_sizes: str | None = None,
         rng: None = None,
+        aggregate: str = "auto",
     ) -> Any:
         """Private confidence interval(s) for quantiles of one column, optionally by group.
 
         Wraps :func:`dpfair.quantiles.confidence_interval` (one level ``q``) and
         :func:`dpfair.quantiles.confidence_intervals` (a sequence of levels, simultaneous
-        coverage). The column is read into memory. Charged before it is returned.
+        coverage), and, for big files, :func:`dpfair.quantiles.confidence_intervals_from_queries`
+        (count queries through DuckDB, the column never loaded). Charged before it is
+        returned.
 
         Parameters
         ----------
@@ -985,6 +988,14 @@ class Session:
             present is itself a release). Rows whose group is not listed are ignored.
         group_sizes : {"public"}, required with ``by``
             The declaration that the number of rows of each listed group is public.
+        aggregate : {"auto", "always", "never"}
+            For a file and the methods ``"cdf"``, ``"binsearch"``, ``"binsearch_cdf"``:
+            answer from DuckDB count queries instead of loading the column ("auto": files
+            over 2^24 rows, a public count). The result is the SAME as in memory for the
+            same stream (the methods read the data only through exact counts). ExpMech
+            needs order statistics: ``aggregate="always"`` with it is refused before the
+            data are read, "auto" loads the column. Ignored for in-memory data and with
+            ``by`` (group rows are read into memory).
 
         Returns
         -------
@@ -1007,9 +1018,23 @@ class Session:
         the session is charged ρ once — not ρ per group. The groups' rows are disjoint;
         each group draws from its own stream (``Generator.spawn``).
         """
-        from dpfair.quantiles import confidence_interval, confidence_intervals
+        from dpfair.quantiles import (
+            QUERY_METHODS,
+            confidence_interval,
+            confidence_intervals,
+            confidence_intervals_from_queries,
+            file_queries,
+        )
 
         col = self._source.resolve(column)
+        agg = _check_aggregate(aggregate)
+        if agg == "always" and str(method) not in QUERY_METHODS and isinstance(
+                self._source, FileSource) and by is None:
+            raise InvalidParameterError(
+                f"aggregate='always' with method={method!r}: the out-of-core path serves "
+                f"{list(QUERY_METHODS)} (ExpMech needs order statistics); use one of them "
+                "or aggregate='auto'/'never' to load the column."
+            )
         r = check_positive("rho", rho)
         a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
         many = not np.isscalar(q)
@@ -1061,7 +1086,19 @@ class Session:
                 return read_text_column(source.path, str(by))
             return source.column(by)
 
+        used: list[bool] = []
+
         def compute() -> Any:
+            if (by is None and isinstance(source, FileSource) and source.path is not None
+                    and str(method) in QUERY_METHODS and self._use_aggregates(agg)):
+                used.append(True)
+                n, count, hist = file_queries(source.path, str(col))
+                res = confidence_intervals_from_queries(
+                    n, count, hist, levels, rho=r, bounds=(lo, hi), alpha=a,
+                    method=str(method), granularity=granularity, localize=localize,
+                    rng=gen)
+                return res if many else res.intervals[0]
+            used.append(False)
             x = source.column(col)
             if by is None:
                 return one(x, gen)
@@ -1091,7 +1128,7 @@ class Session:
             return {
                 "column": col, "q": levels, "rho": r, "bounds": [lo, hi], "alpha": a,
                 "method": str(method), "by": by, "groups": list(groups or []),
-                "group_sizes": group_sizes,
+                "group_sizes": group_sizes, "aggregated": bool(used and used[0]),
             }
 
         return self._release(
