@@ -23,6 +23,7 @@ PlugInClassifier             no      no     unconstrained group-wise plug-in
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, ClassVar
 
@@ -37,7 +38,7 @@ from dpfair._rng import as_generator
 from dpfair._validation import check_positive
 from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import BudgetPlan, plan_budget
-from dpfair.fairclass._linear import FeatureMap
+from dpfair.fairclass._linear import RADIUS_CHOICES, RADIUS_SHARE, FeatureMap
 from dpfair.fairclass._model import bandwidth_rule, row_uniforms
 from dpfair.fairclass._pipeline import ArraySource, FitSettings, Source, run_pipeline
 from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
@@ -233,6 +234,22 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         """The split kind of the fit (None: the source's default)."""
         return None
 
+    def _radius(self) -> float | str:
+        """The linear score's row radius: "auto", "box" or a public r > 0 (validated)."""
+        r = getattr(self, "radius", "auto")
+        if isinstance(r, str):
+            if r in RADIUS_CHOICES:
+                return r
+        elif not isinstance(r, bool) and isinstance(r, (int, float, np.integer, np.floating)):
+            if math.isfinite(float(r)) and float(r) > 0:
+                return float(r)
+        raise InvalidParameterError(
+            f"radius={r!r}: expected 'auto' (an ε-DP estimate of the median row norm, "
+            f"{RADIUS_SHARE:g} of S1's ε), 'box' (the public worst case sqrt(k + c): no row "
+            "clipped) or a public positive number (the L2 radius of the centred row, in "
+            "units of the public box: each numeric column spans [-1, 1], one-hot entries 1)."
+        )
+
     def _settings(self, score: str, d: int, *, feature_map: FeatureMap | None = None,
                   lows: NDArray[np.float64] | None = None,
                   highs: NDArray[np.float64] | None = None) -> FitSettings:
@@ -245,6 +262,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             fail_prob=self._certify_fail_prob() if plan is not None else None,
             resolution=resolution, max_nodes=max_nodes, bandwidth=self._resolve_bandwidth,
             d=d, feature_map=feature_map, lows=lows, highs=highs,
+            radius=self._radius() if score == "linear" else "auto",
         )
 
     def _fit_path(
@@ -390,6 +408,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         sensitive_features = require_sensitive(sensitive_features, self, "predict")
         U, A = self._prepare_predict(X, sensitive_features)
         p = self._positive_rate(U, A)
+        if len(self.folds_) == 1:  # p is 0 or 1: u < p for every u in [0, 1) is p itself
+            return p.astype(np.int64)
         u = row_uniforms(U, A, self.tie_seed_)
         return (u < p).astype(np.int64)
 
@@ -579,6 +599,16 @@ class CDPFairClassifier(_PlugInBase):
         the same order give the same release in memory, from a file
         (:func:`~dpfair.fairclass.fit_cdp_fair_from_file`) and from a Dask DataFrame.
         ``"permutation"`` cannot be used out of core.
+    radius : float or {"auto", "box"}, default="auto"
+        Linear estimator only: the L2 radius r to which each centred row is clipped before
+        the objective perturbation, whose noise is calibrated to it. Rows are centred at
+        the public box midpoint (each numeric column mapped to [−1, 1], one-hot entries 0/1)
+        and rows longer than r are shrunk onto radius r — clipping is part of the
+        algorithm (a fixed map of one record). ``"auto"``: r is an ε-DP estimate of the
+        median row norm on a public ladder (exact exponential mechanism, 4% of S1's ε,
+        charged in the ledger as ``row radius``); ``"box"``: the public worst case
+        sqrt(k + c) (k numeric, c categorical columns; nothing is clipped, nothing spent);
+        a number: a public radius from outside knowledge (nothing spent).
 
     Attributes
     ----------
@@ -673,6 +703,7 @@ class CDPFairClassifier(_PlugInBase):
         estimator: str = "auto",
         categories: Any = None,
         split: str | None = None,
+        radius: float | str = "auto",
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -695,6 +726,7 @@ class CDPFairClassifier(_PlugInBase):
         self.estimator = estimator
         self.categories = categories
         self.split = split
+        self.radius = radius
 
     def _rule(self) -> str:
         rule = self.threshold_rule
