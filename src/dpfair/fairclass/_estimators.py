@@ -110,6 +110,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
     __metadata_request__fit: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__predict: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__predict_proba: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__decision_function: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__score: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
 
     # Attributes every subclass defines in __init__ (declared for type checkers).
@@ -391,6 +392,58 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         p = self._positive_rate(U, A)
         return np.column_stack((1.0 - p, p))
 
+    def predict_eta(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """The released group score η̃(x, a), an estimate of P(Y = 1 | X = x, A = a).
+
+        The mean over the folds of each fold's released η̃ (the linear score's
+        sigmoid(θ̃·φ(x, a)), or the kernel estimate interpolated on its public grid). Use
+        it to rank or calibrate; the fair decisions are :meth:`predict`.
+
+        Privacy: post-processing of the released model (θ̃ or the η̃ grid, with the public
+        feature map): it reads no training data and draws no noise, so it costs nothing
+        beyond the fit's ``privacy_spent_``, and the same input always gives the same
+        output. ``sensitive_features`` is required (η̃ depends on the group).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), values in [0, 1]
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "predict_eta")
+        U, A = self._prepare_predict(X, sensitive_features)
+        grid = self.grid_
+        eta = np.zeros(U.shape[0])
+        for fold in self.folds_:
+            eta += fold.eta_at(grid, U, A)
+        return np.asarray(eta / len(self.folds_))
+
+    def decision_function(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """Margin of the fair decision: mean over folds of η̃_f(x, a) − t_{f,a}.
+
+        Fold f predicts 1 iff η̃_f(x, a) ≥ t_{f,a} = 1/2 + (2a − 1)·τ̂_f / (2π̃_{f,a}) (the
+        rule 1{Z ≥ τ̂} for group 1 and 1{Z ≤ τ̂} for group 0, Z = 2(2a − 1)π̃_a(η̃ − 1/2),
+        solved for η̃), so with one fold the sign agrees with :meth:`predict` (up to
+        rounding at exact ties). Post-processing of the released model: no training data,
+        no noise, no privacy cost. ``sensitive_features`` is required.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), values in [−1, 1]
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "decision_function")
+        U, A = self._prepare_predict(X, sensitive_features)
+        grid = self.grid_
+        a = A.astype(np.intp)
+        sign = 2.0 * a - 1.0
+        out = np.zeros(U.shape[0])
+        for fold in self.folds_:
+            t = 0.5 + sign * fold.tau / (2.0 * fold.pi[a])
+            out += fold.eta_at(grid, U, A) - t
+        return np.asarray(out / len(self.folds_))
+
     def predict(
         self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
     ) -> NDArray[np.int64]:
@@ -459,7 +512,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                 },
                 "feature_map": self.feature_map_.to_dict(),
                 "folds": [
-                    {"theta": f.theta.tolist(), "pi": f.pi.tolist(), "tau": f.tau}
+                    {"theta": f.theta.tolist(), "pi": f.pi.tolist(), "tau": f.tau,
+                     "design": None if f.design_map is None else f.design_map.to_dict()}
                     for f in self.folds_
                 ],
                 "tie_seed": self.tie_seed_,
