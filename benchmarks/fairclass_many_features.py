@@ -79,8 +79,6 @@ def _metrics(y: Any, a: Any, p: Any) -> tuple[float, float]:
 # --------------------------------------------------------------------------- dpfair side
 def run_synthetic(reps: int, n: int, n_test: int, alpha: float,
                   shared: dict[str, Any]) -> list[dict[str, Any]]:
-    import numpy as np
-
     from dpfair import UncertifiedFairnessWarning
     from dpfair.experiments.fairclass_full_adult import nonprivate_lr_predict
     from dpfair.fairclass import CDPFairClassifier

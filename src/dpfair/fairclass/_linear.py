@@ -3,13 +3,17 @@
 The kernel estimate of :mod:`._model` lives on a grid of m^d nodes; beyond d ≈ 3 it does
 not scale. This module releases instead a logistic model of η(x, a) = P(Y = 1 | X = x, A = a)
 
-    η̃(x, a) = sigmoid(θ̃ · φ(x, a)),   φ(x, a) = (1, a, u(x)) / R,
+    η̃(x, a) = sigmoid(θ̃ · φ(x, a)),
+    φ(x, a) = (c₀, c₀·a, v(x)·min(1, r/‖v(x)‖))·(1 − 2^-30)/R,   R = sqrt(2c₀² + r²),
 
-where u(x) ∈ [0, 1]^k ⊕ one-hot blocks is the *public* feature map (numeric columns scaled
-with their public bounds, categorical columns one-hot over their public category lists;
-:class:`FeatureMap`) and R = sqrt(2 + k + c) (k numeric, c categorical columns) so that
-‖φ‖₂ ≤ 1 for every possible record. The group enters as a feature. The released θ̃ is a
-finite vector; predictions are post-processing (no data, no noise).
+where v(x) is the *public* feature map centred at the box midpoint (numeric columns scaled
+with their public bounds to [−1, 1], categorical columns one-hot over their public category
+lists; :class:`FeatureMap`, :class:`LinearDesign`), r the row radius (public, the box's
+worst case r_box = sqrt(k + c), or an ε-DP median of the row norms, :func:`choose_radius`)
+and c₀ = r/sqrt(k + c); rows longer than r are clipped onto radius r, so ‖φ‖₂ ≤ 1 for every
+possible record. The group enters as a feature. The released θ̃ is a finite vector;
+predictions and scores are post-processing (no data, no noise). (:func:`design`, the
+uncentred map (1, a, u(x))/sqrt(2 + k + c) of the first version, is kept for callers.)
 
 **Mechanism (objective perturbation; Chaudhuri, Monteleoni & Sarwate 2011; Kifer, Smith &
 Thakurta 2012), released as executed (Iyengar et al. 2019, approximate-minima perturbation,
@@ -59,26 +63,32 @@ Gaussian N_ℤ(0, S)^p to an integer vector of L2 sensitivity Δ is (ε_out, δ_
 S of :func:`dpfair.mechanisms.discrete_gaussian.approx_dp_variance` (analytic Gaussian at
 δ slightly below δ_out, plus the proven discrete slack). By adaptive basic composition
 the pair (θ*, K + Z) is (ε_J + ε_b + ε_out, δ_b + δ_out)-DP, and θ̃ is post-processing
-of it. The shares: ε_out = 2% of ε₁, δ_out = 2% of δ/2; γ is tiny (Newton converges
-quadratically), so the output noise (σ ≈ 10^-5 in θ units on Adult) is negligible next to
-the objective perturbation's.
+of it. The shares: ε_out = 2% of ε₁, δ_out = 2% of δ/2 (CDP-Fair's pipeline also gives
+the group count 2% and ε_J 2% of the rest, :data:`LINEAR_COUNT_SHARE`, and ε_r = 4% to the
+radius); γ is tiny (Newton converges quickly), so the output noise (σ ≈ 10^-5 in θ units
+on Adult) is negligible next to the objective perturbation's.
 
-*Floating point.* (a) Rows: u(x) ∈ [0, 1] exactly (clip) and one-hot entries are 0/1, so
-the exact ‖(1, a, u)‖ ≤ R; fl(sqrt) and fl(x/R) round once each, so every computed row has
-‖φ‖ ≤ (1 + u)/(1 − u) < ζ (u = 2^-53). The proof is about these computed rows (a fixed
-map of one record) and the binary64 numbers Λ and b̂ themselves. (b) The certified
-gradient: g_j = math.fsum of the computed terms −fl(φ_ij·s_iσ̂_i), fl(Λθ_j), b̂_j (correctly
-rounded), with E ≥ ‖g − ∇J_b̂(θ̂)‖₂ from: the margin fl(φ_i·θ) (≤ γ_p Σ_j φ_ij|θ_j| for any
-summation order; σ′ ≤ 1/4), σ̂ = 0.5·(1 + tanh(−m/2)) (≤ (T + 2)u with T = 6 the assumed ulp
-error of numpy's tanh, the one platform assumption here, checked against 50-digit
-arithmetic in the tests), the products, fl(Λθ_j) and fsum (≤ u times the magnitudes).
-The check is (‖g‖ + E)(1 + 2^-19) ≤ γ, all norms and bounds computed with relative error
-≤ 2^-20. (c) If the check is not met after the refinement steps (never observed; it would
-need margins |φ|·|θ| beyond ~10^3), the fit raises and releases nothing; that abort is a
-data-dependent event outside the guarantee. (d) The optimiser, its number of steps, and
-θ̂'s low-order bits may depend on the data in any way — they enter the output only
-through K, whose sensitivity is bounded above for every run. (n in γ is the public
-number of rows of the whole data set, an upper bound on each fit's half.)
+*Floating point.* (a) Rows: v(x) is any computed vector (a fixed function of one record);
+the computed norm n̂ = fl(sqrt(Σv²)) has relative error ≤ (p/2 + 2)u, and every entry of φ
+is one or two correctly rounded products with fl(min(1, r/n̂)) and fl((1 − 2^-30)/R), so ‖φ‖
+≤ (1 + (p/2 + 10)u)(1 − 2^-30) < 1 for p ≤ 2^20 (u = 2^-53; :meth:`LinearDesign.rows`;
+:func:`fit_linear_release` refuses a design whose computed Σφ² exceeds 1 + 2^-41). The proof
+is about these computed rows and the binary64 numbers Λ and b̂ themselves. (b) The certified
+gradient: the terms t_ij = fl(φ_ij·s_iσ̂_i) of each coordinate are summed by an error-free
+split (:func:`_exact_column_sums`: hi parts on a grid on which every partial sum is exact in
+any order, BLAS included; lo parts with a γ_n bound), vectorised over all columns, dense or
+sparse, and g_j = fl(fl(−Σt_ij + fl(Λθ_j)) + b̂_j), with E ≥ ‖g − ∇J_b̂(θ̂)‖₂ from: the
+margin fl(φ_i·θ) (≤ γ_p Σ_j |φ_ij||θ_j| for any summation order; σ′ ≤ 1/4), σ̂ = 0.5·(1 +
+tanh(−m/2)) (≤ (T + 2)u with T = 6 the assumed ulp error of numpy's tanh, the one platform
+assumption here, checked against 50-digit arithmetic in the tests), the products, the
+split's bound, fl(Λθ_j) and the two final additions (≤ γ₂ times the magnitudes). The check
+is (‖g‖ + E)(1 + 2^-19) ≤ γ, all norms and bounds computed with relative error ≤ 2^-20. (c)
+If the check is not met after the refinement steps (never observed; it would need margins
+|φ|·|θ| beyond ~10^3), the fit raises and releases nothing; that abort is a data-dependent
+event outside the guarantee. (d) The optimiser, its number of steps, and θ̂'s low-order bits
+may depend on the data in any way — they enter the output only through K, whose sensitivity
+is bounded above for every run. (n in γ is the public number of rows of the whole data set,
+an upper bound on each fit's half.)
 
 The group shares π̃ come, as for the kernel estimator, from the Gaussian group count.
 """
@@ -115,8 +125,8 @@ __all__ = [
 ]
 
 #: Logistic loss: |ℓ′| ≤ 1 and 0 ≤ ℓ″ ≤ λ = 1/4. ζ bounds the norm of a *computed* design
-#: row, ‖fl(x/R)‖₂ ≤ (1 + u)/(1 − u) < 1 + 2^-51 (module docstring); 1 + 2^-40 also absorbs
-#: the few roundings in computing Λ and σ_b.
+#: row (≤ 1 for :meth:`LinearDesign.rows`, checked at fit; module docstring); 1 + 2^-40 also
+#: absorbs the few roundings in computing Λ and σ_b.
 _ZETA = 1.0 + 2.0**-40
 _LAMBDA = 0.25
 #: Unit roundoff of binary64.
@@ -322,22 +332,22 @@ class FeatureMap:
             raise InvalidDataError("X is empty.")
         box = np.asarray(self.bounds, dtype=np.float64)
         lo, hi = box[:, 0], box[:, 1]
-        mn, mx = X.min(axis=0), X.max(axis=0)  # NaN or ±inf anywhere shows up here
-        finite = np.isfinite(mn) & np.isfinite(mx)
-        if not finite.all():
-            j = int(np.flatnonzero(~finite)[0])
+
+        def label(j: int) -> Any:
+            return names[j] if names is not None else j
+
+        # whole-array passes (fast); per column only to name the culprit on an error
+        g_mn, g_mx = float(X.min()), float(X.max())  # NaN and ±inf propagate
+        if not (math.isfinite(g_mn) and math.isfinite(g_mx)):
+            j = int(np.flatnonzero(~np.isfinite(X).all(axis=0))[0])
+            raise InvalidDataError(f"X column {label(j)!r} contains NaN or inf.")
+        inside = g_mn >= float(lo.max()) and g_mx <= float(hi.min())
+        if not (self.clip or inside) and (bool((X < lo).any()) or bool((X > hi).any())):
+            j = int(np.flatnonzero(((X < lo) | (X > hi)).any(axis=0))[0])
             raise InvalidDataError(
-                f"X column {names[j] if names is not None else j!r} contains NaN or inf."
+                f"X column {label(j)!r}: values outside the public bounds [{lo[j]:g}, "
+                f"{hi[j]:g}]; fix the bounds (from outside knowledge) or pass clip=True."
             )
-        if not self.clip:
-            bad = (mn < lo) | (mx > hi)
-            if bad.any():
-                j = int(np.flatnonzero(bad)[0])
-                raise InvalidDataError(
-                    f"X column {names[j] if names is not None else j!r}: values outside the "
-                    f"public bounds [{lo[j]:g}, {hi[j]:g}]; fix the bounds (from outside "
-                    "knowledge) or pass clip=True."
-                )
         out = X - lo
         out /= hi - lo
         if self.clip:  # inside the bounds fl(x − lo) ≤ fl(hi − lo): already in [0, 1]
@@ -492,21 +502,34 @@ class LinearDesign:
         V = self.centred(U)
         return np.sqrt(np.einsum("ij,ij->i", V, V))
 
+    def _shrink(self, V: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Per row: fl(min(1, r/‖v‖)·(1 − 2^-30)/R), the factor of the clipped, scaled row."""
+        norms = np.sqrt(np.einsum("ij,ij->i", V, V))
+        r = self.radius
+        with np.errstate(divide="ignore"):
+            factor = np.where(norms > r, r / norms, 1.0)
+        return np.asarray(factor * (_ROW_SHRINK / self.norm_bound))
+
     def rows(self, U: NDArray[np.float64], A: NDArray[Any]) -> NDArray[np.float64]:
         """φ(x_i, a_i) of every row, shape (n, p); ‖φ‖₂ ≤ 1 as computed."""
         V = self.centred(U)
-        norms = np.sqrt(np.einsum("ij,ij->i", V, V))
-        r = self.radius
-        scale = _ROW_SHRINK / self.norm_bound
-        with np.errstate(divide="ignore"):
-            shrink = np.where(norms > r, r / norms, 1.0) * scale
-        n = V.shape[0]
-        out = np.empty((n, self.width))
-        c0 = self.intercept_scale * scale
+        shrink = self._shrink(V)
+        out = np.empty((V.shape[0], self.width))
+        c0 = self.intercept_scale * (_ROW_SHRINK / self.norm_bound)
         out[:, 0] = c0
         out[:, 1] = np.asarray(A, dtype=np.float64) * c0
         np.multiply(V, shrink[:, None], out=out[:, 2:])
         return out
+
+    def logits(
+        self, U: NDArray[np.float64], A: NDArray[Any], theta: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """θ·φ(x_i, a_i) without forming φ: c₀'(θ₀ + a θ₁) + shrink_i·(v_i·θ_{2:})."""
+        V = self.centred(U)
+        shrink = self._shrink(V)
+        c0 = self.intercept_scale * (_ROW_SHRINK / self.norm_bound)
+        a = np.asarray(A, dtype=np.float64)
+        return np.asarray(c0 * theta[0] + (c0 * a) * theta[1] + shrink * (V @ theta[2:]))
 
 
 def radius_ladder(box_radius: float) -> NDArray[np.float64]:
@@ -739,10 +762,12 @@ def fit_linear_release(
             f"design of shape {Phi.shape}: the plan was made for width={plan.width} and at "
             f"most n_rows={plan.n_rows} rows; rebuild it with plan_linear_s1."
         )
-    if not np.all(np.isfinite(Phi)):
+    # fl(Σφ²) ≤ 1 + 2^-41 implies the exact ‖φ‖² ≤ (1 + 2^-41)(1 + γ_{p+1}) ≤ ζ²; a NaN or
+    # ±inf entry makes its row's sum NaN or inf.
+    sq = np.einsum("ij,ij->i", Phi, Phi)
+    if not np.all(np.isfinite(sq)):
         raise InvalidDataError("the design must be finite (see LinearDesign.rows).")
-    # fl(Σφ²) ≤ 1 + 2^-41 implies the exact ‖φ‖² ≤ (1 + 2^-41)(1 + γ_{p+1}) ≤ ζ².
-    if float(np.max(np.einsum("ij,ij->i", Phi, Phi), initial=0.0)) > 1.0 + 2.0**-41:
+    if float(np.max(sq, initial=0.0)) > 1.0 + 2.0**-41:
         raise InvalidParameterError(
             "the design has a row of norm above 1; build it with LinearDesign.rows."
         )
@@ -760,10 +785,11 @@ def fit_linear_release(
 
 #: Below this share of non-zeros the design is stored sparse (CSR).
 _SPARSE_DENSITY = 0.25
-#: Rows of the Hessian sample: Newton steps use the Hessian of an evenly spaced, fixed
-#: subset of this many rows (scaled to n); the iteration still converges to the exact
-#: minimiser (the gradient is always the full one), only the step is approximate.
-_HESSIAN_ROWS = 8192
+#: Rows of the Hessian sample: beyond twice this many rows, Newton steps use the Hessian of
+#: an evenly spaced, fixed subset of this many rows (scaled to n); the iteration still
+#: converges to the exact minimiser (the gradient is always the full one), only the step
+#: is approximate (linear convergence at a rate of about sqrt(p/rows)).
+_HESSIAN_ROWS = 16384
 
 
 def _exact_column_sums(
@@ -813,13 +839,14 @@ class _Problem:
     """J(θ) = Σ log(1 + exp(−s_i φ_i·θ)) + (Λ/2)‖θ‖² + bᵀθ; dense or sparse design."""
 
     X: Any  # ndarray (dense) or CSR (sparse), rows φ_i
-    Xt: Any  # dense: X.T (a view); sparse: CSR of the transpose
+    Xt: Any  # dense: a C-contiguous copy of X.T (fast gemv); sparse: CSR of the transpose
     absX: Any  # |X|, same storage
     s: NDArray[np.float64]
     lam: float
     b: NDArray[np.float64]
     dense: bool
     hess_rows: NDArray[np.intp] | None  # the fixed Hessian sample (None: all rows)
+    hess_X: Any  # the rows of the Hessian sample (X itself when hess_rows is None)
 
     @classmethod
     def build(
@@ -839,12 +866,12 @@ class _Problem:
         hess_rows = None
         if n > 2 * _HESSIAN_ROWS:
             hess_rows = np.linspace(0, n - 1, _HESSIAN_ROWS).astype(np.intp)
+        hess_X = S if hess_rows is None else S[hess_rows]
+        bb = np.asarray(b, dtype=np.float64)
         if dense:
-            return cls(S, S.T, np.abs(S), s, float(lam), np.asarray(b, dtype=np.float64),
-                       True, hess_rows)
-        A = abs(S)
-        return cls(S, S.T.tocsr(), A, s, float(lam), np.asarray(b, dtype=np.float64),
-                   False, hess_rows)
+            return cls(S, np.ascontiguousarray(S.T), np.abs(S), s, float(lam), bb, True,
+                       hess_rows, hess_X)
+        return cls(S, S.T.tocsr(), abs(S), s, float(lam), bb, False, hess_rows, hess_X)
 
     @property
     def n(self) -> int:
@@ -873,9 +900,8 @@ class _Problem:
         from scipy import sparse
 
         w = sig * (1.0 - sig)
-        X = self.X
+        X = self.hess_X
         if self.hess_rows is not None:
-            X = X[self.hess_rows]
             w = w[self.hess_rows] * (self.n / self.hess_rows.size)
         if self.dense:
             H = X.T @ (X * w[:, None])
@@ -963,17 +989,28 @@ class _Problem:
         return float(np.sum(np.logaddexp(0.0, -m)) + 0.5 * self.lam * th @ th + self.b @ th)
 
     def _newton(self, theta: NDArray[np.float64], tol: float) -> NDArray[np.float64]:
+        """Newton steps with the (sampled) Hessian. A full step is taken when it lowers the
+        gradient norm (no objective evaluated); otherwise Armijo backtracking on J from
+        the current point, which keeps the iteration globally convergent."""
         m = self.margins(theta)
-        value = self._value(theta, m)
+        sig = 0.5 * (1.0 + np.tanh(-0.5 * m))
+        grad = self.gradient(theta, sig)
+        gnorm = float(np.linalg.norm(grad))
         for _ in range(100):
-            sig = 0.5 * (1.0 + np.tanh(-0.5 * m))
-            grad = self.gradient(theta, sig)
-            if float(np.linalg.norm(grad)) <= tol:
+            if gnorm <= tol:
                 break
             step = np.linalg.solve(self.hessian(sig), grad)
-            # Backtracking on J (Armijo) keeps the iteration globally convergent.
-            t = 1.0
+            cand = theta - step
+            mc = self.margins(cand)
+            sc = 0.5 * (1.0 + np.tanh(-0.5 * mc))
+            gc = self.gradient(cand, sc)
+            gcn = float(np.linalg.norm(gc))
+            if gcn < gnorm:
+                theta, m, sig, grad, gnorm = cand, mc, sc, gc, gcn
+                continue
+            value = self._value(theta, m)
             slope = float(grad @ step)
+            t = 0.5
             while True:
                 cand = theta - t * step
                 mc = self.margins(cand)
@@ -983,7 +1020,10 @@ class _Problem:
                 t *= 0.5
             if v >= value and t < 1e-10:
                 break  # no further decrease in binary64: the refinement takes over
-            theta, value, m = cand, v, mc
+            theta, m = cand, mc
+            sig = 0.5 * (1.0 + np.tanh(-0.5 * m))
+            grad = self.gradient(theta, sig)
+            gnorm = float(np.linalg.norm(grad))
         return theta
 
 
@@ -1004,7 +1044,7 @@ class ReleasedLinearFold(PlugInRule):
     def logit_at(self, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
         """θ̃·φ(x, a) (post-processing of the release: no data, no noise)."""
         if self.design_map is not None:
-            return np.asarray(self.design_map.rows(U, A) @ self.theta)
+            return self.design_map.logits(U, A, self.theta)
         return np.asarray(design(U, A, self.norm_bound) @ self.theta)
 
     def eta_at(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
