@@ -69,6 +69,7 @@ CASES: dict[str, Case] = {
     "fairclass_certified_study.py": Case(("--smoke", "--reps", "1", "--eps", "1",
                                           "--alphas", "0.1")),
     "fairclass_full_adult.py": Case(("--smoke",)),
+    "fairclass_many_features.py": Case(("--smoke",)),
     "fairclass_fdp_full_adult.py": Case(("--smoke",)),
     "fairclass_rff_diagnostics.py": Case(("nw", "--smoke")),
     "fdp_bench.py": Case(("--smoke",), slow=True),  # 9 CLI processes

@@ -201,7 +201,7 @@ def test_accounting_adds_up_and_session_charges_the_same():
     assert clf.path_privacy_spent_.delta == pytest.approx(total.delta)
     # The S1 pieces of one fit add up to S1's (ε₁, δ) of the plan, the new piece included.
     s1 = [r.budget for r in charged if r.label.startswith("fit 1 / S1")]
-    assert len(s1) == 3
+    assert len(s1) == 4  # group count, row radius, objective perturbation, lattice release
     assert sum(b.epsilon for b in s1) == pytest.approx(clf.budget_plan_.s1.epsilon)
     assert sum(b.delta for b in s1) == pytest.approx(clf.budget_plan_.s1.delta)
     # The Session charges exactly privacy_spent_.

@@ -23,6 +23,7 @@ PlugInClassifier             no      no     unconstrained group-wise plug-in
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, ClassVar
 
@@ -37,7 +38,7 @@ from dpfair._rng import as_generator
 from dpfair._validation import check_positive
 from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import BudgetPlan, plan_budget
-from dpfair.fairclass._linear import FeatureMap
+from dpfair.fairclass._linear import RADIUS_CHOICES, RADIUS_SHARE, FeatureMap
 from dpfair.fairclass._model import bandwidth_rule, row_uniforms
 from dpfair.fairclass._pipeline import ArraySource, FitSettings, Source, run_pipeline
 from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
@@ -109,6 +110,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
     __metadata_request__fit: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__predict: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__predict_proba: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__decision_function: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__score: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
 
     # Attributes every subclass defines in __init__ (declared for type checkers).
@@ -233,6 +235,22 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         """The split kind of the fit (None: the source's default)."""
         return None
 
+    def _radius(self) -> float | str:
+        """The linear score's row radius: "auto", "box" or a public r > 0 (validated)."""
+        r = getattr(self, "radius", "auto")
+        if isinstance(r, str):
+            if r in RADIUS_CHOICES:
+                return r
+        elif not isinstance(r, bool) and isinstance(r, (int, float, np.integer, np.floating)):
+            if math.isfinite(float(r)) and float(r) > 0:
+                return float(r)
+        raise InvalidParameterError(
+            f"radius={r!r}: expected 'auto' (an ε-DP estimate of the median row norm, "
+            f"{RADIUS_SHARE:g} of S1's ε), 'box' (the public worst case sqrt(k + c): no row "
+            "clipped) or a public positive number (the L2 radius of the centred row, in "
+            "units of the public box: each numeric column spans [-1, 1], one-hot entries 1)."
+        )
+
     def _settings(self, score: str, d: int, *, feature_map: FeatureMap | None = None,
                   lows: NDArray[np.float64] | None = None,
                   highs: NDArray[np.float64] | None = None) -> FitSettings:
@@ -245,6 +263,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             fail_prob=self._certify_fail_prob() if plan is not None else None,
             resolution=resolution, max_nodes=max_nodes, bandwidth=self._resolve_bandwidth,
             d=d, feature_map=feature_map, lows=lows, highs=highs,
+            radius=self._radius() if score == "linear" else "auto",
         )
 
     def _fit_path(
@@ -373,6 +392,58 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         p = self._positive_rate(U, A)
         return np.column_stack((1.0 - p, p))
 
+    def predict_eta(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """The released group score η̃(x, a), an estimate of P(Y = 1 | X = x, A = a).
+
+        The mean over the folds of each fold's released η̃ (the linear score's
+        sigmoid(θ̃·φ(x, a)), or the kernel estimate interpolated on its public grid). Use
+        it to rank or calibrate; the fair decisions are :meth:`predict`.
+
+        Privacy: post-processing of the released model (θ̃ or the η̃ grid, with the public
+        feature map): it reads no training data and draws no noise, so it costs nothing
+        beyond the fit's ``privacy_spent_``, and the same input always gives the same
+        output. ``sensitive_features`` is required (η̃ depends on the group).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), values in [0, 1]
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "predict_eta")
+        U, A = self._prepare_predict(X, sensitive_features)
+        grid = self.grid_
+        eta = np.zeros(U.shape[0])
+        for fold in self.folds_:
+            eta += fold.eta_at(grid, U, A)
+        return np.asarray(eta / len(self.folds_))
+
+    def decision_function(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """Margin of the fair decision: mean over folds of η̃_f(x, a) − t_{f,a}.
+
+        Fold f predicts 1 iff η̃_f(x, a) ≥ t_{f,a} = 1/2 + (2a − 1)·τ̂_f / (2π̃_{f,a}) (the
+        rule 1{Z ≥ τ̂} for group 1 and 1{Z ≤ τ̂} for group 0, Z = 2(2a − 1)π̃_a(η̃ − 1/2),
+        solved for η̃), so with one fold the sign agrees with :meth:`predict` (up to
+        rounding at exact ties). Post-processing of the released model: no training data,
+        no noise, no privacy cost. ``sensitive_features`` is required.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), values in [−1, 1]
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "decision_function")
+        U, A = self._prepare_predict(X, sensitive_features)
+        grid = self.grid_
+        a = A.astype(np.intp)
+        sign = 2.0 * a - 1.0
+        out = np.zeros(U.shape[0])
+        for fold in self.folds_:
+            t = 0.5 + sign * fold.tau / (2.0 * fold.pi[a])
+            out += fold.eta_at(grid, U, A) - t
+        return np.asarray(out / len(self.folds_))
+
     def predict(
         self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
     ) -> NDArray[np.int64]:
@@ -390,6 +461,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         sensitive_features = require_sensitive(sensitive_features, self, "predict")
         U, A = self._prepare_predict(X, sensitive_features)
         p = self._positive_rate(U, A)
+        if len(self.folds_) == 1:  # p is 0 or 1: u < p for every u in [0, 1) is p itself
+            return p.astype(np.int64)
         u = row_uniforms(U, A, self.tie_seed_)
         return (u < p).astype(np.int64)
 
@@ -439,7 +512,8 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                 },
                 "feature_map": self.feature_map_.to_dict(),
                 "folds": [
-                    {"theta": f.theta.tolist(), "pi": f.pi.tolist(), "tau": f.tau}
+                    {"theta": f.theta.tolist(), "pi": f.pi.tolist(), "tau": f.tau,
+                     "design": None if f.design_map is None else f.design_map.to_dict()}
                     for f in self.folds_
                 ],
                 "tie_seed": self.tie_seed_,
@@ -579,6 +653,16 @@ class CDPFairClassifier(_PlugInBase):
         the same order give the same release in memory, from a file
         (:func:`~dpfair.fairclass.fit_cdp_fair_from_file`) and from a Dask DataFrame.
         ``"permutation"`` cannot be used out of core.
+    radius : float or {"auto", "box"}, default="auto"
+        Linear estimator only: the L2 radius r to which each centred row is clipped before
+        the objective perturbation, whose noise is calibrated to it. Rows are centred at
+        the public box midpoint (each numeric column mapped to [−1, 1], one-hot entries 0/1)
+        and rows longer than r are shrunk onto radius r — clipping is part of the
+        algorithm (a fixed map of one record). ``"auto"``: r is an ε-DP estimate of the
+        median row norm on a public ladder (exact exponential mechanism, 4% of S1's ε,
+        charged in the ledger as ``row radius``); ``"box"``: the public worst case
+        sqrt(k + c) (k numeric, c categorical columns; nothing is clipped, nothing spent);
+        a number: a public radius from outside knowledge (nothing spent).
 
     Attributes
     ----------
@@ -673,6 +757,7 @@ class CDPFairClassifier(_PlugInBase):
         estimator: str = "auto",
         categories: Any = None,
         split: str | None = None,
+        radius: float | str = "auto",
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -695,6 +780,7 @@ class CDPFairClassifier(_PlugInBase):
         self.estimator = estimator
         self.categories = categories
         self.split = split
+        self.radius = radius
 
     def _rule(self) -> str:
         rule = self.threshold_rule

@@ -55,11 +55,13 @@ from dpfair.fairclass._certify import (
 )
 from dpfair.fairclass._laplace_count import noisy_count
 from dpfair.fairclass._linear import (
+    LINEAR_COUNT_SHARE,
+    LINEAR_JACOBIAN_SHARE,
+    RADIUS_SHARE,
     FeatureMap,
     ReleasedLinearFold,
-    design,
-    objective_perturbation_logistic,
     plan_linear_s1,
+    release_linear_fold,
 )
 from dpfair.fairclass._model import (
     ReleasedFold,
@@ -276,6 +278,8 @@ class FitSettings:
         The estimator's bandwidth choice (public rule or the user's h).
     feature_map : FeatureMap or None
         The public map of the linear score (for the fitted state).
+    radius : float or {"auto", "box"}
+        The linear score's row radius (``_linear.release_linear_fold``).
     lows, highs : ndarray or None
         The public box of the kernel score (for the fitted state).
     """
@@ -290,6 +294,7 @@ class FitSettings:
     bandwidth: Callable[[int, int, float | None], float]
     d: int
     feature_map: FeatureMap | None = None
+    radius: float | str = "auto"
     lows: NDArray[np.float64] | None = None
     highs: NDArray[np.float64] | None = None
 
@@ -372,7 +377,15 @@ def s2_threshold(
 
 def _linear_s1_records(lin: Any, fit_no: int) -> list[S1Release]:
     """The linear score's S1 releases of fit ``fit_no`` as (label, guarantee, noise)."""
+    radius: list[S1Release] = []
+    if lin.epsilon_radius > 0:
+        radius.append((
+            f"fit {fit_no} / S1 / row radius (exponential mechanism on a public ladder)",
+            Budget.pure(lin.epsilon_radius),
+            "exact exponential mechanism, score |#{|v| > r} - n/2|, sensitivity 1",
+        ))
     return [
+        *radius,
         (
             f"fit {fit_no} / S1 / group-1 count n_1 (Gaussian, sensitivity 1)",
             Budget.approx(lin.epsilon_count, lin.delta_count),
@@ -438,8 +451,12 @@ def run_pipeline(
                 f"{name} is read through aggregates. Use estimator='kernel' (d <= 3)."
             )
         if plan is not None:
-            lin = plan_linear_s1(float(plan.s1.epsilon or 0.0), plan.delta, n_rows=n,
-                                 width=source.U.shape[1] + 2)
+            lin = plan_linear_s1(
+                float(plan.s1.epsilon or 0.0), plan.delta, n_rows=n,
+                width=source.U.shape[1] + 2,
+                radius_share=RADIUS_SHARE if settings.radius == "auto" else 0.0,
+                count_share=LINEAR_COUNT_SHARE, jacobian_share=LINEAR_JACOBIAN_SHARE,
+            )
 
     # Check the whole plan against the limit before any noise is drawn.
     ledgers: list[PrivacyLedger | None] = []
@@ -476,10 +493,10 @@ def run_pipeline(
                 # exact discrete Gaussian on a public lattice (n public): no float leak
                 n1 += _lattice_noise(nt, lin.sigma_count, rng)
             p1 = min(max(n1 / nt, 1.0 / nt), 1.0 - 1.0 / nt)
-            R = settings.feature_map.norm_bound
-            theta = objective_perturbation_logistic(design(U, A, R), y, lin, rng)
+            theta, dmap = release_linear_fold(U, A, y, settings.feature_map, lin,
+                                              settings.radius, rng)
             s1.append(ReleasedLinearFold(theta=theta, pi=np.array([1.0 - p1, p1]), tau=0.0,
-                                         norm_bound=R))
+                                         norm_bound=dmap.norm_bound, design_map=dmap))
     if any(int(counts[tr].sum()) != sizes[tr] for tr, _ in pairs):
         raise InvalidDataError(f"'{name}': the data changed while they were being read.")
 
@@ -527,7 +544,7 @@ def run_pipeline(
 def _with_tau(fold: AnyFold, tau: float) -> AnyFold:
     if isinstance(fold, ReleasedLinearFold):
         return ReleasedLinearFold(theta=fold.theta, pi=fold.pi, tau=tau,
-                                  norm_bound=fold.norm_bound)
+                                  norm_bound=fold.norm_bound, design_map=fold.design_map)
     return ReleasedFold(eta=fold.eta, pi=fold.pi, tau=tau)
 
 
