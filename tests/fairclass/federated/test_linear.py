@@ -339,3 +339,85 @@ def test_linear_holds_cap_on_fresh_draws():
 def test_linear_holds_cap_on_fresh_draws_full(eps):
     """Slow: 120 releases per ε on fresh draws."""
     _cap_check(120, eps)
+
+
+# ---------------------------------------------------------------------------- CLI
+def _cli(*args: str, cwd, code: int = 0) -> dict:
+    """One ``dpfair fdp …`` command in process (the same code as the console script)."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from dpfair.fairclass.federated.cli import _standalone
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        res = CliRunner().invoke(_standalone(), ["fdp", *args], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    assert res.exit_code == code, res.output
+    return json.loads(res.stdout) if code == 0 else {"error": res.output}
+
+
+def test_cli_file_exchange_with_linear_and_categories(tmp_path):
+    """keygen → setup --estimator linear --categories → round 1 → aggregate → round 2 →
+    finalize → predict through the command line's code; a categorical column is read as
+    text and one-hot encoded over its public list; each site's ledger holds exactly ε_s."""
+    from dpfair.privacy import Budget, LedgerFile
+
+    t = tmp_path
+    sites, n, eps, delta = ("h1", "h2"), 1500, 2.0, 1e-6
+    rng = np.random.default_rng(5)
+
+    def write(path, m):
+        x = rng.uniform(0, 1, size=(m, 2))
+        c = rng.choice(["lo", "mid", "hi"], size=m)
+        a = rng.integers(0, 2, m)
+        logit = 2 * x[:, 0] - 1 + (c == "hi") - (c == "lo") + 0.8 * (2 * a - 1)
+        y = (rng.uniform(size=m) < 1 / (1 + np.exp(-logit))).astype(int)
+        lines = ["x1,x2,c,a,y"] + [f"{x[i, 0]:.17g},{x[i, 1]:.17g},{c[i]},{a[i]},{y[i]}"
+                                   for i in range(m)]
+        path.write_text("\n".join(lines) + "\n")
+
+    for sid in sites:
+        (t / sid).mkdir()
+        write(t / sid / "data.csv", n)
+        LedgerFile.create(t / sid / f"{sid}.fdp-ledger", Budget.approx(3 * eps, 3 * delta),
+                          data=t / sid / "data.csv")
+    write(t / "test.csv", 3000)
+    (t / "keys").mkdir()
+    for party in ("centre", *sites):
+        _cli("keygen", "--out", f"keys/{party}", cwd=t)
+    setup = ["centre", "setup", "--key", "keys/centre.key",
+             *[a for s in sites for a in ("--site", f"{s}:{n}:{eps}:{delta}")],
+             *[a for s in sites for a in ("--site-key", f"{s}=keys/{s}.pub")],
+             "--bounds", "0", "--bounds", "1", "--bounds", "0", "--bounds", "1",
+             "--alpha", "0.2", "--estimator", "linear"]
+    _cli(*setup, "--categories", "5=lo,mid", "--out", "bad.json", cwd=t, code=2)
+    info = _cli(*setup, "--categories", "2=lo,mid,hi", "--radius", "1.5", "--out",
+                "setup.json", cwd=t)
+    assert info["estimator"] == "linear" and info["width"] == 5 and info["radius"] == 1.5
+
+    def site_args(sid, k):
+        return ["site", f"round{k}", f"{sid}/data.csv", "--setup", "setup.json", "--site-id",
+                sid, "--key", f"keys/{sid}.key", "--centre-key", "keys/centre.pub",
+                "--ledger", f"{sid}/{sid}.fdp-ledger", "--features", "x1,x2,c", "--target", "y",
+                "--sensitive", "a", "--state", f"{sid}/state.json", "--out",
+                f"{sid}.r{k}.json"]
+
+    for sid in sites:
+        _cli(*site_args(sid, 1), cwd=t)
+    _cli("centre", "aggregate", "h1.r1.json", "h2.r1.json", "--setup", "setup.json", "--key",
+         "keys/centre.key", "--out", "model.json", cwd=t)
+    for sid in sites:
+        _cli(*site_args(sid, 2), "--model", "model.json", cwd=t)
+    _cli("centre", "finalize", "h1.r2.json", "h2.r2.json", "--setup", "setup.json", "--key",
+         "keys/centre.key", "--model", "model.json", "--out", "released.json", "--seed", "0",
+         cwd=t)
+    res = _cli("predict", "released.json", "test.csv", "--centre-key", "keys/centre.pub",
+               "--features", "x1,x2,c", "--sensitive", "a", "--target", "y", cwd=t)
+    assert res["error"] <= 0.4 and 0.0 <= res["abs_dd"] <= 1.0
+    for sid in sites:
+        led = LedgerFile.open(t / sid / f"{sid}.fdp-ledger")
+        assert led.spent.epsilon == eps and led.spent.delta == delta
