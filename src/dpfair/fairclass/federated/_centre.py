@@ -364,7 +364,11 @@ class Centre:
     def _aggregate_linear(self, by_site: dict[str, Envelope]) -> Envelope:
         """The linear estimator's model: θ̃ per fold from the pooled noisy statistics and
         π̃ as for the other estimators (post-processing; ``federated/_linear.py``)."""
-        from dpfair.fairclass.federated._linear import fit_theta, linear_sigmas
+        from dpfair.fairclass.federated._linear import (
+            fit_theta,
+            linear_sigmas,
+            structural_zeros,
+        )
 
         cfg = self.config
         nf, nu = cfg.n_folds, cfg.weights()
@@ -391,8 +395,10 @@ class Centre:
         lo = 1.0 / n_total
         p1 = np.clip(pi1, lo, 1.0 - lo)
         pi = np.column_stack((1.0 - p1, p1))
+        zeros = structural_zeros(cfg.feature_map())
         theta = np.stack([
-            fit_theta(sums[k], cells[k], moments[k], n_rows[k], n1_tot[k], math.sqrt(mom_var))
+            fit_theta(sums[k], cells[k], moments[k], n_rows[k], n1_tot[k], math.sqrt(mom_var),
+                      zeros)
             for k in range(nf)
         ])
         weights = {"weights": {s: float(w) for s, w in zip(cfg.site_ids, nu, strict=True)}}

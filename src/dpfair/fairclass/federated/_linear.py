@@ -37,7 +37,8 @@ the shares of μ_L² are :data:`SHARES`. With the count (μ_c) this is one round
 model is θ̃ = (M̂/4 + Λ)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
 "linear probability" fit scaled by 4), with the off-diagonal of the noisy w-block shrunk by
 the public factor κ and the public ridge Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p on the w
-coordinates (:func:`fit_theta`). Everything the centre computes is a function of released
+coordinates, and the moments of two categories of one column set to their true value 0
+(:func:`structural_zeros`; :func:`fit_theta`). Everything the centre computes is a function of released
 numbers and public parameters.
 """
 
@@ -76,6 +77,7 @@ __all__ = [
     "numeric_mask",
     "release_linear_stats",
     "row_map",
+    "structural_zeros",
 ]
 
 #: Bits q of the per-coordinate lattice 2^-q of w (moments live on 4^-q).
@@ -101,6 +103,18 @@ def numeric_mask(fmap: FeatureMap) -> NDArray[np.bool_]:
     for j, b in enumerate(fmap.bounds):
         out.extend([True] if b is not None else [False] * len(fmap.categories[j]))
     return np.array(out, dtype=bool)
+
+
+def structural_zeros(fmap: FeatureMap) -> NDArray[np.bool_]:
+    """True at the pairs (j, k), j ≠ k, of two categories of the same one-hot column: every
+    row has w_j·w_k = 0 there (one category per column), so the true moment is 0 — a public
+    fact the centre uses instead of the noisy value (post-processing). Shape (p, p)."""
+    block: list[int] = []
+    for j, b in enumerate(fmap.bounds):
+        block.extend([-1 - j] if b is not None else [j] * len(fmap.categories[j]))
+    ids = np.array(block)
+    same = (ids[:, None] == ids[None, :]) & (ids[:, None] >= 0)
+    return np.asarray(same & ~np.eye(ids.size, dtype=bool))
 
 
 def default_radius(fmap: FeatureMap) -> float:
@@ -274,6 +288,7 @@ def fit_theta(
     n_train: float,
     n1: float,
     moment_sd: float,
+    zeros: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.float64]:
     """θ̃ from the pooled noisy statistics (post-processing; module docstring).
 
@@ -283,9 +298,13 @@ def fit_theta(
     n_train : the pooled (public) number of training rows.
     n1 : the pooled noisy group-1 count (clipped to [1, n_train − 1]).
     moment_sd : σ_M,agg = sqrt(Σ_s σ_M,s²), the aggregate noise sd of a diagonal moment.
+    zeros : (p, p) bool, optional
+        Public structural zeros (:func:`structural_zeros`), set to 0 exactly.
     """
     p = sums.shape[0]
     B = unpack_moments(moments, p)
+    if zeros is not None:
+        B[zeros] = 0.0
     kappa = n_train / (n_train + KAPPA_FACTOR * moment_sd * p)
     diag = np.diag(np.diag(B))
     B = diag + kappa * (B - diag)
