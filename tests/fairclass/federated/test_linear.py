@@ -315,8 +315,9 @@ def test_linear_fit_sanity_and_post_processing():
     p1 = clf.predict(Xp[:3000], sensitive_features=Ap[:3000])
     clone = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(clone.predict(Xp[:3000], sensitive_features=Ap[:3000]), p1)
-    score = clf.model_.decision_function(Xp[:3000], Ap[:3000])
+    score = clf.decision_function(Xp[:3000], sensitive_features=Ap[:3000])
     assert score.shape == (3000,) and np.all(np.isfinite(score))
+    np.testing.assert_array_equal(score, clf.model_.decision_function(Xp[:3000], Ap[:3000]))
     assert clf.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
 
 

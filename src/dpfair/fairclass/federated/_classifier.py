@@ -453,6 +453,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     __metadata_request__predict: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__predict_proba: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__score: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__decision_function: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
 
     def __init__(
         self,
@@ -679,6 +680,17 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         sensitive_features = require_sensitive(sensitive_features, self, "predict_proba")
         p = self._model().positive_rate(X, sensitive_features, clip=bool(self.clip))
         return np.column_stack((1.0 - p, p))
+
+    def decision_function(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """The released linear score θ̃·(1, a, w(x)) (``estimator="linear"`` only).
+
+        Post-processing of the release (no data, no noise): η̃ = sigmoid of it, for ranking
+        and calibration next to the randomised fair decisions of :meth:`predict`.
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "decision_function")
+        return self._model().decision_function(X, sensitive_features, clip=bool(self.clip))
 
     def predict(
         self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None

@@ -38,8 +38,8 @@ model is θ̃ = (M̂/4 + Λ)^-1 ĝ (the minimiser of the quadratic approximation
 "linear probability" fit scaled by 4), with the off-diagonal of the noisy w-block shrunk by
 the public factor κ and the public ridge Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p on the w
 coordinates, and the moments of two categories of one column set to their true value 0
-(:func:`structural_zeros`; :func:`fit_theta`). Everything the centre computes is a function of released
-numbers and public parameters.
+(:func:`structural_zeros`; :func:`fit_theta`). Everything the centre computes is a function
+of released numbers and public parameters.
 """
 
 from __future__ import annotations
