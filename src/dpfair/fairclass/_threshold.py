@@ -464,11 +464,13 @@ def threshold_law(
     *,
     atom_mass: float | None = None,
     base: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    window: float = 0.0,
 ) -> ThresholdLaw:
     """The exact law sampled by :func:`private_fair_threshold` (same parameters).
 
     ``base = (edges, density)``: an optional *public* piecewise-constant base density on
-    [−r, r] (edges from −r to r); default the constant 1 (Lebesgue measure).
+    [−r, r] (edges from −r to r); default the constant 1 (Lebesgue measure). ``window``:
+    the windowed loss of the certified rule (:func:`threshold_law_from_steps`).
     """
     eps, r = _check_law(epsilon, radius, m1, m0)
     # Scores are rounded per record to the public lattice (2/B)ℤ ∩ [−1, 1] here, whoever
@@ -479,7 +481,8 @@ def threshold_law(
                      snap_scores(np.asarray(z0, dtype=np.float64)), m1, m0)
     n_cal = max(int(np.size(z1) + np.size(z0)), 1)
     return threshold_law_from_steps(
-        steps, m1, m0, alpha, eps, r, n_cal=n_cal, atom_mass=atom_mass, base=base
+        steps, m1, m0, alpha, eps, r, n_cal=n_cal, atom_mass=atom_mass, base=base,
+        window=window,
     )
 
 
