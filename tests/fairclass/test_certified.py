@@ -18,10 +18,13 @@ from scipy import stats
 
 import dpfair
 from dpfair import UncertifiedFairnessWarning
-from dpfair.fairclass import CDPFairClassifier
+from dpfair.fairclass import CDPFairClassifier, UncertifiedFairnessError
 from dpfair.fairclass._certify import (
+    TIE_SLACK,
     _tail,
+    aim_slack,
     certification_margin,
+    laplace_sum_sf,
     normal_laplace_cdf,
 )
 from tests._stats import min_successes
@@ -198,3 +201,129 @@ def test_certified_cap_sweep_unseen_design(eps, alpha):
     res = [_run(eps, alpha, 1000 + r) for r in range(200)]
     ok = sum((abs(d) <= alpha) or not c for d, c in res)
     assert ok >= min_successes(200, 0.95)
+
+
+# ---------------------------------------------------------------------------- issue 20
+def test_on_uncertified_raise_returns_nothing_but_spends_the_budget():
+    X, y, A = unseen(2000, np.random.default_rng(3))
+    clf = CDPFairClassifier(epsilon=0.5, delta=1e-6, alpha=0.02, feature_bounds=BOUNDS,
+                            random_state=0, on_uncertified="raise")
+    with pytest.raises(UncertifiedFairnessError, match="NOT certified") as info:
+        clf.fit(X, y, sensitive_features=A)
+    assert not hasattr(clf, "folds_") and not hasattr(clf, "certified_")
+    err = info.value
+    assert err.privacy_spent.epsilon == pytest.approx(0.5)
+    labels = [r.label for r in err.privacy_ledger.records]
+    assert any("certificate" in lab for lab in labels)
+    assert any("threshold tau" in lab for lab in labels)
+    assert err.privacy_ledger.total.epsilon == pytest.approx(0.5)
+    assert err.certificates and not err.certificates[0].certified
+    # The same fit with "warn" releases the model (same seed: same draws).
+    warn = CDPFairClassifier(epsilon=0.5, delta=1e-6, alpha=0.02, feature_bounds=BOUNDS,
+                             random_state=0)
+    with pytest.warns(UncertifiedFairnessWarning):
+        warn.fit(X, y, sensitive_features=A)
+    assert warn.certificates_[0].released_dd == err.certificates[0].released_dd
+
+
+def test_on_uncertified_raise_keeps_a_certified_model():
+    X, y, A = unseen(6000, np.random.default_rng(4))
+    clf = CDPFairClassifier(epsilon=4.0, delta=1e-6, alpha=0.2, feature_bounds=BOUNDS,
+                            random_state=1, on_uncertified="raise")
+    clf.fit(X, y, sensitive_features=A)
+    assert clf.certified_ is True
+
+
+@pytest.mark.parametrize(("kw", "match"), [({"on_uncertified": "ignore"}, "on_uncertified"),
+                                           ({"constraints": "parity"}, "constraints")])
+def test_bad_issue20_parameters(kw, match):
+    X, y, A = unseen(500, np.random.default_rng(7))
+    clf = CDPFairClassifier(feature_bounds=BOUNDS, random_state=0, **kw)
+    with pytest.raises(dpfair.InvalidParameterError, match=match):
+        clf.fit(X, y, sensitive_features=A)
+
+
+def test_aim_slack_is_the_laplace_sum_quantile_with_a_floor():
+    b_v, b_w = 0.006, 0.003
+    g = aim_slack(b_v, b_w, aim_fail=0.03, floor=0.0)
+    rng = np.random.default_rng(9)
+    s = rng.laplace(0, b_v, 400_000) + rng.laplace(0, b_w, 400_000)
+    # 400,000 draws: binomial sd of the share ≈ 0.00027; 6 sd.
+    assert np.mean(s > g) == pytest.approx(0.03, abs=0.0017)
+    assert laplace_sum_sf(0.0, b_v, b_w) == pytest.approx(0.5)
+    assert laplace_sum_sf(0.01, b_v, b_v) == pytest.approx(
+        np.mean(rng.laplace(0, b_v, 400_000) + rng.laplace(0, b_v, 400_000) > 0.01), abs=0.0017)
+    assert aim_slack(1e-5, 1e-5, floor=TIE_SLACK) == TIE_SLACK
+    # The slack never falls below the floor, and falls with the noise above it: the aim
+    # approaches α − t as ε grows, but never closer than the floor.
+    gaps = [aim_slack(b / e, b / (2 * e)) for b in (0.01,) for e in (0.5, 1, 2, 4, 16)]
+    assert all(a >= b for a, b in itertools.pairwise(gaps)) and min(gaps) == TIE_SLACK
+
+
+def _cat(n, rng):
+    c1, c2, x = rng.integers(0, 4, n), rng.integers(0, 3, n), rng.integers(0, 11, n)
+    A = (rng.uniform(size=n) < 0.4).astype(np.int8)
+    lin = (np.array([-1.0, 0.0, 0.5, 1.2])[c1] + np.array([0.3, -0.4, 0.0])[c2]
+           + 0.25 * (x - 5) + (2 * A - 1))
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-lin))).astype(np.int64)
+    return np.column_stack([c1, c2, x]).astype(float), y, A
+
+
+def _cat_rate(eps, reps, seed0):
+    hits = 0
+    for r in range(reps):
+        X, y, A = _cat(6000, np.random.default_rng(seed0 + r))
+        clf = CDPFairClassifier(
+            epsilon=eps, delta=3000.0**-2, alpha=0.1, estimator="linear",
+            categories={0: [0.0, 1.0, 2.0, 3.0], 1: [0.0, 1.0, 2.0]},
+            feature_bounds=[None, None, (0.0, 10.0)], random_state=seed0 + r)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+            clf.fit(X, y, sensitive_features=A)
+        hits += bool(clf.certified_)
+    return hits
+
+
+def test_certification_does_not_fall_as_epsilon_grows_categorical():
+    """The audit's case (issue 20): a linear model with categorical columns, α = 0.1.
+
+    Before: 29/30 certified at ε = 0.5, 19/30 at ε = 4 (the aim's slack shrank below one step
+    of the tied calibration curve). Now the slack has a floor and the threshold's loss a
+    window on the feasible side. Exact bounds: if the rate at ε = 4 is ≥ 0.9, 30 fits give
+    at least ``min_successes(30, 0.9)``; and X₄ ≥ X₀.₅ − k where k bounds the difference of
+    two binomials of equal rate (the worst case p = ½) at 1e-6.
+    """
+    reps = 30
+    low, high = _cat_rate(0.5, reps, 500), _cat_rate(4.0, reps, 900)
+    assert high >= min_successes(reps, 0.9)
+    # The smallest k with P(Bin(30, p) − Bin(30, p) > k) ≤ 1e-6 on a grid of p (exact).
+    def diff_tail(k, p):
+        pmf = stats.binom.pmf(np.arange(reps + 1), reps, p)
+        return float(sum(pmf[i] * pmf[j] for i in range(reps + 1) for j in range(i - k)))
+
+    k = next(k for k in range(reps) if max(diff_tail(k, p) for p in (0.3, 0.5, 0.7)) <= 1e-6)
+    assert high >= low - k
+
+
+def test_certified_rate_and_conditional_cap_paper_design():
+    """The issue's targets at ε = 1 on the paper's design (N = 9000): ≥ 95% certified at
+    α = 0.1, ≥ 85% at α = 0.05 (exact 1e-6 lower bounds on 30 fits each), and among certified
+    fits the population share above α stays ≤ β = 0.05 (exact 1e-6 upper bound)."""
+    from dpfair.fairclass.datasets import simulate
+
+    big = simulate(100_000, rng=31_337)
+    for alpha, target in ((0.1, 0.95), (0.05, 0.85)):
+        cert = above = 0
+        for r in range(30):
+            d = simulate(9000, rng=60_000 + r)
+            clf = CDPFairClassifier(epsilon=1.0, delta=4500.0**-2, alpha=alpha,
+                                    feature_bounds=d.feature_bounds, random_state=r)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+                clf.fit(d.X, d.y, sensitive_features=d.A)
+            if clf.certified_:
+                cert += 1
+                p = clf.predict_proba(big.X, sensitive_features=big.A)[:, 1]
+                above += abs(p[big.A == 1].mean() - p[big.A == 0].mean()) > alpha
+        assert cert >= min_successes(30, target)
+        assert cert - above >= min_successes(cert, 0.95)

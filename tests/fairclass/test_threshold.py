@@ -9,10 +9,13 @@ import pytest
 from scipy import stats
 
 from dpfair.fairclass._threshold import (
+    AIM_WINDOW,
     dd_steps,
     exact_fair_threshold,
+    loss_lattice,
     paper_vertical_shift_threshold,
     private_fair_threshold,
+    snap_scores,
     threshold_law,
 )
 from tests._stats import FAIL_PROB, min_successes
@@ -174,3 +177,60 @@ def test_paper_vertical_shift_releases_a_calibration_score():
     assert all(snapped)
     _, counts = np.unique(taus, return_counts=True)
     assert counts.max() / taus.size > 0.01
+
+
+# ---------------------------------------------------------------------------- windowed loss
+@pytest.mark.parametrize("change", ["move", "group"])
+@pytest.mark.parametrize("alpha", [0.02, 0.2])
+def test_windowed_threshold_is_epsilon_dp_exactly(change, alpha):
+    """The certified rule's windowed loss keeps the exact e^ε ratio on every piece (issue 20)."""
+    eps, m1, m0, r = 0.7, 31.3, 48.2, 0.3
+    for seed in range(10):
+        (a1, a0), (b1, b0) = _law_pair(seed, change=change)
+        la = threshold_law(a1, a0, m1, m0, alpha, eps, r, window=AIM_WINDOW * 64)
+        lb = threshold_law(b1, b0, m1, m0, alpha, eps, r, window=AIM_WINDOW * 64)
+        edges = np.unique(np.concatenate([la.continuous.edges, lb.continuous.edges]))
+        mids = 0.5 * (edges[:-1] + edges[1:])
+        ratio = np.log(la.density(mids)) - np.log(lb.density(mids))
+        assert np.max(np.abs(ratio)) <= eps + 1e-9
+        assert abs(math.log(la.p_atom) - math.log(lb.p_atom)) <= eps + 1e-9
+
+
+def test_windowed_loss_matches_brute_force():
+    """L_h(τ) = max(DD̂(τ) − a, a − DD̂(τ − h), 0) for τ > 0 (mirror for τ < 0), piece by piece."""
+    rng = np.random.default_rng(3)
+    z1 = np.round(rng.uniform(-0.3, 0.3, 40), 2)  # ties: a discrete curve
+    z0 = np.round(rng.uniform(-0.6, 0.6, 60), 2)
+    h, a = 2.0**-6, 0.05
+    law = threshold_law(z1, z0, 40.0, 60.0, a, 1.0, 0.3, window=h)
+    edges = law.continuous.edges
+    mids = 0.5 * (edges[:-1] + edges[1:])
+    zs1, zs0 = snap_scores(z1), snap_scores(z0)
+    for m, u in zip(mids, law.units[:-1], strict=True):
+        dd = _dd_brute(zs1, zs0, m, 40.0, 60.0)
+        if m > 0:
+            want = max(dd - a, a - _dd_brute(zs1, zs0, m - h, 40.0, 60.0), 0.0)
+        else:
+            want = max(-a - dd, _dd_brute(zs1, zs0, m + h, 40.0, 60.0) + a, 0.0)
+        unit, _ = loss_lattice(40.0, 60.0, a, 100)
+        assert u == math.ceil(want / unit - 1e-9) or abs(u * unit - want) <= 2 * unit
+
+
+def test_window_prefers_the_feasible_side_of_a_jump():
+    """A tied curve whose one step straddles the aim: without the window the mechanism
+    prefers the nearer (violating) side; with it, at large ε, the feasible side (issue 20)."""
+    z1 = np.concatenate([np.full(50, 0.1), np.linspace(0.26, 0.29, 50)])  # half tied at 0.1
+    z0 = np.linspace(0.32, 0.6, 100)
+    # On (0, 0.1]: DD̂ = 1.0; on (0.1, 0.26): 0.5. The aim 0.8 is 0.2 below the left side
+    # (violating) and 0.3 above the right side (feasible).
+    aim = 0.8
+    hits = {}
+    for window in (0.0, AIM_WINDOW):
+        law = threshold_law(z1, z0, 100.0, 100.0, aim, 50.0, 0.3, window=window)
+        edges = law.continuous.edges
+        mids = 0.5 * (edges[:-1] + edges[1:])
+        mass = (1 - law.p_atom) * law.continuous.pdf(mids) * np.diff(edges)
+        dd = np.array([law.steps.at(float(m)) for m in mids])
+        hits[window] = float(mass[dd <= aim].sum())
+    assert hits[0.0] < 0.01
+    assert hits[AIM_WINDOW] > 0.99

@@ -25,7 +25,8 @@ def test_section_has_its_figures_and_captions(section: Any) -> None:
     figures = re.findall(r'<figure id="(fig-fairclass-[a-z]+)">', html)
     assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real",
                        "fig-fairclass-federated"]
-    assert html.count("<table>") == 3  # shares above α; full Adult; FDP-Fair by S
+    # certification rates (issue 20); shares above α; full Adult; FDP-Fair by S
+    assert html.count("<table>") == 4
     for caption in re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S):
         assert "Setting:" in caption and "Seed 0" in caption and "Privacy:" in caption
         assert "y = x" in caption or "ε" in caption
@@ -33,6 +34,18 @@ def test_section_has_its_figures_and_captions(section: Any) -> None:
         assert re.search(r"\(1, [\d.e+-]+\)-DP", caption) or re.search(
             r"\(2, [\d.e+-]+\)-DP", caption), caption
         assert "MISMATCH" not in caption
+
+
+def test_headline_uses_the_certified_rule_and_shows_its_rate(section: Any) -> None:
+    """Issue 20: Figure 8's solid curves are the default (certified) rule, the paper's target
+    rule is the comparison, and the certification rate is reported per (N, ε, α)."""
+    html = "\n".join(section.blocks)
+    caption = re.search(r'<figure id="fig-fairclass-alpha">.*?<figcaption>(.*?)</figcaption>',
+                        html, flags=re.S).group(1)
+    assert "certified threshold rule" in caption and "target rule" in caption
+    rates = section.results["simulation"]["certification_rate"]
+    assert rates and all(0.0 <= v <= 1.0 for per in rates.values() for v in per.values())
+    assert "Certification rate" in html
 
 
 def test_numbers_are_the_registered_study_rows(section: Any) -> None:

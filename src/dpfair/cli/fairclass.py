@@ -231,18 +231,47 @@ def fair_classify(
         ),
     ] = "auto",
     ledger: LedgerOption = None,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help=(
+                "Print what a certified fit can promise (margin, aim, smallest alpha, "
+                "P(certified) at --alpha) from public numbers only — TRAIN's row count, "
+                "(epsilon, delta), --fail-prob, --min-group-share — and exit: no data are "
+                "read, nothing is fitted or charged."
+            ),
+        ),
+    ] = False,
+    min_group_share: Annotated[
+        float | None,
+        typer.Option(
+            "--min-group-share",
+            help=(
+                "With --plan: a public lower bound on the smaller group's share P(A = a) "
+                "(from outside knowledge, never measured on TRAIN)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Fit CDP-Fair on TRAIN ((ε, δ)-DP) and report test error, |DD| and the privacy spent.
 
     The test metrics are computed on TEST in the clear: they are not private with respect to
     TEST (keep TEST out of any release that must be private). A TEST with TRAIN's content,
-    or with a registered ledger of its own, is refused.
+    or with a registered ledger of its own, is refused. With ``--plan`` nothing is fitted:
+    the certificate's plan (:func:`dpfair.fairclass.plan_certification`) is printed.
     """
     from dpfair._validation import check_in_open_interval, check_positive
     from dpfair.data.fairclass_sql import read_columns
     from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
     from dpfair.privacy import Budget
 
+    if plan:
+        with user_errors():
+            _print_plan(train, epsilon, delta, alpha, fail_prob, min_group_share, cross_fit,
+                        as_json)
+        return
     with user_errors():
         if aggregate not in ("auto", "always", "never"):
             raise InvalidParameterError(
@@ -358,6 +387,28 @@ def fair_classify(
             payload["ledger"] = charged
             rows += ledger_row(charged)
     _emit(payload, rows, "CDP-Fair (single server)", as_json)
+
+
+def _print_plan(train: Path, epsilon: float, delta: float, alpha: float, fail_prob: float,
+                min_group_share: float | None, cross_fit: bool | None, as_json: bool) -> None:
+    """``--plan``: the certification plan from TRAIN's row count (public) and the flags."""
+    from dpfair.data import row_count
+    from dpfair.fairclass import plan_certification
+
+    if min_group_share is None:
+        raise InvalidParameterError(
+            "--plan needs --min-group-share: a public lower bound on the smaller group's "
+            "share P(A = a) (e.g. 0.3), from outside knowledge, not from TRAIN."
+        )
+    n = row_count(train)  # public under replace-one neighbours
+    result = plan_certification(n, epsilon, delta, min_group_share, fail_prob,
+                                cross_fit=bool(cross_fit))
+    p_alpha = result.certification_probability(alpha)
+    payload = {**result.to_dict(), "alpha": alpha, "certification_probability": p_alpha}
+    rows = [("train", f"{train} (n = {n}, a public count; no other data read)"),
+            *result.summary_rows(),
+            (f"P(certified) at --alpha={alpha:g}", f"{p_alpha:.3f}")]
+    _emit(payload, rows, "CDP-Fair certification plan (public numbers only)", as_json)
 
 
 def _check_test_is_public(train: Path, test: Path) -> None:

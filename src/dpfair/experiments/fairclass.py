@@ -9,6 +9,7 @@ the federated (FDP-Fair) effect-of-sites table.
 
 from dpfair.experiments._fairclass import (
     ADULT_ENV,
+    CERTIFIED_METHOD,
     DATASET_CODES,
     LAW_SCHOOL_DEFAULT,
     LAW_SCHOOL_ENV,
@@ -34,6 +35,7 @@ __all__ = [
     "ADULT_ENV",
     "ALPHA_GRID_REAL",
     "ALPHA_GRID_SIM",
+    "CERTIFIED_METHOD",
     "DATASET_CODES",
     "LAW_SCHOOL_DEFAULT",
     "LAW_SCHOOL_ENV",

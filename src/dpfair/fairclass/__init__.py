@@ -2,7 +2,8 @@
 
 * :class:`CDPFairClassifier` — CDP-Fair (Algorithm 5): private plug-in group scores (a
   kernel estimate on a public grid, or a private logistic score for many features) and a
-  private threshold that caps the demographic disparity |DD| at α.
+  private threshold that caps the demographic disparity |DD| (or, with
+  ``constraints="equal_opportunity"``, the true-positive-rate difference) at α.
 * Baselines with the same interface: :class:`PrivatePlugInClassifier` (privacy only),
   :class:`FairPlugInClassifier` (fairness only, Zeng et al. 2024),
   :class:`PlugInClassifier` (neither).
@@ -12,7 +13,9 @@
   a configured :class:`CDPFairClassifier` (DuckDB aggregates on the public grid, streamed
   calibration scores); :func:`kernel_grid_weights` — the file's S1 aggregate alone.
 * :func:`fit_alpha_path` — one S1 release, one S2 per α; :func:`plan_budget` — the public
-  budget split of a fit; :func:`bandwidth_rule` — the public bandwidth rule.
+  budget split of a fit; :func:`plan_certification` — before any data are read, the
+  certificate's margin and the smallest α a certified fit reaches; :func:`bandwidth_rule`
+  — the public bandwidth rule.
 * S2 tools: :func:`dd_steps`, :func:`exact_fair_threshold`, :func:`private_fair_threshold`.
 * :mod:`dpfair.fairclass.metrics` (:func:`misclassification_error`,
   :func:`demographic_disparity`); :mod:`dpfair.fairclass.datasets` — the paper's simulation
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from dpfair.fairclass._budget import LedgerRecord as LedgerRecord
     from dpfair.fairclass._budget import PrivacyLedger as PrivacyLedger
     from dpfair.fairclass._budget import plan_budget
+    from dpfair.fairclass._certify import UncertifiedFairnessError
     from dpfair.fairclass._estimators import (
         CDPFairClassifier,
         FairPlugInClassifier,
@@ -45,6 +49,8 @@ if TYPE_CHECKING:
     from dpfair.fairclass._estimators import uncertified_message as uncertified_message
     from dpfair.fairclass._model import ReleasedFold as ReleasedFold
     from dpfair.fairclass._model import bandwidth_rule
+    from dpfair.fairclass._plan import CertificationPlan as CertificationPlan
+    from dpfair.fairclass._plan import plan_certification
     from dpfair.fairclass._threshold import ThresholdResult as ThresholdResult
     from dpfair.fairclass._threshold import (
         dd_steps,
@@ -54,7 +60,11 @@ if TYPE_CHECKING:
     from dpfair.fairclass.aggregate import GridAggregate as GridAggregate
     from dpfair.fairclass.aggregate import kernel_grid_weights
     from dpfair.fairclass.federated import FDPFairClassifier
-    from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+    from dpfair.fairclass.metrics import (
+        demographic_disparity,
+        equal_opportunity_difference,
+        misclassification_error,
+    )
     from dpfair.fairclass.outofcore import OutOfCoreFit as OutOfCoreFit
     from dpfair.fairclass.outofcore import fit_cdp_fair_from_file
     from dpfair.fairclass.sweep import fit_alpha_path
@@ -66,6 +76,9 @@ _WHERE: dict[str, str] = {
     "LedgerRecord": "dpfair.fairclass._budget",
     "PrivacyLedger": "dpfair.fairclass._budget",
     "plan_budget": "dpfair.fairclass._budget",
+    "UncertifiedFairnessError": "dpfair.fairclass._certify",
+    "CertificationPlan": "dpfair.fairclass._plan",
+    "plan_certification": "dpfair.fairclass._plan",
     "CDPFairClassifier": "dpfair.fairclass._estimators",
     "FairPlugInClassifier": "dpfair.fairclass._estimators",
     "PlugInClassifier": "dpfair.fairclass._estimators",
@@ -81,6 +94,7 @@ _WHERE: dict[str, str] = {
     "kernel_grid_weights": "dpfair.fairclass.aggregate",
     "FDPFairClassifier": "dpfair.fairclass.federated",
     "demographic_disparity": "dpfair.fairclass.metrics",
+    "equal_opportunity_difference": "dpfair.fairclass.metrics",
     "misclassification_error": "dpfair.fairclass.metrics",
     "OutOfCoreFit": "dpfair.fairclass.outofcore",
     "fit_cdp_fair_from_file": "dpfair.fairclass.outofcore",
@@ -101,10 +115,12 @@ __all__ = [
     "FairPlugInClassifier",
     "PlugInClassifier",
     "PrivatePlugInClassifier",
+    "UncertifiedFairnessError",
     "bandwidth_rule",
     "datasets",
     "dd_steps",
     "demographic_disparity",
+    "equal_opportunity_difference",
     "exact_fair_threshold",
     "fit_alpha_path",
     "fit_cdp_fair_from_file",
@@ -112,5 +128,6 @@ __all__ = [
     "metrics",
     "misclassification_error",
     "plan_budget",
+    "plan_certification",
     "private_fair_threshold",
 ]

@@ -91,6 +91,10 @@ class BudgetPlan:
         The total the ledger may reach.
     epsilon_check : float
         ε_k of the certificate's Laplace check of DD̂(τ̂) (0: no check, the "target" rule).
+    constraints : {"demographic_parity", "equal_opportunity"}
+        What S2 caps. Equal opportunity spends ε_c on two calibration counts (the
+        positive-label rows of each group, L1 sensitivity 2 together) instead of one
+        (``fairclass/_opportunity.py``); the totals are the same.
     """
 
     epsilon: float
@@ -105,6 +109,7 @@ class BudgetPlan:
     epsilon_threshold: float
     limit: Budget
     epsilon_check: float = 0.0
+    constraints: str = "demographic_parity"
 
     @property
     def s2(self) -> Budget:
@@ -195,27 +200,41 @@ class BudgetPlan:
 
     def _charge_s2(self, ledger: PrivacyLedger, tag: str, cal_rows: str) -> None:
         if self.has_s2:
-            ledger.charge(
-                Budget.pure(self.epsilon_count),
-                label=f"{tag} / S2 / calibration group-1 count (Laplace, sensitivity 1)",
-                rows=cal_rows,
-                noise=(
-                    "exact discrete Laplace on a 2^-k lattice, scale "
-                    f"~ {1.0 / self.epsilon_count:.6g}"
-                ),
-            )
+            eo = self.constraints == "equal_opportunity"
+            if eo:
+                ledger.charge(
+                    Budget.pure(self.epsilon_count),
+                    label=(f"{tag} / S2 / calibration positive-label counts n_01, n_11 "
+                           "(Laplace, L1 sensitivity 2)"),
+                    rows=cal_rows,
+                    noise=(
+                        "exact discrete Laplace on a 2^-k lattice, scale "
+                        f"~ {2.0 / self.epsilon_count:.6g} per count"
+                    ),
+                )
+            else:
+                ledger.charge(
+                    Budget.pure(self.epsilon_count),
+                    label=f"{tag} / S2 / calibration group-1 count (Laplace, sensitivity 1)",
+                    rows=cal_rows,
+                    noise=(
+                        "exact discrete Laplace on a 2^-k lattice, scale "
+                        f"~ {1.0 / self.epsilon_count:.6g}"
+                    ),
+                )
+            curve = "TPR-difference (EOD)" if eo else "DD"
             ledger.charge(
                 Budget.pure(self.epsilon_threshold),
-                label=(f"{tag} / S2 / threshold tau (exponential mechanism on the DD step "
-                       "function)"),
+                label=(f"{tag} / S2 / threshold tau (exponential mechanism on the {curve} "
+                       "step function)"),
                 rows=cal_rows,
                 noise="exp(-eps * |DD - target| / (2 * (1/m1 + 1/m0)))",
             )
             if self.epsilon_check > 0:
                 ledger.charge(
                     Budget.pure(self.epsilon_check),
-                    label=(f"{tag} / S2 / certificate: DD at tau (Laplace, sensitivity "
-                           "1/m1 + 1/m0)"),
+                    label=(f"{tag} / S2 / certificate: {curve} at tau (Laplace, "
+                           "sensitivity 1/m1 + 1/m0)"),
                     rows=cal_rows,
                     noise=(
                         "exact discrete Laplace on a 2^-k lattice, scale "
@@ -254,6 +273,7 @@ def plan_budget(
     count_share: float = 0.05,
     threshold_count_share: float = 0.25,
     check_share: float = 0.0,
+    constraints: str = "demographic_parity",
 ) -> BudgetPlan:
     """Derive every noise scale from the user's (ε, δ) (module docstring).
 
@@ -277,6 +297,8 @@ def plan_budget(
     check_share : float in [0, 1), default 0
         The certificate check's fraction of S2's ε (0: no check). The count and the check
         together must leave a positive share for τ̂.
+    constraints : {"demographic_parity", "equal_opportunity"}, default "demographic_parity"
+        What S2 caps (recorded in the plan and the ledger's labels; same budgets).
     """
     s = _check_share("s1_share", s1_share)
     wc = _check_share("count_share", count_share)
@@ -335,4 +357,5 @@ def plan_budget(
         epsilon_threshold=eps_e,
         limit=limit,
         epsilon_check=eps_k,
+        constraints=str(constraints),
     )

@@ -32,6 +32,7 @@ evaluated at n_a ≥ m̃_a − ℓ (|L| ≤ ℓ except with probability β/200).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
@@ -39,7 +40,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, optimize, special
 
-from dpfair._errors import InvalidParameterError
+from dpfair._errors import DPFairError, InvalidParameterError
 from dpfair.fairclass._laplace_count import count_lattice
 from dpfair.fairclass._threshold import DDSteps
 from dpfair.mechanisms import (
@@ -52,11 +53,20 @@ from dpfair.mechanisms import (
 )
 
 __all__ = [
+    "AIM_FAIL",
+    "TIE_SLACK",
     "FairnessCertificate",
+    "UncertifiedFairnessError",
+    "aim_scales",
+    "aim_slack",
     "certification_margin",
     "certified_target",
+    "check_on_uncertified",
     "check_threshold",
+    "laplace_sum_sf",
     "normal_laplace_cdf",
+    "pass_probability",
+    "refuse_uncertified",
 ]
 
 #: Share of the per-side failure probability spent on "|L| ≤ ℓ" (the denominator noise
@@ -65,7 +75,9 @@ _SIZE_SLACK = 0.01
 
 
 
-def check_lattice(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]:
+def check_lattice(
+    m1: float, m0: float, epsilon_check: float, n_bound: float | None = None
+) -> tuple[int, int]:
     """Public lattice 2^-k·ℤ of the check and its integer discrete-Laplace scale t.
 
     Floating-point model (``docs/floating_point.md``): the check releases
@@ -80,15 +92,22 @@ def check_lattice(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]
     (Δ + 2^-k)/ε_k: the same noise as the real-arithmetic Laplace(Δ/ε_k) up to 2^-k.
     k comes from public numbers only: k = lattice_bits(2 + 64(Δ + 1)/ε_k), lowered while
     t > 2^33 (``SAFE_SCALE``), so the sampler's int64 guard never binds.
+
+    ``n_bound``: a public bound on every count c of the curve (default m̃₁ + m̃₀, the
+    calibration size of the demographic-parity curve, whose m̃₀ = n_C − m̃₁). The
+    equal-opportunity curve has two independently noisy denominators, so it passes the
+    calibration size n_C.
     """
-    k, units = check_units(m1, m0, epsilon_check)
+    k, units = check_units(m1, m0, epsilon_check, n_bound)
     return k, discrete_laplace_scale(units, epsilon_check)
 
 
-def check_units(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]:
+def check_units(
+    m1: float, m0: float, epsilon_check: float, n_bound: float | None = None
+) -> tuple[int, int]:
     """(k, Δ_L) of :func:`check_lattice`: lattice bits and sensitivity in lattice units."""
     delta = Fraction(1) / Fraction(m1) + Fraction(1) / Fraction(m0)
-    n = Fraction(m1) + Fraction(m0)
+    n = Fraction(m1) + Fraction(m0) if n_bound is None else Fraction(n_bound)
     k = lattice_bits(2.0 + 64.0 * (float(delta) + 1.0) / epsilon_check)
     while True:  # keep t ≤ SAFE_SCALE: the uncapped sampler's int64 guard never binds
         units = math.floor(delta * (1 + n / 2**50) * 2**k) + 1
@@ -97,9 +116,14 @@ def check_units(m1: float, m0: float, epsilon_check: float) -> tuple[int, int]:
         k -= 1
 
 
-#: γ = GAMMA_SCALE · Δ · (1/ε_k + 1/ε_e): how far below α − t the EM aims, so that the
-#: check (noise Laplace(Δ/ε_k)) usually passes. Set on the paper's simulation only.
-GAMMA_SCALE = 2.0
+#: q: the aim leaves room for the threshold's spread and the check's noise so that the
+#: check fails with probability ≤ AIM_FAIL on a locally continuous calibration curve.
+AIM_FAIL = 0.03
+
+#: The slack floor (DD units): the aim never comes closer than this to α − t, however
+#: large ε, so a step of a tied/discrete calibration curve of up to this size straddling
+#: the aim cannot make certification fall as ε grows (issue 20).
+TIE_SLACK = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +172,18 @@ def normal_laplace_cdf(x: float, s: float, b: float) -> float:
     return float(min(max(special.ndtr(x / s) - 0.5 * t1 + 0.5 * t2, 0.0), 1.0))
 
 
-def _tail(t: float, s: float, b_w: float, b_v: float) -> float:
-    """P(s·N + W − V ≤ −t), V = b_v·L⁺ with L ~ Laplace(0, 1) (so L⁺ = 0 w.p. ½, else Exp(1))."""
-    head = 0.5 * normal_laplace_cdf(-t, s, b_w)
+def _tail(t: float, s: float, b_w: float, b_v: float, p_zero: float = 0.5) -> float:
+    """P(s·N + W − V ≤ −t), V = 0 w.p. ``p_zero``, else b_v·Exp(1).
+
+    ``p_zero`` = ½: V = b_v·L⁺ with L ~ Laplace(0, 1) (one count, demographic parity).
+    ``p_zero`` = 0: V = b_v·E, E ~ Exp(1), which stochastically dominates max(L₁⁺, L₀⁻)
+    of two independent Laplace(1) counts (P(max > x) = e^{−x} − ¼e^{−2x} ≤ e^{−x}; equal
+    opportunity).
+    """
+    head = p_zero * normal_laplace_cdf(-t, s, b_w)
     if b_v <= 0:
-        return 2.0 * head
-    # ½ E_{E ~ Exp(1)} [G(−t + b_v E)], integrated in u = b_v E.
+        return head / p_zero if p_zero > 0 else normal_laplace_cdf(-t, s, b_w)
+    # (1 − p_zero)·E_{E ~ Exp(1)} [G(−t + b_v E)], integrated in u = b_v E.
     val, _ = integrate.quad(
         lambda u: normal_laplace_cdf(-t + u, s, b_w) * math.exp(-u / b_v) / b_v,
         0.0,
@@ -161,7 +191,7 @@ def _tail(t: float, s: float, b_w: float, b_v: float) -> float:
         limit=200,
         epsabs=1e-12,
     )
-    return head + 0.5 * val
+    return head + (1.0 - p_zero) * val
 
 
 def certification_margin(
@@ -171,6 +201,8 @@ def certification_margin(
     epsilon_count: float,
     epsilon_check: float,
     fail_prob_side: float,
+    counts: int = 1,
+    n_public: float | None = None,
 ) -> float:
     """The public margin t of one side of one fold (module docstring).
 
@@ -193,6 +225,14 @@ def certification_margin(
         discrete Laplace noises (:func:`~dpfair.fairclass._laplace_count.count_lattice`,
         :func:`check_lattice`), each coupled within one lattice unit to the continuous
         law of that scale; n = m̃₁ + m̃₀.
+    counts : {1, 2}, default 1
+        1: demographic parity, m̃₁ = n₁ + L and m̃₀ = n_C − m̃₁ (one Laplace count at ε_c).
+        2: equal opportunity, m̃_a = n_{a,1} + L_a, two independent Laplace counts at
+        ε_c/2 each (the pair has L1 sensitivity 2). Then S − S_n = −p̂₁L₁/m̃₁ + p̂₀L₀/m̃₀ ≥
+        −Δ·max(L₁⁺, L₀⁻), whose tail is dominated by Δ·Exp(b_c) (:func:`_tail`,
+        ``p_zero=0``); "|L_a| ≤ ℓ" is charged 0.005·β_side per count.
+    n_public : float, optional
+        The public calibration size n_C (default m̃₁ + m̃₀; pass it with ``counts=2``).
     """
     p = float(fail_prob_side)
     if not 0.0 < p < 0.5:
@@ -207,12 +247,15 @@ def certification_margin(
     # within one lattice unit of a continuous Laplace of its own scale (quantile coupling),
     # and the tail computation below runs on those continuous laws, the couplings' slack
     # added to t at the end.
-    n_cal = round(m1 + m0)
-    k_c, t_c = count_lattice(n_cal, epsilon_count)
-    b_c = math.ldexp(t_c, -k_c)  # scale of the count noise L, ≥ 1/ε_c
-    k, t_w = check_lattice(m1, m0, epsilon_check)
+    if counts not in (1, 2):
+        raise InvalidParameterError(f"counts={counts!r}: expected 1 or 2.")
+    n_cal = round(m1 + m0) if n_public is None else round(n_public)
+    eps_each = epsilon_count / counts
+    k_c, t_c = count_lattice(n_cal, eps_each)
+    b_c = math.ldexp(t_c, -k_c)  # scale of each count noise L, ≥ counts/ε_c
+    k, t_w = check_lattice(m1, m0, epsilon_check, None if n_public is None else n_cal)
     b_w = math.ldexp(t_w, -k)  # scale of the check noise w, ≥ Δ/ε_k
-    ell = math.log(1.0 / (_SIZE_SLACK * p)) * b_c + math.ldexp(1.0, -k_c)
+    ell = math.log(counts / (_SIZE_SLACK * p)) * b_c + math.ldexp(1.0, -k_c)
     lo1, lo0 = max(m1 - ell, 1.0), max(m0 - ell, 1.0)
     s = 0.5 * math.sqrt(1.0 / lo1 + 1.0 / lo0)
     delta = 1.0 / m1 + 1.0 / m0
@@ -220,16 +263,88 @@ def certification_margin(
     level = (1.0 - _SIZE_SLACK) * p
     hi = 12.0 * s + (b_w + b_v) * (math.log(1.0 / level) + 8.0)
 
+    p_zero = 0.5 if counts == 1 else 0.0
+
     def excess(t: float) -> float:
-        # + P(Δ·L⁺ ≥ t): where the shift exceeds t the normal-sd monotonicity does not apply
+        # + P(V ≥ t): where the shift exceeds t the normal-sd monotonicity does not apply
         # (docs/proofs/fairclass_cdp_fair.md §10), so that event is charged in full.
-        return _tail(t, s, b_w, b_v) + 0.5 * math.exp(-t / b_v) - level
+        return _tail(t, s, b_w, b_v, p_zero) + (1.0 - p_zero) * math.exp(-t / b_v) - level
 
     # Coupling slack: D̃ = (rint(fl(DD̂)·2^k) + Z_w)·2^-k is within 2^-51·nΔ (rounding of
     # DD̂) + 2^-k-1 (rint) + 2^-k (Z_w vs w) of DD̂ + w, and the count noise enters as c·L
     # with c ≤ Δ and |L_discrete − L| ≤ 2^-k_c.
     slack = 1.5 * 2.0**-k + 2.0**-51 * n_cal * delta + delta * 2.0**-k_c
     return float(optimize.brentq(excess, 1e-12, hi, xtol=1e-10)) + slack
+
+
+def laplace_sum_sf(x: float, b1: float, b2: float) -> float:
+    """P(V + W > x) for independent V ~ Laplace(0, b1), W ~ Laplace(0, b2), exactly.
+
+    For x ≥ 0 and b1 ≠ b2 the tail is (b1²e^{−x/b1} − b2²e^{−x/b2}) / (2(b1² − b2²)); for
+    b1 = b2 = b it is e^{−x/b}(2b + x)/(4b); for x < 0 it is 1 − P(V + W > −x) (symmetry).
+    """
+    if x < 0:
+        return 1.0 - laplace_sum_sf(-x, b1, b2)
+    hi, lo = max(b1, b2), min(b1, b2)
+    if hi <= 0:
+        return 0.0
+    if lo <= 0:
+        return 0.5 * math.exp(-x / hi)
+    if hi - lo <= 1e-9 * hi:
+        return math.exp(-x / hi) * (2.0 * hi + x) / (4.0 * hi)
+    r = lo / hi
+    # (hi²e^{−x/hi} − lo²e^{−x/lo}) / (2(hi² − lo²)), written stably.
+    return (math.exp(-x / hi) - r * r * math.exp(-x / lo)) / (2.0 * (1.0 - r * r))
+
+
+def aim_scales(
+    m1: float, m0: float, *, epsilon_threshold: float, epsilon_check: float,
+    n_bound: float | None = None,
+) -> tuple[float, float]:
+    """(b_v, b_w): the threshold's spread and the check's noise scale, in DD units.
+
+    b_v = 2Δ/ε_e: on a calibration curve that is locally linear around the aim, the
+    exponential mechanism (density ∝ exp(−ε_e·L/(2Δ))) puts DD̂(τ̂) − aim at a
+    Laplace(2Δ/ε_e) distance (the windowed loss only moves mass to the feasible side).
+    b_w = t_w·2^-k ≥ Δ/ε_k: the executed check noise (:func:`check_lattice`).
+    Both are functions of the released m̃ and public ε's.
+    """
+    delta = 1.0 / m1 + 1.0 / m0
+    k, t_w = check_lattice(m1, m0, epsilon_check, n_bound)
+    return 2.0 * delta / epsilon_threshold, math.ldexp(t_w, -k)
+
+
+def aim_slack(
+    b_v: float, b_w: float, *, aim_fail: float = AIM_FAIL, floor: float = TIE_SLACK
+) -> float:
+    """g = max(x, floor) with P(V + W > x) = ``aim_fail`` (V ~ Laplace(b_v), W ~ Laplace(b_w)).
+
+    How far below the certified level α − t the threshold aims, so that the check passes
+    with probability ≥ 1 − ``aim_fail`` — the aim's own randomness (the mechanism's spread
+    b_v) and the check's noise b_w accounted — and never closer than ``floor`` (one step of
+    a tied calibration curve), so the aim does not approach α − t as ε grows.
+    """
+    q = float(aim_fail)
+    if not 0.0 < q < 0.5:
+        raise InvalidParameterError(f"aim_fail={aim_fail!r}: must be in (0, 0.5).")
+    hi = (b_v + b_w) * (math.log(1.0 / q) + 2.0) + 1e-300
+    x = float(optimize.brentq(lambda v: laplace_sum_sf(v, b_v, b_w) - q, 0.0, hi, xtol=1e-12))
+    return max(x, float(floor))
+
+
+def pass_probability(alpha: float, margin: float, aim: float, b_v: float, b_w: float) -> float:
+    """Predicted P(certified) of one fold: P(|aim ± (V + W)| ≤ α − t) on a locally
+    continuous curve, V ~ Laplace(b_v) (threshold spread), W ~ Laplace(b_w) (check noise).
+
+    A prediction (the planner's), not part of any guarantee: the window of the loss makes
+    the overshoot side lighter than this Laplace model, ties can make it heavier.
+    """
+    cap = alpha - margin
+    if cap <= 0:
+        return 0.0
+    over = laplace_sum_sf(cap - aim, b_v, b_w)
+    under = laplace_sum_sf(cap + aim, b_v, b_w)
+    return max(0.0, 1.0 - over - under)
 
 
 def certified_target(
@@ -241,15 +356,19 @@ def certified_target(
     epsilon_threshold: float,
     epsilon_check: float,
     extra_margin: float = 0.0,
+    aim_fail: float = AIM_FAIL,
+    floor: float = TIE_SLACK,
+    n_bound: float | None = None,
 ) -> float:
-    """The EM's target α_t = max(α − t − γ − extra, 0), γ = GAMMA_SCALE·Δ·(1/ε_k + 1/ε_e).
+    """The threshold's target α_t = max(α − t − g − extra, 0), g = :func:`aim_slack`.
 
     Public (released m̃ and parameters only); the target does not enter the guarantee, only
     how often the check passes.
     """
-    delta = 1.0 / m1 + 1.0 / m0
-    gamma = GAMMA_SCALE * delta * (1.0 / epsilon_check + 1.0 / epsilon_threshold)
-    return max(alpha - margin - gamma - extra_margin, 0.0)
+    b_v, b_w = aim_scales(m1, m0, epsilon_threshold=epsilon_threshold,
+                          epsilon_check=epsilon_check, n_bound=n_bound)
+    gap = aim_slack(b_v, b_w, aim_fail=aim_fail, floor=floor)
+    return max(alpha - margin - gap - extra_margin, 0.0)
 
 
 def check_threshold(
@@ -264,6 +383,7 @@ def check_threshold(
     epsilon_check: float,
     fail_prob: float,
     rng: np.random.Generator,
+    n_bound: float | None = None,
 ) -> FairnessCertificate:
     """Release D̃ = DD̂(τ̂) + Laplace(Δ/ε_k) (ε_k-DP) and decide the certificate |D̃| ≤ α − t.
 
@@ -275,7 +395,7 @@ def check_threshold(
     Δ = 1/m̃₁ + 1/m̃₀ at every τ, so at τ̂ too: τ̂ is itself a DP release, and the check is a
     Laplace mechanism composed after it). ``fail_prob`` is the fold's β (both sides).
     """
-    k, units = check_units(m1, m0, epsilon_check)
+    k, units = check_units(m1, m0, epsilon_check, n_bound)
     # The integer statistic S = rint(DD̂·2^k) (exact scaling and rounding) meets exact
     # discrete Laplace noise (check_lattice): no low-order bit of DD̂ reaches the output.
     stat = int(np.rint(steps.at(tau) * 2.0**k))
@@ -289,3 +409,57 @@ def check_threshold(
         certified=bool(ok),
         target=float(target),
     )
+
+
+#: What ``fit`` does with a model whose certificate failed.
+ON_UNCERTIFIED = ("warn", "raise")
+
+
+class UncertifiedFairnessError(DPFairError, RuntimeError):
+    """``on_uncertified="raise"``: the fit ran (its privacy budget is spent) but its
+    certificate failed, so no model is returned.
+
+    Attributes
+    ----------
+    privacy_spent : Budget
+        What the fit spent (charged although nothing is released but this error).
+    privacy_ledger : PrivacyLedger
+        Its releases, as for a returned model.
+    certificates : tuple of FairnessCertificate
+        The failed certificates (released numbers: D̃, t, β per fold).
+    """
+
+    def __init__(self, message: str, *, privacy_spent: Any, privacy_ledger: Any,
+                 certificates: tuple[FairnessCertificate, ...]) -> None:
+        super().__init__(message)
+        self.privacy_spent = privacy_spent
+        self.privacy_ledger = privacy_ledger
+        self.certificates = certificates
+
+
+def check_on_uncertified(value: Any) -> str:
+    """Validate ``on_uncertified`` (before any data are read)."""
+    if value not in ON_UNCERTIFIED:
+        raise InvalidParameterError(
+            f"on_uncertified={value!r}: expected 'warn' (return the model, certified_ False, "
+            "and warn) or 'raise' (return nothing; the budget is still spent)."
+        )
+    return str(value)
+
+
+def refuse_uncertified(
+    state: dict[str, Any], on_uncertified: str, message: Callable[[], str]
+) -> None:
+    """Raise :class:`UncertifiedFairnessError` for a failed certificate when asked to.
+
+    Called on the fitted state *before* the estimator adopts it: with ``"raise"`` nothing
+    of the model is kept. The ledger in the error shows the budget the fit spent.
+    """
+    if on_uncertified == "raise" and state.get("certified_") is False:
+        raise UncertifiedFairnessError(
+            message() + " on_uncertified='raise': no model is returned; the privacy budget "
+            "of this fit is spent (see the error's privacy_ledger).",
+            privacy_spent=state.get("privacy_spent_"),
+            privacy_ledger=state.get("privacy_ledger_"),
+            certificates=tuple(state.get("certificates_") or ()),
+        )

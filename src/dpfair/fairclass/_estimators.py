@@ -38,10 +38,12 @@ from dpfair._rng import as_generator
 from dpfair._validation import check_positive
 from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import BudgetPlan, plan_budget
+from dpfair.fairclass._certify import check_on_uncertified, refuse_uncertified
 from dpfair.fairclass._linear import RADIUS_CHOICES, RADIUS_SHARE, FeatureMap
 from dpfair.fairclass._model import bandwidth_rule, row_uniforms
 from dpfair.fairclass._pipeline import ArraySource, FitSettings, Source, run_pipeline
 from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
+from dpfair.fairclass._rule import CONSTRAINTS
 from dpfair.fairclass._split import SPLITS
 from dpfair.fairclass._validation import (
     check_alpha,
@@ -84,16 +86,21 @@ def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str
     )
 
 
+def _uncertified_text(est: Any, state: dict[str, Any]) -> str:
+    """The uncertified message of a fitted state (estimator's α and β, folds' checks)."""
+    certs = state.get("certificates_") or ()
+    detail = "; " + ", ".join(
+        f"fold {k + 1}: released DD {c.released_dd:+.3f}, "
+        f"needs |DD| <= {c.alpha - c.margin:.3f}"
+        for k, c in enumerate(certs)
+    )
+    return uncertified_message(float(est.alpha), float(est.fail_prob), detail)
+
+
 def _warn_if_uncertified(est: Any) -> None:
     if getattr(est, "certified_", None) is False:
-        certs = est.certificates_ or ()
-        detail = "; " + ", ".join(
-            f"fold {k + 1}: released DD {c.released_dd:+.3f}, "
-            f"needs |DD| <= {c.alpha - c.margin:.3f}"
-            for k, c in enumerate(certs)
-        )
         warnings.warn(
-            uncertified_message(float(est.alpha), float(est.fail_prob), detail),
+            _uncertified_text(est, {"certificates_": est.certificates_}),
             UncertifiedFairnessWarning,
             stacklevel=3,
         )
@@ -140,6 +147,21 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
     def _certify_fail_prob(self) -> float | None:
         """β of the certified threshold rule, or None (no certificate attempted)."""
         return None
+
+    def _constraints(self) -> str:
+        """The disparity S2 caps (``constraints``; demographic parity by default)."""
+        value = getattr(self, "constraints", "demographic_parity")
+        if value not in CONSTRAINTS:
+            raise InvalidParameterError(
+                f"constraints={value!r}: expected 'demographic_parity' (cap |P(Y^=1|A=1) - "
+                "P(Y^=1|A=0)|) or 'equal_opportunity' (cap the true-positive-rate "
+                "difference |P(Y^=1|A=1,Y=1) - P(Y^=1|A=0,Y=1)|)."
+            )
+        return str(value)
+
+    def _on_uncertified(self) -> str:
+        """``on_uncertified`` ("warn" by default)."""
+        return check_on_uncertified(getattr(self, "on_uncertified", "warn"))
 
     def _cross_fit_flag(self) -> bool:
         return _check_bool("cross_fit", self.cross_fit)
@@ -221,7 +243,9 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         """
         sensitive_features = require_sensitive(sensitive_features, self, "fit")
         alpha = self._alpha_params()
+        on_uncertified = self._on_uncertified()
         states = self._fit_path(X, y, sensitive_features, [alpha] if alpha else [None])
+        refuse_uncertified(states[0], on_uncertified, lambda: _uncertified_text(self, states[0]))
         self._adopt(states[0])
         _warn_if_uncertified(self)
         return self
@@ -264,6 +288,7 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             resolution=resolution, max_nodes=max_nodes, bandwidth=self._resolve_bandwidth,
             d=d, feature_map=feature_map, lows=lows, highs=highs,
             radius=self._radius() if score == "linear" else "auto",
+            constraints=self._constraints(),
         )
 
     def _fit_path(
@@ -606,7 +631,20 @@ class CDPFairClassifier(_PlugInBase):
         ``alpha_margin`` on the calibration half (about half of the fits exceed α in the
         population); no certificate.
     fail_prob : float, default=0.05
-        β of the certified rule (public): P(|DD| > α and certified) ≤ β.
+        β of the certified rule (public): P(|DD| > α and certified) ≤ β. Plan it before
+        fitting: :func:`dpfair.fairclass.plan_certification` predicts the margin and the
+        smallest α that certifies, from public numbers only.
+    constraints : {"demographic_parity", "equal_opportunity"}, default="demographic_parity"
+        What α caps (Fairlearn's keywords): the demographic disparity DD, or the
+        true-positive-rate difference P(Ŷ=1 | A=1, Y=1) − P(Ŷ=1 | A=0, Y=1). Equal
+        opportunity uses a private TPR-difference curve on the calibration half (two
+        private positive-label counts, same budget; ``docs/proofs/equal_opportunity.md``);
+        in memory only.
+    on_uncertified : {"warn", "raise"}, default="warn"
+        A failed certificate: ``"warn"`` returns the model (``certified_`` False) with
+        :class:`dpfair.UncertifiedFairnessWarning`; ``"raise"`` returns nothing and raises
+        :class:`~dpfair.fairclass.UncertifiedFairnessError` — the budget is spent all the
+        same (the error carries the ledger).
 """
         + _COMMON_PARAMS_DOC.replace(
             "    cross_fit : bool, default=True\n"
@@ -758,6 +796,8 @@ class CDPFairClassifier(_PlugInBase):
         categories: Any = None,
         split: str | None = None,
         radius: float | str = "auto",
+        constraints: str = "demographic_parity",
+        on_uncertified: str = "warn",
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -781,6 +821,8 @@ class CDPFairClassifier(_PlugInBase):
         self.categories = categories
         self.split = split
         self.radius = radius
+        self.constraints = constraints
+        self.on_uncertified = on_uncertified
 
     def _rule(self) -> str:
         rule = self.threshold_rule
@@ -837,6 +879,7 @@ class CDPFairClassifier(_PlugInBase):
             count_share=self.count_share,
             threshold_count_share=self.threshold_count_share,
             check_share=self.check_share if certified else 0.0,
+            constraints=self._constraints(),
         )
 
 
@@ -925,6 +968,8 @@ class FairPlugInClassifier(_PlugInBase):
         + _COMMON_PARAMS_DOC
         + """    alpha_margin : float, default=0.0
         Target |DD| ≤ alpha − alpha_margin on the calibration half.
+    constraints : {"demographic_parity", "equal_opportunity"}, default="demographic_parity"
+        What α caps (as in :class:`CDPFairClassifier`).
 
     Attributes
     ----------
@@ -949,6 +994,7 @@ class FairPlugInClassifier(_PlugInBase):
         alpha_margin: float = 0.0,
         grid_resolution: float = 4.0,
         max_grid_nodes: int = 2**18,
+        constraints: str = "demographic_parity",
     ) -> None:
         self.alpha = alpha
         self.feature_bounds = feature_bounds
@@ -959,6 +1005,7 @@ class FairPlugInClassifier(_PlugInBase):
         self.alpha_margin = alpha_margin
         self.grid_resolution = grid_resolution
         self.max_grid_nodes = max_grid_nodes
+        self.constraints = constraints
 
     def _alpha_params(self) -> tuple[float, float]:
         return check_alpha(self.alpha, self.alpha_margin)
@@ -1050,7 +1097,10 @@ def fit_from_source(
     """
     alpha = clf._alpha_params()
     rng = as_generator(clf.random_state, name="random_state")
+    on_uncertified = clf._on_uncertified()
     result = run_pipeline(settings, source, [alpha], rng)
+    refuse_uncertified(result.states[0], on_uncertified,
+                       lambda: _uncertified_text(clf, result.states[0]))
     clf._adopt({**result.states[0], "n_features_in_": settings.d,
                 **source.fitted_extras(result.n, result.half_sizes)})
     _warn_if_uncertified(clf)

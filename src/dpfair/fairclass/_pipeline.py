@@ -69,8 +69,11 @@ from dpfair.fairclass._model import (
     make_grid,
     release_s1_from_weights,
 )
+from dpfair.fairclass._opportunity import OpportunityCalibration, s2_opportunity
+from dpfair.fairclass._rule import OpportunityFold
 from dpfair.fairclass._split import HALF_LABELS, Split, draw_split
 from dpfair.fairclass._threshold import (
+    AIM_WINDOW,
     DDSteps,
     dd_steps,
     exact_fair_threshold,
@@ -139,6 +142,8 @@ class Calibration(Protocol):
 
 
 AnyFold = ReleasedFold | ReleasedLinearFold
+#: A fitted fold: an S1 fold with its τ̂, or its equal-opportunity wrapper.
+FittedFold = ReleasedFold | ReleasedLinearFold | OpportunityFold
 
 
 def fold_scores(
@@ -297,6 +302,7 @@ class FitSettings:
     radius: float | str = "auto"
     lows: NDArray[np.float64] | None = None
     highs: NDArray[np.float64] | None = None
+    constraints: str = "demographic_parity"
 
     @property
     def pairs(self) -> list[tuple[int, int]]:
@@ -339,7 +345,10 @@ def s2_threshold(
     the lattice-rounded DD̂ step function (ε_e-DP, :func:`~dpfair.fairclass.private_fair_threshold`).
     With ``fail_prob`` (the fold's β) and ε_k > 0 the certified rule runs: the aim is shrunk
     by the public margin, then the Laplace check of DD̂(τ̂) (ε_k-DP, ``_certify.py``)
-    decides the certificate. Draws from ``rng``: count, threshold, check — in that order.
+    decides the certificate; the certified threshold uses the windowed loss
+    (:data:`~dpfair.fairclass._threshold.AIM_WINDOW`) and the aim of
+    :func:`~dpfair.fairclass._certify.certified_target`. Draws from ``rng``: count,
+    threshold, check — in that order.
     """
     alpha, margin = entry
     if plan is None:
@@ -366,7 +375,8 @@ def s2_threshold(
         alpha, t, m1, m0, epsilon_threshold=plan.epsilon_threshold,
         epsilon_check=plan.epsilon_check, extra_margin=margin,
     )
-    law = threshold_law_from_steps(steps, m1, m0, aim, plan.epsilon_threshold, r, n_cal=n_law)
+    law = threshold_law_from_steps(steps, m1, m0, aim, plan.epsilon_threshold, r, n_cal=n_law,
+                                   window=AIM_WINDOW)
     tau = law.sample(rng)
     cert = check_threshold(
         steps, tau, m1, m0, alpha, margin=t, target=aim, epsilon_check=plan.epsilon_check,
@@ -430,6 +440,13 @@ def run_pipeline(
     source.check_halves(split)
     plan, pairs = settings.plan, settings.pairs
     labels = [(HALF_LABELS[tr], HALF_LABELS[cal]) for tr, cal in pairs]
+    opportunity = settings.constraints == "equal_opportunity"
+    if opportunity and not isinstance(source, ArraySource):
+        raise InvalidParameterError(
+            f"constraints='equal_opportunity': S2 needs the calibration rows' labels in "
+            f"memory; {name} is read through aggregates. Fit in memory, or use "
+            "constraints='demographic_parity'."
+        )
 
     # Public S1 set-up: the grid (kernel) or the logistic plan (linear).
     grid: KroneckerGaussianGrid | None = None
@@ -516,20 +533,35 @@ def run_pipeline(
         if int(counts[pairs[0][1]].sum()) != sizes[pairs[0][1]]:
             raise InvalidDataError(f"'{name}': the data changed while they were being read.")
         check_counts(counts)
+    eo_cals: dict[int, OpportunityCalibration] = {}
+    if opportunity and any(entry is not None for entry in alphas):
+        assert isinstance(source, ArraySource)
+        for fold, (_tr, cal) in zip(s1, pairs, strict=True):
+            Uc, Ac, yc = source.rows(split, cal)
+            pos = yc == 1
+            eo_cals[cal] = OpportunityCalibration(
+                np.asarray(fold.eta_at(grid, Uc[pos], Ac[pos]),  # type: ignore[arg-type]
+                           dtype=np.float64), Ac[pos],
+                int(yc.size),
+            )
 
     # S2 on each calibration half, once per alpha.
     beta = settings.fail_prob if plan is not None else None
     states: list[dict[str, Any]] = []
     for entry, ledger in zip(alphas, ledgers, strict=True):
-        folds: list[AnyFold] = []
+        folds: list[FittedFold] = []
         certs: list[FairnessCertificate] = []
         for fold, (_tr, cal) in zip(s1, pairs, strict=True):
             tau = 0.0
+            fold_beta = None if beta is None else beta / len(pairs)
+            if entry is not None and opportunity:
+                tau, cert, positive = s2_opportunity(eo_cals[cal], entry, plan, rng, fold_beta)
+                if cert is not None:
+                    certs.append(cert)
+                folds.append(OpportunityFold(fold, positive, tau))
+                continue
             if entry is not None:
-                tau, cert = s2_threshold(
-                    cals[cal], fold.pi, entry, plan, rng,
-                    None if beta is None else beta / len(pairs),
-                )
+                tau, cert = s2_threshold(cals[cal], fold.pi, entry, plan, rng, fold_beta)
                 if cert is not None:
                     certs.append(cert)
             folds.append(_with_tau(fold, tau))
@@ -549,7 +581,7 @@ def _with_tau(fold: AnyFold, tau: float) -> AnyFold:
 
 
 def _fitted_state(
-    folds: Sequence[AnyFold],
+    folds: Sequence[FittedFold],
     certs: Sequence[FairnessCertificate],
     rng: np.random.Generator,
     *,
@@ -584,4 +616,5 @@ def _fitted_state(
         "certificates_": tuple(certs) if certified is not None else None,
         "estimator_": settings.score,
         "feature_map_": None if kernel else settings.feature_map,
+        "constraints_": settings.constraints,
     }

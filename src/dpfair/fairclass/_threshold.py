@@ -31,6 +31,7 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair.mechanisms import PieceMasses, PiecewiseConstantLaw, choose_piece, exact_rate
 
 __all__ = [
+    "AIM_WINDOW",
     "SCORE_LATTICE_BINS",
     "DDSteps",
     "ScoreHistogram",
@@ -463,11 +464,13 @@ def threshold_law(
     *,
     atom_mass: float | None = None,
     base: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    window: float = 0.0,
 ) -> ThresholdLaw:
     """The exact law sampled by :func:`private_fair_threshold` (same parameters).
 
     ``base = (edges, density)``: an optional *public* piecewise-constant base density on
-    [−r, r] (edges from −r to r); default the constant 1 (Lebesgue measure).
+    [−r, r] (edges from −r to r); default the constant 1 (Lebesgue measure). ``window``:
+    the windowed loss of the certified rule (:func:`threshold_law_from_steps`).
     """
     eps, r = _check_law(epsilon, radius, m1, m0)
     # Scores are rounded per record to the public lattice (2/B)ℤ ∩ [−1, 1] here, whoever
@@ -478,7 +481,8 @@ def threshold_law(
                      snap_scores(np.asarray(z0, dtype=np.float64)), m1, m0)
     n_cal = max(int(np.size(z1) + np.size(z0)), 1)
     return threshold_law_from_steps(
-        steps, m1, m0, alpha, eps, r, n_cal=n_cal, atom_mass=atom_mass, base=base
+        steps, m1, m0, alpha, eps, r, n_cal=n_cal, atom_mass=atom_mass, base=base,
+        window=window,
     )
 
 
@@ -493,18 +497,40 @@ def threshold_law_from_steps(
     n_cal: int,
     atom_mass: float | None = None,
     base: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    window: float = 0.0,
 ) -> ThresholdLaw:
     """:func:`threshold_law` from an already built step function (denominators m1, m0).
 
     ``n_cal`` is the number of calibration records (it sets the default atom mass 2r/n_cal).
     The out-of-core fit builds ``steps`` from score histograms
     (:func:`dd_steps_from_counts`); the law is then the same function of the curve.
+
+    ``window`` = h ≥ 0 (public; a multiple of the score lattice's spacing 2/B, e.g.
+    :data:`AIM_WINDOW`): the *windowed* loss of the certified rule,
+
+        L_h(τ) = max(DD̂(τ) − α, α − DD̂(τ − h), 0)   (τ > 0),
+        L_h(τ) = max(−α − DD̂(τ), DD̂(τ + h) + α, 0)   (τ < 0),
+
+    which is 0 exactly on the τ-window of width h on the *feasible* side of the crossing
+    of ±α (DD̂ non-increasing), whatever the curve: a jump of DD̂ across the target (tied
+    scores) leaves a zero-loss window right after the jump, so the mechanism prefers the
+    feasible side of the jump more and more as ε grows. h = 0 is the symmetric loss
+    |DD̂(τ) ∓ α|. Privacy is unchanged: L_h is a maximum of 0 and two functions of DD̂ each
+    moving by at most Δ between neighbours, so L_h has sensitivity Δ; its pieces are cut at
+    the public points b_k ± h (lattice points), and each computed term has the rounding
+    bound of :func:`loss_lattice` (the maximum is exact).
     """
     eps, r = _check_law(epsilon, radius, m1, m0)
+    h = float(window)
+    if not (h >= 0 and math.isfinite(h)):
+        raise InvalidParameterError(f"window={window!r}: must be finite and >= 0.")
     sens = 1.0 / m1 + 1.0 / m0
     b = steps.breaks
     inner = b[(b > -r) & (b < r)]
     cuts = [inner, np.array([-r, 0.0, r])]
+    if h > 0:
+        shifted = np.concatenate((b + h, b - h))
+        cuts.append(shifted[(shifted > -r) & (shifted < r)])
     if base is not None:
         base_edges = np.asarray(base[0], dtype=np.float64)
         base_dens = np.asarray(base[1], dtype=np.float64)
@@ -526,7 +552,18 @@ def threshold_law_from_steps(
     mids = 0.5 * (edges[:-1] + edges[1:])
     gap_idx = np.searchsorted(b, mids, side="left")
     dd = steps.gap[gap_idx]
-    loss = np.where(mids > 0, np.abs(dd - alpha), np.abs(dd + alpha))
+    if h > 0:
+        # No break lies strictly inside a piece shifted by ±h (the cuts b ± h), so the
+        # shifted curve is one gap value per piece too.
+        dd_left = steps.gap[np.searchsorted(b, mids - h, side="left")]
+        dd_right = steps.gap[np.searchsorted(b, mids + h, side="left")]
+        loss = np.where(
+            mids > 0,
+            np.maximum(np.maximum(dd - alpha, alpha - dd_left), 0.0),
+            np.maximum(np.maximum(-alpha - dd, dd_right + alpha), 0.0),
+        )
+    else:
+        loss = np.where(mids > 0, np.abs(dd - alpha), np.abs(dd + alpha))
     if base is None:
         dens = np.ones(mids.size)
         base_total = 2.0 * r
@@ -550,6 +587,11 @@ def threshold_law_from_steps(
     # P(atom) = e^{log_atom} / (e^{log_atom} + e^{log_norm}), in log-space.
     p_atom = 1.0 / (1.0 + math.exp(min(law.log_norm - log_atom, 700.0)))
     return ThresholdLaw(law, p_atom, steps, sens, masses, units, rate)
+
+
+#: h of the certified rule's windowed loss (:func:`threshold_law_from_steps`): 2^-13, a
+#: multiple of the score lattice's spacing 2^-15 (so b ± h are lattice points).
+AIM_WINDOW = 2.0**-13
 
 
 #: The loss lattice unit is g = 2^(⌊log2 Δ⌋ − LOSS_LATTICE_BITS): about 2^-20 Δ.

@@ -1,4 +1,5 @@
-"""Error and demographic disparity of (possibly randomised) classifiers.
+"""Error, demographic disparity and equal-opportunity difference of (possibly randomised)
+classifiers.
 
 For a classifier that outputs 1 with probability p(x, a), the expected misclassification
 error is mean(p·(1 − y) + (1 − p)·y) and the demographic disparity is
@@ -17,7 +18,7 @@ from numpy.typing import ArrayLike
 from dpfair._errors import InvalidDataError
 from dpfair.fairclass._validation import check_binary, check_sensitive
 
-__all__ = ["demographic_disparity", "misclassification_error"]
+__all__ = ["demographic_disparity", "equal_opportunity_difference", "misclassification_error"]
 
 
 def _rates(p: ArrayLike, name: str = "y_pred") -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -55,3 +56,30 @@ def demographic_disparity(y_pred: ArrayLike, sensitive_features: ArrayLike) -> f
     if not (np.any(a == 1) and np.any(a == 0)):
         raise InvalidDataError("sensitive_features: both groups 0 and 1 must be present.")
     return float(p[a == 1].mean() - p[a == 0].mean())
+
+
+def equal_opportunity_difference(
+    y_true: ArrayLike, y_pred: ArrayLike, sensitive_features: ArrayLike
+) -> float:
+    """EOD = P(Ŷ = 1 | A = 1, Y = 1) − P(Ŷ = 1 | A = 0, Y = 1) (signed true-positive-rate
+    difference; the cap of ``constraints="equal_opportunity"`` is |EOD| ≤ α).
+
+    Fairlearn's ``equal_opportunity_difference`` is the unsigned max − min of the same two
+    rates, i.e. |EOD| here.
+
+    Parameters
+    ----------
+    y_true : array-like of 0/1
+    y_pred : array-like of labels 0/1 or probabilities of predicting 1
+    sensitive_features : array-like of 0/1
+    """
+    p = _rates(y_pred)
+    y = check_binary("y_true", y_true, n_samples=p.size)
+    a = check_sensitive(sensitive_features, p.size)
+    pos1, pos0 = (a == 1) & (y == 1), (a == 0) & (y == 1)
+    if not (np.any(pos1) and np.any(pos0)):
+        raise InvalidDataError(
+            "y_true, sensitive_features: both groups need a positive label (y = 1) for the "
+            "true-positive rates."
+        )
+    return float(p[pos1].mean() - p[pos0].mean())

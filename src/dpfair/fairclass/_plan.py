@@ -1,0 +1,278 @@
+"""Plan a certified CDP-Fair fit before reading any data: margin, aim and the smallest α.
+
+The certified rule (``fairclass/_certify.py``) certifies a fold iff the private check
+|D̃| ≤ α − t, with t the public margin. Everything that decides how often that happens is
+a function of public numbers: n (public under replace-one), (ε, δ), the budget split, β,
+and the calibration denominators m̃_a — which are released, and which a planner replaces by
+their expected size m_a = share_a · n_C with a *public* (assumed) group share. So
+:func:`plan_certification` computes, from public quantities only and without data:
+
+* the margin t (:func:`~dpfair.fairclass._certify.certification_margin` at m_a);
+* the aim's slack g (:func:`~dpfair.fairclass._certify.aim_slack`): how far below α − t
+  the threshold aims, covering the threshold's own spread b_v = 2Δ/ε_e and the check's
+  noise b_w ≈ Δ/ε_k, floored at one step of a tied curve;
+* the predicted certification probability of an α,
+  P(|aim ± (V + W)| ≤ α − t)^K with V ~ Laplace(b_v), W ~ Laplace(b_w), K folds
+  (:func:`~dpfair.fairclass._certify.pass_probability`);
+* ``min_alpha``: the smallest α whose predicted probability reaches ``target_rate``.
+
+It spends no privacy: nothing here reads data. What it cannot know (stated, not hidden): the
+actual group shares (a smaller group than assumed gives a larger margin) and the shape of
+the calibration curve (strong ties can lower the rate; the windowed loss and the slack
+floor bound how much). Checked on designs it was not tuned on
+(``tests/fairclass/test_plan.py``: fits at α ≥ 1.5·``min_alpha`` certify in ≥ 90% of cases).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scipy import optimize
+
+from dpfair._errors import InvalidParameterError
+from dpfair._validation import check_positive
+from dpfair.fairclass._budget import plan_budget
+from dpfair.fairclass._certify import (
+    AIM_FAIL,
+    TIE_SLACK,
+    aim_scales,
+    aim_slack,
+    certification_margin,
+    pass_probability,
+)
+from dpfair.fairclass._rule import CONSTRAINTS
+from dpfair.fairclass._validation import check_budget
+
+__all__ = ["CertificationPlan", "plan_certification"]
+
+
+@dataclass(frozen=True)
+class CertificationPlan:
+    """What a certified fit can promise, from public numbers only (no data read).
+
+    Attributes
+    ----------
+    n : int
+        Rows of the fit (public).
+    epsilon, delta : float
+        The fit's budget.
+    constraints : str
+        "demographic_parity" or "equal_opportunity".
+    min_group_share : float
+        The assumed smaller share: P(A = a) (demographic parity) or P(A = a, Y = 1)
+        (equal opportunity).
+    group_sizes : (float, float)
+        The expected calibration denominators (m₁, m₀) used in place of the released ones.
+    folds : int
+        1, or 2 with cross-fitting (β and the probability are per fit).
+    fail_prob : float
+        β: P(|disparity| > α and certified) ≤ β.
+    epsilon_count, epsilon_threshold, epsilon_check : float
+        S2's budget split (as the estimator will use it).
+    margin : float
+        t: a fold is certified iff its released check satisfies |D̃| ≤ α − t.
+    slack : float
+        g: the threshold aims at α − t − g.
+    threshold_spread, check_noise : float
+        b_v = 2Δ/ε_e and b_w ≈ Δ/ε_k (DD units).
+    target_rate : float
+        The certification probability ``min_alpha`` is defined by.
+    min_alpha : float
+        The smallest α whose predicted certification probability is ≥ ``target_rate``.
+    """
+
+    n: int
+    epsilon: float
+    delta: float
+    constraints: str
+    min_group_share: float
+    group_sizes: tuple[float, float]
+    folds: int
+    fail_prob: float
+    epsilon_count: float
+    epsilon_threshold: float
+    epsilon_check: float
+    margin: float
+    slack: float
+    threshold_spread: float
+    check_noise: float
+    target_rate: float
+    min_alpha: float
+
+    def aim(self, alpha: float) -> float:
+        """The threshold's target max(α − t − g, 0) at this α."""
+        return max(float(alpha) - self.margin - self.slack, 0.0)
+
+    def certification_probability(self, alpha: float) -> float:
+        """Predicted P(certified) of a fit at this α (all folds)."""
+        p = pass_probability(float(alpha), self.margin, self.aim(alpha),
+                             self.threshold_spread, self.check_noise)
+        return p**self.folds
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = asdict(self)
+        out["group_sizes"] = list(self.group_sizes)
+        return out
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        """(label, text) rows for the CLI and reports."""
+        what = "|DD|" if self.constraints == "demographic_parity" else "|EOD| (TPR difference)"
+        rows = [
+            ("constraints", self.constraints),
+            ("n (public)", str(self.n)),
+            ("assumed min group share", f"{self.min_group_share:g}"),
+            ("calibration denominators",
+             f"{self.group_sizes[0]:.0f}, {self.group_sizes[1]:.0f} (expected)"),
+            ("budget", f"({self.epsilon:g}, {self.delta:.3g})-DP; S2 split count "
+                       f"{self.epsilon_count:.4g} / threshold {self.epsilon_threshold:.4g} / "
+                       f"check {self.epsilon_check:.4g}"),
+            ("margin t", f"{self.margin:.4f} (certified iff released {what} <= alpha - t)"),
+            ("aim slack", f"{self.slack:.4f} (threshold aims at alpha - t - slack)"),
+            ("min alpha", f"{self.min_alpha:.4f} (certified in >= {self.target_rate:g} of "
+                          "fits, predicted)"),
+        ]
+        for a in (0.05, 0.1, 0.2):
+            rows.append((f"P(certified) at alpha={a:g}",
+                         f"{self.certification_probability(a):.3f}"))
+        return rows
+
+
+def _share(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise InvalidParameterError(f"{name}={value!r}: expected a number in (0, 0.5].")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name}={value!r}: expected a number in (0, 0.5].") from None
+    if not 0.0 < v <= 0.5:
+        raise InvalidParameterError(
+            f"{name}={value!r}: the smaller group's share must lie in (0, 0.5] (a public "
+            "assumption, e.g. from a census; never measured on the private data)."
+        )
+    return v
+
+
+def plan_certification(
+    n: int,
+    epsilon: float,
+    delta: float,
+    min_group_share: float,
+    fail_prob: float = 0.05,
+    constraints: str = "demographic_parity",
+    *,
+    max_group_share: float | None = None,
+    cross_fit: bool = False,
+    cross_fit_budget: str = "split",
+    s1_share: float = 0.75,
+    threshold_count_share: float = 0.25,
+    check_share: float = 0.35,
+    target_rate: float = 0.9,
+    aim_fail: float = AIM_FAIL,
+) -> CertificationPlan:
+    """Predict what a certified CDP-Fair fit can certify, before any data are read.
+
+    Public quantities only: spends no privacy. Use it to choose α (or n, ε) so that the
+    fit's certificate is likely to pass.
+
+    Parameters
+    ----------
+    n : int
+        Rows of the training data (public under replace-one neighbours).
+    epsilon, delta : float
+        The fit's (ε, δ), as passed to :class:`~dpfair.fairclass.CDPFairClassifier`.
+    min_group_share : float in (0, 0.5]
+        A public lower bound on the smaller group's share: P(A = a) for demographic parity,
+        P(A = a, Y = 1) for equal opportunity (its denominators are the positive-label rows).
+    fail_prob : float, default 0.05
+        β of the certified rule.
+    constraints : {"demographic_parity", "equal_opportunity"}
+    max_group_share : float, optional
+        The other group's share (default: 1 − ``min_group_share`` for demographic parity;
+        ``min_group_share`` for equal opportunity, which is conservative).
+    cross_fit, cross_fit_budget, s1_share, threshold_count_share, check_share
+        As for the estimator (its certified defaults: no cross-fitting).
+    target_rate : float, default 0.9
+        ``min_alpha`` is the smallest α certified with at least this predicted probability.
+    aim_fail : float, default AIM_FAIL
+        The aim's failure allowance (the estimator's default).
+
+    Returns
+    -------
+    CertificationPlan
+        ``.margin``, ``.min_alpha``, ``.certification_probability(alpha)``, …
+
+    Examples
+    --------
+    The paper's simulation (N = 9000, P(A = 1) = 0.3) at ε = 1:
+
+    >>> from dpfair.fairclass import plan_certification
+    >>> plan = plan_certification(9000, 1.0, 4500.0**-2, min_group_share=0.3)
+    >>> round(plan.margin, 3), round(plan.min_alpha, 3)
+    (0.036, 0.051)
+    >>> round(plan.certification_probability(0.1), 2)
+    0.97
+    """
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise InvalidParameterError(f"n={n!r}: expected the (public) number of rows, an int.")
+    n_rows = int(n)
+    if n_rows < 8:
+        raise InvalidParameterError(f"n={n!r}: a certified fit needs at least 8 rows.")
+    eps, dl = check_budget(epsilon, delta)
+    if constraints not in CONSTRAINTS:
+        raise InvalidParameterError(
+            f"constraints={constraints!r}: expected 'demographic_parity' or 'equal_opportunity'."
+        )
+    beta = check_positive("fail_prob", fail_prob)
+    if not beta < 0.5:
+        raise InvalidParameterError(f"fail_prob={fail_prob!r}: must lie in (0, 0.5).")
+    lo = _share("min_group_share", min_group_share)
+    eo = constraints == "equal_opportunity"
+    if max_group_share is None:
+        hi = lo if eo else 1.0 - lo
+    else:
+        hi = float(max_group_share)
+        if not lo <= hi < 1.0:
+            raise InvalidParameterError(
+                f"max_group_share={max_group_share!r}: must lie in [min_group_share, 1)."
+            )
+    rate = float(target_rate)
+    if not 0.0 < rate < 1.0:
+        raise InvalidParameterError(f"target_rate={target_rate!r}: must lie in (0, 1).")
+    plan = plan_budget(
+        eps, dl, cross_fit=bool(cross_fit), has_s2=True,
+        cross_fit_budget=cross_fit_budget,  # type: ignore[arg-type]
+        s1_share=s1_share, threshold_count_share=threshold_count_share,
+        check_share=check_share, constraints=constraints,
+    )
+    folds = 2 if cross_fit else 1
+    n_cal = float(math.ceil(n_rows / 2))
+    m1, m0 = max(lo * n_cal, 2.0), max(hi * n_cal, 2.0)
+    beta_fold = beta / folds
+    t = certification_margin(
+        m1, m0, epsilon_count=plan.epsilon_count, epsilon_check=plan.epsilon_check,
+        fail_prob_side=beta_fold / 2.0, counts=2 if eo else 1,
+        n_public=n_cal if eo else None,
+    )
+    b_v, b_w = aim_scales(m1, m0, epsilon_threshold=plan.epsilon_threshold,
+                          epsilon_check=plan.epsilon_check, n_bound=n_cal if eo else None)
+    g = aim_slack(b_v, b_w, aim_fail=aim_fail, floor=TIE_SLACK)
+
+    def prob(alpha: float) -> float:
+        aim = max(alpha - t - g, 0.0)
+        return float(pass_probability(alpha, t, aim, b_v, b_w) ** folds)
+
+    top = 0.999
+    if prob(top) < rate:
+        min_alpha = math.inf
+    else:
+        min_alpha = float(optimize.brentq(lambda a: prob(a) - rate, t, top, xtol=1e-7))
+    return CertificationPlan(
+        n=n_rows, epsilon=eps, delta=dl, constraints=str(constraints), min_group_share=lo,
+        group_sizes=(m1, m0), folds=folds, fail_prob=beta, epsilon_count=plan.epsilon_count,
+        epsilon_threshold=plan.epsilon_threshold, epsilon_check=plan.epsilon_check,
+        margin=t, slack=g, threshold_spread=b_v, check_noise=b_w, target_rate=rate,
+        min_alpha=min_alpha,
+    )
