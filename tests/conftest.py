@@ -116,3 +116,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # type: igno
             where = ids[0].split("::", 1)[0]
             short = reason if len(reason) <= 90 else reason[:89] + "…"
             terminalreporter.write_line(f"{label} {len(ids):4d} x {where}: {short}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--refresh-doc-outputs",
+        action="store_true",
+        default=False,
+        help="tests/test_readme.py: write the printed outputs into README.md and the docs "
+        "pages instead of failing on a stale one (see tools/refresh_doc_outputs.py).",
+    )
