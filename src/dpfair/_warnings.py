@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DPFairWarning", "UncertifiedFairnessWarning"]
+__all__ = ["DPFairWarning", "FreeWarning", "UncertifiedFairnessWarning"]
 
 
 class DPFairWarning(UserWarning):
@@ -17,4 +17,13 @@ class UncertifiedFairnessWarning(DPFairWarning):
     not certify |DD| ≤ α with probability ≥ 1 − β in the population (too little data or
     privacy budget for this α). The model is still fitted; ``certified_`` is False. Turn it
     into an error with ``warnings.simplefilter("error", UncertifiedFairnessWarning)``.
+    """
+
+
+class FreeWarning(DPFairWarning):
+    """Advice computed from a release's output and public inputs only (no privacy cost).
+
+    An interval end on a public bound (the bounds may not contain the median), or a budget
+    so large that little privacy remains (``dpfair._advice``). The command line prints each
+    as one ``dpfair: warning:`` line and lists them under ``warnings`` in ``--json``.
     """

@@ -125,13 +125,15 @@ def open_session(
 def release_context(ledger: Path | None) -> Iterator[None]:
     """Around a session release: prefix a budget refusal with ``ledger=FILE:`` (it names
     the remaining budget) and print the session's warnings as one line each on stderr
-    (the reproduction-mode warning, an uncertified fit)."""
-    from dpfair._warnings import UncertifiedFairnessWarning
+    (the reproduction-mode warning, an uncertified fit, the free warnings of
+    :mod:`dpfair._advice`)."""
+    from dpfair._warnings import FreeWarning, UncertifiedFairnessWarning
     from dpfair.session import ReproducibleSeedWarning
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", ReproducibleSeedWarning)
         warnings.simplefilter("always", UncertifiedFairnessWarning)
+        warnings.simplefilter("always", FreeWarning)
         try:
             yield
         except (BudgetExceededError, IncompatibleBudgetError) as exc:
@@ -144,6 +146,8 @@ def release_context(ledger: Path | None) -> Iterator[None]:
                     typer.echo(SEED_WARNING, err=True)
                 elif issubclass(w.category, UncertifiedFairnessWarning):
                     typer.echo(f"warning: {' '.join(str(w.message).split())}", err=True)
+                elif issubclass(w.category, FreeWarning):  # dpfair._advice: one line each
+                    typer.echo(f"dpfair: warning: {' '.join(str(w.message).split())}", err=True)
                 else:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 

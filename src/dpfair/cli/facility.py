@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dpfair._advice import warn_free
 from dpfair.cli._ledger import (
     LedgerOption,
     SeedOption,
@@ -101,6 +102,7 @@ def facility(
         with release_context(ledger):
             location = session.place_facility(column, epsilon=epsilon, domain=domain,
                                               widening=widening)
+            warn_free(mech.privacy)  # free: a large epsilon leaves little privacy
         rec = session.last_record
         assert rec is not None
         n = int(rec.params["n"])

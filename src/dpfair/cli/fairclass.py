@@ -20,6 +20,7 @@ import numpy as np
 import typer
 from typer.core import TyperCommand
 
+from dpfair._advice import warn_free
 from dpfair._atomic import atomic_open, write_text_atomic
 from dpfair._errors import InvalidParameterError
 from dpfair.cli._ledger import (
@@ -297,6 +298,7 @@ def fair_classify(
                 cross_fit=cross_fit, aggregate=aggregate, bandwidth=bandwidth, clip=clip,
                 threshold_rule=threshold_rule, fail_prob=fail_prob,
             )
+            warn_free(request)  # free: a large epsilon leaves little privacy
         rec = session.last_record
         assert rec is not None
         use_aggregates = bool(rec.params.get("aggregated"))

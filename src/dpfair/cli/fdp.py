@@ -272,6 +272,7 @@ def register(app: typer.Typer) -> None:
     fdp.add_typer(site_app, name="site")
     fdp.add_typer(centre_app, name="centre")
     app.add_typer(fdp, name="fdp")
+    __import__("dpfair.cli.flower_local", fromlist=["register"]).register(fdp)  # flower-local
 
     # ------------------------------------------------------------------ keygen
     @fdp.command("keygen")

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dpfair._advice import warn_free
 from dpfair.cli._ledger import (
     LedgerOption,
     SeedOption,
@@ -99,10 +100,13 @@ def median_ci(
                 column, rho=rho, bounds=bounds, alpha=alpha, method=method,
                 granularity=granularity, aggregate=aggregate,
             )
+            free = warn_free(result.privacy, low=result.low, high=result.high,
+                             bounds=result.bounds, what="median")  # post-processing
         charged = ledger_summary(session, ledger)
         payload: dict[str, Any] = result.to_dict()
         payload["input"] = {"path": str(data), "column": column}
         payload["seed"] = seed
+        payload["warnings"] = list(free)
         if charged:
             payload["ledger"] = charged
         privacy = result.privacy
