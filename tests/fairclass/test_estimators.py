@@ -100,6 +100,7 @@ def _expected_failures(estimator):
         "check_methods_sample_order_invariance",
         "check_sample_weights_not_an_array",
         "check_pipeline_consistency",
+        "check_decision_proba_consistency",
     ]
     return dict.fromkeys(names, _NEEDS_GROUPS)
 
