@@ -194,7 +194,7 @@ def _parse_categories(items: list[str]) -> dict[int, list[str]]:
         vals = [v.strip() for v in tail.split(",")]
         if not sep or not head.strip().isdigit() or not all(vals) or len(set(vals)) != len(vals):
             raise InvalidParameterError(
-                f"--categories {item!r}: expected J=CAT1,CAT2,… with J the 0-based feature "
+                f"--categories {item!r}: expected J=CAT1,CAT2,... with J the 0-based feature "
                 "position and distinct, non-empty public categories."
             )
         j = int(head)
@@ -353,7 +353,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--categories",
-                help="J=CAT1,CAT2,…: feature J (0-based, in --features order) is categorical "
+                help="J=CAT1,CAT2,...: feature J (0-based, in --features order) is categorical "
                 "with these public categories (one-hot; rff or linear); repeat per column. "
                 "Values are matched to the files as text.",
             ),
@@ -388,7 +388,7 @@ def register(app: typer.Typer) -> None:
                 feature_bounds=fb,
                 alpha=alpha,
                 alpha_margin=margin,
-                rho=rho,
+                tolerance=rho,
                 c_omega=c_omega,
                 correction=correction,
                 tail=tail,

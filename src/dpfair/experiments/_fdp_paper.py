@@ -75,7 +75,7 @@ def run_one(
         delta=(n_s / 2) ** -2,
         alpha=alpha,
         feature_bounds=sites[0].feature_bounds,
-        rho=rho,
+        tolerance=rho,
         c_omega=c_omega,
         random_state=seed,
         clip=True,
