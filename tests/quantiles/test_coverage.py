@@ -6,8 +6,9 @@ the exact binomial bound at level 1e-6 (tests/_stats.py: a correct method fails 
 < 1e-6). Designs: a skewed continuous law, a heavy tail (Pareto 1.1, infinite variance)
 a Cauchy (no mean; data far outside the bounds, clipped) and atoms (Poisson: many ties,
 x_q on an atom), at q = 0.1, 0.5 and 0.9, in the default (localised) mode and in the
-paper's mode, and at n = 50 (where some ends have no valid rank and sit on a bound). The default suite is small (it flags a true
-coverage of 0.80); ``-m slow`` runs the full size.
+paper's mode, and at n = 50 (where some ends have no valid rank and sit on a bound). The
+default suite is small (it flags a true coverage of 0.80); ``-m slow`` runs the full size
+(1,500 repetitions per cell: a true coverage of 0.90 fails it almost surely).
 """
 
 from __future__ import annotations

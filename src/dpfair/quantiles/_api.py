@@ -11,9 +11,9 @@ from typing import Any, Final, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
 
 from dpfair._errors import InvalidParameterError
+from dpfair._lazy import LazyModule
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval
 from dpfair._warnings import DPFairWarning
@@ -34,11 +34,15 @@ from dpfair.quantiles._methods import (
     binsearch_quantile,
     binsearch_targets,
     cdf_quantiles,
-    envelope_threshold,
     expmech_quantile,
     grid_point,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
+
+# scipy loads on first use: a first call pays only for what it runs (issue 22, item 8)
+optimize: Any = LazyModule("scipy.optimize")
+special: Any = LazyModule("scipy.special")
+stats: Any = LazyModule("scipy.stats")
 
 __all__ = [
     "LOCALIZE_ALPHA_FRACTION",
@@ -430,13 +434,17 @@ TREE_DEPTHS: Final[tuple[int, ...]] = tuple(range(3, 13))
 @functools.lru_cache(maxsize=256)
 def _tree_end_excess(n: int, p: float, depth: int, rho: float, level: float
                      ) -> tuple[float, float]:
-    """(threshold − n·p in ranks, rms prefix sd) of one envelope test at ``level`` (public)."""
+    """(threshold − n·p in ranks, rms prefix sd) of one envelope test at ``level`` (public).
+
+    For the width model only: the envelope threshold's normal approximation
+    z·sqrt(n·p(1 − p) + σ⁺_max²) + shift (the released test uses the exact threshold).
+    """
     tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
     sig = tree.prefix_std()[1 : 2**depth]
     sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
-    th = envelope_threshold(n, p, float(sig_plus.min()), float(sig_plus.max()),
-                            level / factor) + float(np.max(shift))
-    return th - n * p, float(np.sqrt(np.mean(sig**2)))
+    z = -float(special.ndtri(level / factor))
+    excess = z * math.sqrt(n * p * (1.0 - p) + float(sig_plus.max()) ** 2)
+    return excess + float(np.max(shift)), float(np.sqrt(np.mean(sig**2)))
 
 
 def _overshoot_bins(bin_ranks: float, sigma: float) -> float:
