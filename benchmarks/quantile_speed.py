@@ -9,6 +9,10 @@ baseline and the method interleaved on the same data) and printed with its targe
 * ``cdf-big``: the cdf method at n = ``--n-big`` (10^7) ÷ sort (≤ 1.5), and its peak traced
   memory (tracemalloc, in a fresh subprocess) ÷ the input's bytes (≤ 2);
 * ``expmech-big``: ExpMech at n = ``--n-big`` ÷ sort (≤ 0.5);
+* ``cold-first-call``: a fresh interpreter's ``import dpfair`` plus its FIRST
+  ``dpfair.quantiles.confidence_interval(x, 0.5)`` at n = ``--n`` ÷ one ``numpy.sort``
+  (imports, rank-target caches and sampler tables included; median of ``--repeats``
+  processes; reported, no target);
 * ``five-vs-one``: five quantiles served from one noisy tree ÷ one (≤ 1.2), through
   ``dpfair.quantiles.confidence_intervals`` with its defaults (the localised path);
 * ``histogram``: the out-of-core DuckDB histogram query (``dpfair.data.histogram_counts``,
@@ -207,6 +211,40 @@ def peak_memory_ratio(n: int, method: str, mode: str) -> float:
     return float(rec["peak"]) / float(rec["input"])
 
 
+# ---------------------------------------------------------------------------- cold call
+_COLD_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+n, method = int(sys.argv[2]), sys.argv[3]
+x = np.random.default_rng(7).lognormal(np.log(1.5), 1.0, n)
+t0, c0 = time.perf_counter(), time.process_time()
+import dpfair
+dpfair.quantiles.confidence_interval(x, 0.5, rho=0.5, bounds=(-5.0, 15.0), method=method,
+                                     rng=1)
+t1, c1 = time.perf_counter(), time.process_time()
+np.sort(x)
+t2, c2 = time.perf_counter(), time.process_time()
+print(json.dumps({"first": t1 - t0, "sort": t2 - t1, "first_cpu": c1 - c0,
+                  "sort_cpu": c2 - c1}))
+"""
+
+
+def cold_first_call(n: int, method: str, repeats: int) -> dict[str, float]:
+    """Fresh interpreter: ``import dpfair`` + the first quantile CI, ÷ one numpy sort.
+
+    Everything a first call pays for (imports, rank-target caches, sampler tables) is
+    inside; the median over ``repeats`` fresh processes (the machine's load varies).
+    """
+    runs = []
+    for _ in range(max(1, repeats)):
+        out = subprocess.run([sys.executable, "-c", _COLD_CHILD, str(SRC), str(n), method],
+                             check=True, capture_output=True, text=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    med = {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
+    return med
+
+
 # ---------------------------------------------------------------------------- histogram
 def parquet_file(rows: int, folder: Path) -> Path:
     import duckdb
@@ -276,6 +314,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ts, tm = side_by_side(lambda x=x: np.sort(x),
                                       lambda m=method, c=call, x=x: c(m, x), args.repeats)
                 row(f"single/{label}/{method}/{mode}", tm / ts, "<=1.5", sort_s=ts, method_s=tm)
+
+    for method in METHODS:
+        cold = cold_first_call(n, method, args.repeats)
+        row(f"cold-first-call/{method}/quantiles-localized", cold["first"] / cold["sort"],
+            "report", cpu=False, cpu_ratio=cold["first_cpu"] / max(cold["sort_cpu"], 1e-9),
+            first_s=cold["first"], sort_s=cold["sort"])
 
     xb = lognormal(n_big)
     for method, target in (("cdf", "<=1.5"), ("expmech", "<=0.5")):

@@ -70,15 +70,18 @@ def main() -> None:
     ap.add_argument("--designs", nargs="*", default=list(DESIGNS))
     ap.add_argument("--qs", nargs="*", type=float, default=[0.5])
     ap.add_argument("--methods", nargs="*", default=list(dpfair.median.METHODS))
+    ap.add_argument("--seed", type=int, default=20261201)
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default by n)")
     args = ap.parse_args()
     results = []
     for design in args.designs:
         n = DESIGNS[design][1]
         reps = (40 if n <= 1000 else 6 if n <= 100_000 else 3) if args.quick else (
             500 if n <= 1000 else 60 if n <= 100_000 else 12)
+        reps = args.reps or reps
         for q in args.qs:
             t = time.time()
-            res = run(design, q, reps, 20261201, args.methods)
+            res = run(design, q, reps, args.seed, args.methods)
             results += res
             print(f"\n{design}, q={q}  ({reps} reps, {time.time() - t:.0f}s)")
             print(f"{'method':15s} {'before':>16s} {'after':>16s}")

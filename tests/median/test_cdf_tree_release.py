@@ -116,3 +116,34 @@ def test_windowed_mixture_equals_full_window_sum(n, p, sigma, above):
     full = np.minimum((special.ndtr(diff / scale) * pmf).sum(axis=1) + dropped, 1.0)
     got = mixture_sf(c, sigma, n, sigma_above=above, p=p)
     np.testing.assert_allclose(got, full, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize(("n", "p"), [(1, 0.5), (10, 0.5), (300, 0.01), (1000, 0.1),
+                                      (5000, 0.37), (20000, 0.5)])
+def test_window_pmf_is_an_upper_bound_of_the_exact_pmf(n, p):
+    # The mixture tests' binomial pmf (no scipy.stats) must never be below the exact
+    # P(B = k) (exact rational arithmetic on the binary64 p), and close to it.
+    import math
+    from fractions import Fraction
+
+    from dpfair.median._cdf import _binomial_support
+
+    k, pmf, _ = _binomial_support(n, p)
+    big_p = Fraction(p)
+    for i in range(0, k.size, max(1, k.size // 50)):
+        kk = int(k[i])
+        exact = math.comb(n, kk) * big_p**kk * (1 - big_p) ** (n - kk)
+        rel = Fraction(float(pmf[i])) / exact - 1
+        assert 0 <= rel < 1e-11
+
+
+def test_root_finder_brackets_the_envelope_root():
+    from dpfair.median._cdf import _bracket_root, _envelope_threshold
+
+    root = _bracket_root(lambda a: 3.0 - a, -10.0, 50.0)
+    assert 3.0 <= root <= 3.0 + 2e-10
+    a = _envelope_threshold(1000, 2.0, 4.0, 0.02, 0.5)
+    level = mixture_sf(np.array([a]), 4.0, 1000, sigma_above=2.0, p=0.5)[0]
+    assert level <= 0.02
+    below = mixture_sf(np.array([a - 1e-6]), 4.0, 1000, sigma_above=2.0, p=0.5)[0]
+    assert below > 0.02 * (1 - 1e-6)

@@ -56,9 +56,7 @@ from dpfair.mechanisms import NoisyBinaryTree, leaf_edges
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 
-optimize: Any = LazyModule("scipy.optimize")  # imported on first use (CLI start-up)
 special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
-stats: Any = LazyModule("scipy.stats")  # imported on first use (CLI start-up)
 
 __all__ = ["CdfTreeRelease", "cdf_interval", "mixture_sf", "release_cdf_tree"]
 
@@ -78,11 +76,46 @@ def _binomial_support(
     k_lo = max(0, math.floor(centre - half))
     k_hi = min(n, math.ceil(centre + half))
     k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
-    pmf = np.asarray(stats.binom.pmf(k, n, p), dtype=np.float64)
+    pmf = _window_pmf(k, n, p)
     dropped = 0.0 if (k_lo == 0 and k_hi == n) else 2.0 * math.exp(-50.0)
     k.setflags(write=False)
     pmf.setflags(write=False)
     return k, pmf, dropped
+
+
+def _window_pmf(k: NDArray[np.float64], n: int, p: float) -> NDArray[np.float64]:
+    """P(B = k) over a contiguous window of k, B ~ Bin(n, p), each value an upper bound.
+
+    Without scipy.stats (its import dominated a first call). From the window's largest
+    term (its mode) outwards, the ratios P(k + 1)/P(k) = (n − k)/(k + 1) · p/(1 − p)
+    multiplied up give the shape (no underflow: the window spans ±5√n + 2 around n·p, so
+    its smallest term is above e^{-60} of its largest), and the window is scaled to sum
+    to 1 (an exactly rounded sum). The true window pmf is that exact shape times 1 − δ ≤ 1,
+    δ < 4e-22 the mass outside the window (:func:`_binomial_support`). Each computed
+    term is the exact shape up to a relative error ≤ 3m·2^-53 (m multiplications from the
+    mode, each ratio and product rounded once or twice), so inflating every term by
+    (1 + 4(m + 2)·2^-53) makes each an upper bound on P(B = k): the survival sums built
+    from them can only be larger than the exact ones, and the tests that compare them with
+    their levels only more conservative.
+    """
+    ks = np.asarray(k, dtype=np.float64)
+    if ks.size == 1:
+        return np.ones(1)
+    odds = p / (1.0 - p)
+    ratio = (n - ks[:-1]) / (ks[:-1] + 1.0) * odds  # P(k+1)/P(k), k = ks[0]..ks[-2]
+    # mode of the window: the last k whose ratio from the previous term is ≥ 1
+    up = np.flatnonzero(ratio >= 1.0)
+    top = int(up[-1]) + 1 if up.size else 0
+    shape = np.empty(ks.size, dtype=np.float64)
+    shape[top] = 1.0
+    if top + 1 < ks.size:
+        shape[top + 1 :] = np.cumprod(ratio[top:])
+    if top > 0:
+        shape[:top] = np.cumprod(1.0 / ratio[:top][::-1])[::-1]
+    m = max(top, ks.size - 1 - top)
+    total = math.fsum(shape.tolist())
+    inflation = 1.0 + 4.0 * (m + 2) * 2.0**-53
+    return np.asarray(shape / total * inflation, dtype=np.float64)
 
 
 #: Φ(−40) is 0.0 and Φ(9) is 1.0 in binary64 (Φ(9) = 1 − 1.1e-19 rounds to 1).
@@ -151,6 +184,39 @@ def mixture_sf(
     return np.minimum(out + dropped, 1.0)
 
 
+def _bracket_root(f: Any, lo: float, hi: float) -> float:
+    """A root of the decreasing ``f`` on [lo, hi] (f(lo) > 0 ≥ f(hi)) to 1e-10 + 1e-14|x|.
+
+    Regula falsi with the Illinois step (superlinear, bracket kept) instead of
+    scipy.optimize.brentq, whose import dominated a first call. Returns the upper end of
+    the final bracket, where f ≤ 0. The caller re-checks its threshold against f anyway.
+    """
+    f_lo, f_hi = f(lo), f(hi)
+    if f_hi > 0.0:
+        return hi
+    if f_lo <= 0.0:
+        return lo
+    side = 0
+    for _ in range(500):
+        if hi - lo <= 1e-10 + 1e-14 * max(abs(lo), abs(hi)):
+            break
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        if not lo < x < hi:
+            x = 0.5 * (lo + hi)
+        fx = f(x)
+        if fx > 0.0:
+            lo, f_lo = x, fx
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+        else:
+            hi, f_hi = x, fx
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+    return hi
+
+
 @functools.lru_cache(maxsize=256)
 def _envelope_threshold(
     n: int, sigma_min: float, sigma_max: float, level: float, p: float = 0.5
@@ -158,8 +224,8 @@ def _envelope_threshold(
     """The a with E_B[q_env(B, a)] = level, B ~ Bin(n, p) (continuous, decreasing in a).
 
     Returned slightly above the root (by 1e-9, more if needed): the returned a is checked
-    to satisfy E_B[q_env(B, a)] ≤ level, so rejecting at ≥ a keeps the level (brentq's
-    root is only within xtol + rtol·|a| of the true root). A function of public inputs
+    to satisfy E_B[q_env(B, a)] ≤ level, so rejecting at ≥ a keeps the level (the root
+    finder's answer is only within 1e-10 + 1e-14·|a| of the true root). A function of public inputs
     only, cached.
     """
 
@@ -168,10 +234,17 @@ def _envelope_threshold(
         return float(sf[0]) - level
 
     lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
-    root = optimize.brentq(gap, lo, hi, xtol=1e-10, rtol=1e-14, maxiter=500)
+    # a narrow starting bracket around the normal approximation (kept only if it
+    # brackets the root; otherwise the wide one): fewer mixture evaluations
+    sd = math.sqrt(n * p * (1.0 - p) + sigma_max**2)
+    guess = n * p + sd * -float(special.ndtri(min(max(level, 1e-300), 0.5)))
+    near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
+    if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
+        lo, hi = near_lo, near_hi
+    root = _bracket_root(gap, lo, hi)
     thresh = float(root) + 1e-9
     step = 1e-9 + 4e-14 * abs(thresh)
-    while gap(thresh) > 0.0:  # brentq's tolerance exceeded the margin: move up
+    while gap(thresh) > 0.0:  # the root's tolerance exceeded the margin: move up
         thresh += step
         step *= 2.0
     return thresh

@@ -35,14 +35,14 @@ from dpfair.quantiles._methods import (
     binsearch_quantile,
     binsearch_targets,
     cdf_quantiles,
-    envelope_threshold,
     expmech_quantile,
     grid_point,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
 
-optimize: Any = LazyModule("scipy.optimize")  # imported on first use (CLI start-up)
-special: Any = LazyModule("scipy.special")  # imported on first use (CLI start-up)
+# scipy loads on first use: a first call pays only for what it runs (issue 22, item 8)
+optimize: Any = LazyModule("scipy.optimize")
+special: Any = LazyModule("scipy.special")
 
 __all__ = [
     "LOCALIZE_ALPHA_FRACTION",
@@ -66,8 +66,9 @@ LOCALIZE_ALPHA_FRACTION: Final[float] = 0.05
 #: (:func:`localization_alpha_fraction`).
 LOCALIZE_ALPHA_FRACTION_INNER: Final[float] = 0.01
 LOCALIZE_MARGIN_SDS: Final[float] = 4.0
-#: Tree depth of the localised stage (2^7 bins over the localised range).
-LOCALIZED_TREE_DEPTH: Final[int] = 7
+#: Tree depth when no stage-1 end has a valid rank (tiny n): R₂ is the public range, the
+#: rank-based width model has nothing to measure, and the former fixed depth is kept.
+NO_INFO_TREE_DEPTH: Final[int] = 7
 #: Depth of the localised NoisyBinSearch (2^7 bins over the localised range).
 LOCALIZED_SEARCH_DEPTH: Final[int] = 7
 #: ExpMech on the localised range uses θ = |R₂|/K, so its tail constant is below K.
@@ -346,24 +347,40 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
                           dict[str, Any], list[float]]:
     r"""Private localisation (charged), then the method on the localised range(s).
 
-    Stage 1, with ρ₁ = 0.1ρ and α₁ = 0.05α (split over the K quantiles and two ends):
-    NoisyBinSearch on R at depth D₁ (:func:`localization_depth`) for each q, giving
-    R₂(q) = [L₁, U₁] (widened to at least one stage-1 step), which contains x_q except
-    with probability α₁/K. Stage 2, with ρ₂ = ρ − ρ₁ and α₂ = α − α₁, runs on data
+    Stage 1, with ρ₁ = 0.1ρ and α₁ = f₁α, f₁ ∈ {1 %, 5 %} a public function of
+    (n, q, ρ₁, D₁) (:func:`localization_alpha_fraction`), split over the K quantiles and
+    two ends: NoisyBinSearch on R at depth D₁ (:func:`localization_depth`) for each q,
+    giving R₂(q) = [L₁, U₁] (widened to at least one stage-1 step), which contains x_q
+    except with probability α₁/K. Stage 2, with ρ₂ = ρ − ρ₁ and α₂ = α − α₁, runs on data
     clipped into R₂, with a grid set by |R₂| — the data's private scale — instead of |R|:
 
     * ExpMech: θ₂ = |R₂|/K_E (K_E = 128). The cell grid's tail constant is then below
       K_E *whatever R₂ is*, and the target ranks use C = K_E: they do not depend on the
       data, so the conditional argument of :mod:`dpfair.median._expmech` holds as is
-      (P(fail) ≤ E[h(B)] with h the same bound for every R₂). The worst-case constant
-      no longer scales with |R|/θ.
+      (P(fail) ≤ E[h(B)] with h the same bound for every R₂). The ranks use the exact
+      worst-case conditional law of the draw, h(t) = x_t/(1 + x_t), x_t = C e^{−εt/2}
+      (:func:`dpfair.quantiles._methods.expmech_lower_failure_exact`: the band's mass is
+      in the normaliser, so the miss probability given a rank error t is at most
+      N/(N + band) with N ≤ C·band·e^{−εt/2}; attained by a clump), instead of
+      min(1, x_t). The worst-case constant no longer scales with |R|/θ.
     * BinSearch: 2^7 bins over R₂; its target ranks depend only on (n, σ, D), public.
-    * cdf / binsearch_cdf: one tree of depth 7 over the hull of the R₂(q), tested with the
-      envelope thresholds of :mod:`dpfair.median._cdf` (valid for a data-chosen range).
+    * cdf / binsearch_cdf: one tree over the hull of the R₂(q), tested with the envelope
+      thresholds of :mod:`dpfair.median._cdf` (valid for a data-chosen range: the test
+      at the grid point x* next to x_q rejects with probability ≤ q_env(B⁻) given the
+      data and stage 1, B⁻ = #{x_i < x_q} ≥ c(x*) whatever R₂ is, and E q_env(B⁻) ≤
+      E q_env(Bin(n, q)) = level). Its depth D₂ is fixed by public values only
+      (:func:`localized_tree_depth`, a width model), never by the data.
 
     Coverage: P(x_q ∉ CI) ≤ P(x_q ∉ R₂) + P(x_q ∈ R₂, stage 2 misses) ≤ (α₁ + α₂)/K,
-    and Bonferroni over K. Privacy: ρ₁ + ρ₂ = ρ (zCDP composition; the accountant is a
-    filter). A stage-1 end with no valid rank is the public bound (spends nothing).
+    and Bonferroni over K. The stage-2 bounds hold conditionally on stage 1's output
+    (its noise is fresh and its target ranks, grid sizes and depth are public), for every
+    R₂, so they hold unconditionally. Privacy: ρ₁ + ρ₂ = ρ (zCDP composition; the
+    accountant is a filter); every public choice above (f₁, D₂, the ranks) is computed
+    before any data are read and spends nothing. A stage-1 end with no valid rank is the
+    public bound: it spends nothing and never misses (x_q ∈ R), so its α₁ is added to the
+    second stage of that level (half per end; the union bound above is unchanged). When
+    no stage-1 end has a rank at all (tiny n), the tree keeps the former fixed depth
+    :data:`NO_INFO_TREE_DEPTH`.
     """
     k = len(ps)
     lo, hi = bounds
@@ -389,26 +406,29 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         stage1.append({"interval": (l1, u1), "depth": d1, "target_ranks": d["target_ranks"],
                        "rho": _r(s)})
     rho2 = rho - (_r(acct.spent) if acct.records else 0.0)  # an unspent stage-1 end passes on
+    # A stage-1 end with no valid rank (public) is the public bound, which never misses:
+    # its α₁ passes on to the second stage, half to each end of that level's interval.
+    a2s = [a2 + a1 * sum(t is None for t in st["target_ranks"]) / 2.0 for st in stage1]
     out: list[tuple[float, float, dict[str, Any]]] = []
     cdf: DPCdf | None = None
     thetas: list[float] = []
     extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": frac1 * alpha, "depth": d1}}
     if method == "expmech":
-        for p, r2, st in zip(ps, ranges, stage1, strict=True):
+        for p, r2, st, a2q in zip(ps, ranges, stage1, a2s, strict=True):
             theta2 = (r2[1] - r2[0]) / LOCALIZED_EXPMECH_STEPS
             low, high, s, d = expmech_quantile(
-                src.clipped_view(r2), p, rho2 / k, r2, a2, a2, theta2, gen,
+                src.clipped_view(r2), p, rho2 / k, r2, a2q, a2q, theta2, gen,
                 tail_constant=float(LOCALIZED_EXPMECH_STEPS), exact_tail=True)
             if _r(s) > 0:
                 acct.charge(s, label="expmech")
             out.append((low, high, {"stage1": st, "range": r2, **d}))
             thetas.append(theta2)
     elif method == "binsearch":
-        for p, r2, st in zip(ps, ranges, stage1, strict=True):
+        for p, r2, st, a2q in zip(ps, ranges, stage1, a2s, strict=True):
             depth = LOCALIZED_SEARCH_DEPTH
             low, high, s, d = binsearch_quantile(
                 src.count_at(r2, depth), src.n, p, rho2 / k, r2, depth,
-                a2, a2, gen)
+                a2q, a2q, gen)
             if _r(s) > 0:
                 acct.charge(s, label="binsearch")
             out.append((low, high, {"stage1": st, "range": r2, **d}))
@@ -416,9 +436,13 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     else:
         hull = (min(r[0] for r in ranges), max(r[1] for r in ranges))
         ranks1 = [st["target_ranks"] for st in stage1]
-        depth = localized_tree_depth(src.n, ps, rho2, a2, ranks1)
+        if all(t is None for r in ranks1 for t in r):  # stage 1 found nothing: R₂ = R
+            depth = NO_INFO_TREE_DEPTH + max(0, math.ceil(math.log2(k)))
+        else:
+            depth = localized_tree_depth(src.n, ps, rho2, min(a2s), ranks1)
         extra["localize"]["tree_depth"] = depth
-        ends, s, d, cdf = cdf_quantiles(src.leaves(hull, depth), [(p, a2, a2) for p in ps],
+        ends, s, d, cdf = cdf_quantiles(src.leaves(hull, depth),
+                                        [(p, a2q, a2q) for p, a2q in zip(ps, a2s, strict=True)],
                                         rho2, hull, depth, gen, envelope=True)
         acct.charge(s, label="cdf/tree")
         out = [(lw, hg, {"stage1": st, "range": hull, "tree": d})
@@ -434,13 +458,17 @@ TREE_DEPTHS: Final[tuple[int, ...]] = tuple(range(3, 13))
 @functools.lru_cache(maxsize=256)
 def _tree_end_excess(n: int, p: float, depth: int, rho: float, level: float
                      ) -> tuple[float, float]:
-    """(threshold − n·p in ranks, rms prefix sd) of one envelope test at ``level`` (public)."""
+    """(threshold − n·p in ranks, rms prefix sd) of one envelope test at ``level`` (public).
+
+    For the width model only: the envelope threshold's normal approximation
+    z·sqrt(n·p(1 − p) + σ⁺_max²) + shift (the released test uses the exact threshold).
+    """
     tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
     sig = tree.prefix_std()[1 : 2**depth]
     sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
-    th = envelope_threshold(n, p, float(sig_plus.min()), float(sig_plus.max()),
-                            level / factor) + float(np.max(shift))
-    return th - n * p, float(np.sqrt(np.mean(sig**2)))
+    z = -float(special.ndtri(level / factor))
+    excess = z * math.sqrt(n * p * (1.0 - p) + float(sig_plus.max()) ** 2)
+    return excess + float(np.max(shift)), float(np.sqrt(np.mean(sig**2)))
 
 
 def _overshoot_bins(bin_ranks: float, sigma: float) -> float:
@@ -726,7 +754,7 @@ def confidence_interval(
         unless ``localize=True``.
     localize : bool, optional
         Default (None): localise when ``granularity`` is None. A charged private stage
-        (10 % of ρ, 5 % of α) finds a sub-range containing x_q, and the method then runs
+        (10 % of ρ, 1 % or 5 % of α) finds a sub-range containing x_q, and the method then runs
         there with a grid set by that range (see :func:`dpfair.quantiles._api._localized`):
         narrower intervals, and the default no longer depends on how wide R is.
         ``localize=False`` with ``granularity=None`` runs the median's paper defaults.
