@@ -17,7 +17,7 @@ STAMP := $(VENV)/.dpfair-dev-installed
 REPORT_DIR ?= out/report
 PYTEST_ARGS ?= -m "not slow" -n auto
 BENCH_ARGS ?=
-LINT_PATHS := src tests $(wildcard benchmarks) tools
+LINT_PATHS := src tests $(wildcard benchmarks) $(wildcard tools)
 
 .PHONY: help install demo docs test lint bench bench-facility bench-fairclass reproduce clean distclean
 

@@ -23,10 +23,9 @@ def section() -> Any:
 def test_section_has_its_figures_and_captions(section: Any) -> None:
     html = "\n".join(section.blocks)
     figures = re.findall(r'<figure id="(fig-fairclass-[a-z]+)">', html)
-    assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real",
-                       "fig-fairclass-federated"]
-    # certification rates (issue 20); shares above α; full Adult; FDP-Fair by S
-    assert html.count("<table>") == 4
+    assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real"]
+    # certification rates; shares above α; full Adult (FDP-Fair has its own section)
+    assert html.count("<table>") == 3
     for caption in re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S):
         assert "Setting:" in caption and "Seed 0" in caption and "Privacy:" in caption
         assert "y = x" in caption or "ε" in caption
@@ -70,14 +69,31 @@ def test_full_config_is_the_registered_grid() -> None:
     assert full.sim_reps == 200 and full.real_reps == 200
 
 
-def test_federated_part_reports_each_number_of_sites(section: Any) -> None:
-    rows = section.results["federated"]
+def test_federated_section_reports_each_number_of_sites() -> None:
+    """FDP-Fair is its own section: repetitions of fdp-figure5 with 95% intervals."""
+    from dpfair.report._federated import federated_section
+
     cfg = FairclassReportConfig.tiny()
+    sec = federated_section(cfg, seed=0)
+    rows = sec.results["federated"]
     assert [r["S"] for r in rows] == list(cfg.federated_sites)
-    for r in rows:
+    run_one = get_experiment("fdp-figure5").run_one
+    for i, r in enumerate(rows):
         assert r["reps"] == cfg.federated_reps
         assert 0.0 <= r["pop_abs_dd"] <= 1.0 and 0.0 < r["error"] < 0.5
-        assert math.isfinite(r["pop_risk"])
+        assert math.isfinite(r["pop_risk"]) and r["pop_risk_ci95"] >= 0.0
+        cell = {"S": r["S"], "n_s": cfg.federated_n_total // r["S"], "epsilon": 1.0,
+                "alpha": cfg.federated_alpha, "variant": "default", "n_test": 2500}
+        outs = [run_one(cell, rep_seed(0, i, k)) for k in range(cfg.federated_reps)]
+        assert r["error"] == pytest.approx(float(np.mean([o["error"] for o in outs])))
+    html = "\n".join(sec.blocks)
+    assert '<figure id="fig-federated-sites">' in html and "What to look at" in html
+    assert sec.summaries and "site" in sec.summaries[0]
+
+
+def test_quick_config_runs_enough_fdp_repetitions_for_error_bars() -> None:
+    assert FairclassReportConfig.quick().federated_reps >= 15
+    assert FairclassReportConfig.full().federated_reps == 200
 
 
 def test_full_adult_subsection_is_the_registered_study(section: Any) -> None:

@@ -35,7 +35,7 @@ def test_report_is_self_contained_html_with_embedded_pngs(tiny_report: Path) -> 
 def test_every_figure_states_setting_seed_and_privacy(tiny_report: Path) -> None:
     html = tiny_report.read_text(encoding="utf-8")
     captions = re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S)
-    assert len(captions) >= 11  # 4 median + 3 facility + 4 fair-classification figures
+    assert len(captions) >= 12  # 5 median + 3 facility + 3 CDP-Fair + 1 FDP-Fair
     for caption in captions:
         assert "Setting:" in caption
         assert "Seed 0" in caption
@@ -44,6 +44,30 @@ def test_every_figure_states_setting_seed_and_privacy(tiny_report: Path) -> None
         # (ε, δ)-DP per fit (fair classification)
         assert ("zCDP" in caption or re.search(r"\d(\.\d+)?-DP", caption)
                 or re.search(r"\(\d[\d.]*, [\d.e+-]+\)-DP", caption)), caption
+
+
+# Words a reader who has not read the papers (or our issue tracker) cannot follow.
+_JARGON = re.compile(
+    r"\bCTM\b|\bSPM\b|D_k|p_α|\bS1\b|\bS2\b|Thm\s*\d|inequality \(\d+\)|\bineq\.|"
+    r"[Ii]ssue \d|\(issue|e\^\{|\^\{|\^-\d|\\[a-z]+|SeedSequence stream"
+)
+
+
+def test_the_report_reads_without_the_papers(tiny_report: Path) -> None:
+    """A summary at the top and per section, captions that say what to look at and name
+    the privacy spent once, and no raw TeX, internal issue numbers or paper jargon."""
+    html = tiny_report.read_text(encoding="utf-8")
+    assert "At a glance" in html and "Differential privacy limits" in html
+    sections = re.findall(r'<section id="([a-z]+)"><h2>[^<]*</h2>\s*(.{0,40})', html)
+    assert [s for s, _ in sections] == ["median", "facility", "fairclass", "federated"]
+    assert all(start.startswith('<div class="summary">') for _, start in sections)
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S)
+    for caption in captions:
+        assert "What to look at" in caption, caption[:200]
+        assert caption.count("Privacy:") == 1, caption
+    text = re.sub(r'src="data:[^"]*"', "", html)  # the figures' bytes aside
+    found = sorted({m.group(0) for m in _JARGON.finditer(text)})
+    assert not found, f"jargon or raw TeX in the report: {found}"
 
 
 def test_results_json_matches_configuration(tiny_report: Path) -> None:

@@ -29,6 +29,12 @@ th { background: #f5f5f7; }
 td:first-child, th:first-child { text-align: left; }
 .meta { font-size: 0.85rem; color: #555; }
 .note { background: #f7f7fa; border-left: 3px solid #8a8ab5; padding: 0.5rem 0.8rem; }
+.summary { background: #eef5ee; border-left: 4px solid #3c8a3c; padding: 0.55rem 0.9rem;
+           margin: 0.8rem 0 1.2rem; }
+.summary p { margin: 0.3rem 0; }
+.look { font-weight: 600; }
+.details { display: block; color: #555; font-size: 0.84rem; margin-top: 0.25rem; }
+.glance li { margin: 0.25rem 0; }
 code { font-size: 0.9em; }
 """
 
@@ -49,12 +55,18 @@ def figure_to_data_uri(fig: Figure) -> str:
 
 @dataclass(frozen=True)
 class FigureBlock:
-    """One embedded figure with its caption (plain text, escaped on rendering)."""
+    """One embedded figure with its caption (plain text, escaped on rendering).
+
+    ``look`` is the caption's first, plain-language part: what the reader should look at
+    and what it shows. ``caption`` holds the details (setting, seed, privacy), shown below
+    it in a smaller font.
+    """
 
     ident: str
     title: str
     data_uri: str
     caption: str
+    look: str = ""
 
 
 @dataclass
@@ -65,6 +77,12 @@ class Section:
     title: str
     blocks: list[str] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
+    summaries: list[str] = field(default_factory=list)
+
+    def summary(self, text: str) -> None:
+        """Add a plain-language sentence to the box shown right under the section title
+        (whenever it is added: a summary can quote numbers computed further down)."""
+        self.summaries.append(text)
 
     def paragraph(self, text: str, *, note: bool = False) -> None:
         """Append an escaped paragraph."""
@@ -76,11 +94,14 @@ class Section:
         self.blocks.append(f"<h3>{html.escape(text)}</h3>")
 
     def figure(self, block: FigureBlock) -> None:
-        """Append an embedded figure."""
+        """Append an embedded figure (what to look at first, then the details)."""
+        look = (f'<span class="look">What to look at: </span>{html.escape(block.look)}'
+                f'<span class="details">{html.escape(block.caption)}</span>'
+                if block.look else html.escape(block.caption))
         self.blocks.append(
             f'<figure id="{html.escape(block.ident)}"><img alt="{html.escape(block.title)}" '
             f'src="{block.data_uri}"><figcaption><b>{html.escape(block.title)}.</b> '
-            f"{html.escape(block.caption)}</figcaption></figure>"
+            f"{look}</figcaption></figure>"
         )
 
     def raw(self, fragment: str) -> None:
@@ -101,10 +122,28 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_page(title: str, meta: Sequence[str], sections: Sequence[Section]) -> str:
-    """The complete HTML document."""
-    toc = "".join(
-        f'<li><a href="#{html.escape(s.ident)}">{html.escape(s.title)}</a></li>' for s in sections
+def _summary_box(lines: Sequence[str]) -> str:
+    inner = "".join(f"<p>{html.escape(t)}</p>" for t in lines)
+    return f'<div class="summary"><p><b>In short.</b></p>{inner}</div>'
+
+
+def render_page(
+    title: str,
+    meta: Sequence[str],
+    sections: Sequence[Section],
+    intro: Sequence[str] = (),
+) -> str:
+    """The complete HTML document.
+
+    ``intro``: plain-language paragraphs at the top; then one line per section (its
+    title, linked, and its first summary sentence), then the sections, each opening with
+    its summary box.
+    """
+    glance = "".join(
+        f'<li><a href="#{html.escape(s.ident)}">{html.escape(s.title)}</a>'
+        + (f": {html.escape(s.summaries[0])}" if s.summaries else "")
+        + "</li>"
+        for s in sections
     )
     parts = [
         "<!DOCTYPE html>",
@@ -113,10 +152,13 @@ def render_page(title: str, meta: Sequence[str], sections: Sequence[Section]) ->
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         '<p class="meta">' + "<br>".join(html.escape(m) for m in meta) + "</p>",
-        f"<ul>{toc}</ul>",
+        *(f"<p>{html.escape(p)}</p>" for p in intro),
+        f'<h2 id="at-a-glance">At a glance</h2><ul class="glance">{glance}</ul>',
     ]
     for s in sections:
         parts.append(f'<section id="{html.escape(s.ident)}"><h2>{html.escape(s.title)}</h2>')
+        if s.summaries:
+            parts.append(_summary_box(s.summaries))
         parts.extend(s.blocks)
         parts.append("</section>")
     parts.append("</body></html>")

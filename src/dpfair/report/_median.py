@@ -232,15 +232,17 @@ def median_section(
     tick: Progress = progress or (lambda label, k: None)
     methods = tuple(dpfair.median.METHODS)
     streams = np.random.SeedSequence(seed).spawn(5)  # the first four as before issue 22
-    sec = Section("median", "Private confidence intervals for the median (paper 004)")
+    sec = Section("median", "Private confidence intervals for the median")
     sec.paragraph(
-        "Each method returns an interval [low, high] that contains the population median "
-        f"with probability at least 1 − α (here α = {config.alpha:g}) for every continuous "
-        "population whose median lies in the public range R, over both the sample and the "
-        "mechanism's randomness, and spends exactly the stated ρ under zero-concentrated "
-        "DP (ρ-zCDP) with replace-one neighbours (n is public). The non-private interval "
-        "[x(kL), x(kU)] with exact binomial ranks is drawn for reference only: it releases "
-        "raw order statistics and is not private."
+        "A statistician wants a confidence interval for the median of a column (an age, an "
+        "income) without revealing any one person's value. Each of the four methods of "
+        "Drechsler et al. returns an interval [low, high] that contains the population "
+        f"median with probability at least {1 - config.alpha:g} for every continuous "
+        "population whose median lies in a public range R chosen beforehand, and spends "
+        "exactly the stated ρ of zero-concentrated differential privacy (ρ-zCDP; one "
+        "record replaced at a time, n public). The classical non-private interval (two "
+        "order statistics of the data, with exact binomial ranks) is drawn for reference "
+        "only: it publishes raw data values and is not private."
     )
     theta_text = ", ".join(f"{_LABEL[m]} θ = {config.granularity[m]:g}" for m in methods)
     design = get_design(config.design)
@@ -269,12 +271,12 @@ def median_section(
             "fig-median-one",
             "Figure 1: the four private intervals and the non-private interval on one sample",
             figure_to_data_uri(fig),
-            f"Setting: {setting}, ρ = {config.rho:g} per interval. Seed {seed} "
-            "(SeedSequence stream 0). Privacy spent, as reported by each result: "
-            f"{_privacy_text(list(one.values()))}. The four private intervals are "
-            "alternatives; releasing all four on the same data would compose to "
-            f"ρ = {len(methods) * config.rho:g}. Dots mark the point estimates (midpoints; "
-            "the sample median for the non-private interval).",
+            f"Setting: {setting}. Dots mark the point estimates (midpoints; the sample "
+            f"median for the non-private interval). Seed {seed}. Privacy: each private "
+            f"interval spends {_privacy_text(list(one.values()))} (as its result reports); "
+            "the four are alternatives, and publishing all four on the same data would "
+            f"compose to ρ = {len(methods) * config.rho:g}.",
+            look=_look_one(one, np_width, design.median),
         )
     )
     sec.raw(
@@ -340,13 +342,12 @@ def median_section(
             "Figure 2: relative width (the paper's metric) against ρ",
             figure_to_data_uri(fig),
             f"Setting: {setting}. Median (line) and interquartile range (band) over {n_w} "
-            "intervals per method and ρ, each on its own data set: repetitions of the "
-            "registered study median-sweep-rho (`dpfair reproduce median-sweep-rho`), "
-            "seeded by the runner's rep_seed from the report's seed; relative width = "
-            "private width / width of the non-private interval on the same data set. "
-            f"Seed {seed} (SeedSequence stream 1). Privacy: each interval spends the ρ on "
-            f"the horizontal axis (reported: {_rho_text(width_rows)}); these are "
-            "simulations, not releases, so their budgets are not composed.",
+            "intervals per method and ρ, each on its own simulated data set (repetitions "
+            "of the registered study median-sweep-rho); relative width = private width / "
+            "width of the non-private interval on the same data set. "
+            f"Seed {seed}. Privacy: each interval spends the ρ on the horizontal axis "
+            f"({_rho_text(width_rows)}); these are simulations, not releases.",
+            look=_look_width(rel, config.rhos),
         )
     )
     sec.raw(
@@ -428,14 +429,14 @@ def median_section(
             "fig-median-coverage",
             "Figure 3: empirical coverage with exact 95% Clopper–Pearson intervals",
             figure_to_data_uri(fig),
-            f"Setting: n = {config.n}, α = {config.alpha:g}, ρ = {config.rho:g} per interval, "
+            f"Setting: n = {config.n}, α = {config.alpha:g}, "
             f"R = [{config.bounds[0]:g}, {config.bounds[1]:g}], {theta_text}; "
             f"{config.coverage_datasets} independent data sets per design and method, one "
-            "interval each: repetitions of the registered study median-coverage "
-            f"(`dpfair reproduce median-coverage`). Seed {seed} (SeedSequence stream 2). "
-            f"Privacy spent per interval, as reported: {_rho_text(cov_rows_raw)}. With this "
-            "many repetitions the check "
-            "only detects gross under-coverage; the test suite runs the sized binomial tests.",
+            "interval each (repetitions of the registered study median-coverage). With this "
+            "many repetitions the check only detects gross under-coverage; the test suite "
+            f"runs the sized binomial tests. Seed {seed}. Privacy: each interval spends "
+            f"{_rho_text(cov_rows_raw)}.",
+            look=_look_coverage(cov, keys, config.alpha),
         )
     )
     cov_rows = []
@@ -472,13 +473,13 @@ def median_section(
             figure_to_data_uri(fig),
             f"Setting: n = {x.size}, α = {config.alpha:g}, public range "
             f"R = [{entry.bounds[0]:g}, {entry.bounds[1]:g}] {entry.unit} (chosen a priori, "
-            f"not read off the data), θ = {config.real_granularity:g} for every method, "
-            f"ρ = {config.real_rho:g} per interval. Seed {seed} (SeedSequence stream 3). "
-            f"Privacy spent, as reported: {_privacy_text(list(real.values()))}; all four "
-            f"together would compose to ρ = {len(methods) * config.real_rho:g}. Ages are "
-            "whole years, so many records tie and the non-private interval can have zero "
+            f"not read off the data), θ = {config.real_granularity:g} for every method. Ages "
+            "are whole years, so many records tie and the non-private interval can have zero "
             "width; it is shown only because this data set is already public. "
-            f"Data: {entry.licence}.",
+            f"Data: {entry.licence}. Seed {seed}. Privacy: each interval spends "
+            f"{_privacy_text(list(real.values()))}; all four together would compose to "
+            f"ρ = {len(methods) * config.real_rho:g}.",
+            look=_look_real(real, entry.unit),
         )
     )
     sec.raw(
@@ -507,7 +508,78 @@ def median_section(
     }
     _quartiles_part(sec, config, x, entry, seed, streams[4])
     tick("median: quartiles and CDF band", 2)
+    _summarise(sec, config, cov, keys, rel, real, entry)
     return sec
+
+
+def _summarise(sec: Section, config: MedianReportConfig, cov: Mapping[str, Any],
+               keys: Sequence[str], rel: Mapping[str, Mapping[float, list[float]]],
+               real: Mapping[str, Any], entry: Any) -> None:
+    """The section's plain-language summary, from its own numbers."""
+    private = [k for k in keys if k != "nonprivate"]
+    shares = [cov[d][k][0] / cov[d][k][1] for d in cov for k in private]
+    rho = config.rho if config.rho in config.rhos else config.rhos[-1]
+    widths = [float(np.median(rel[m][rho])) for m in private]
+    sec.summary(
+        f"The four private methods covered the true median in {min(shares):.1%} to "
+        f"{max(shares):.1%} of the simulated data sets (the promise: at least "
+        f"{1 - config.alpha:.0%}), and at ρ = {rho:g} their intervals were "
+        f"{min(widths):.2g} to {max(widths):.2g} times as wide as the classical non-private "
+        "interval: that extra width is the price of privacy."
+    )
+    lows = [r.low for r in real.values()]
+    highs = [r.high for r in real.values()]
+    sec.summary(
+        f"On real data ('{entry.name}', {next(iter(real.values())).n:,} records), every "
+        "private interval for the median "
+        f"{entry.column} lies within [{min(lows):.4g}, {max(highs):.4g}] {entry.unit}, each "
+        f"for ρ = {config.real_rho:g}."
+    )
+
+
+def _look_one(one: Mapping[str, Any], np_width: float, truth: float) -> str:
+    ratios = [(r.high - r.low) / np_width for r in one.values()]
+    covered = sum(r.low <= truth <= r.high for r in one.values())
+    n = next(iter(one.values())).n
+    return (
+        f"each bar is a 95% interval for the median from the same {n:,} values; the private "
+        f"ones (coloured) are {min(ratios):.2g} to {max(ratios):.2g} times as wide as the "
+        f"non-private one (grey), and {covered} of {len(ratios)} cross the dashed line, the "
+        "true median of the population."
+    )
+
+
+def _look_width(rel: Mapping[str, Mapping[float, list[float]]], rhos: Sequence[float]) -> str:
+    lo, hi = rhos[0], rhos[-1]
+    w_lo = min(float(np.median(rel[m][lo])) for m in rel)
+    w_hi = max(float(np.median(rel[m][hi])) for m in rel)
+    falling = all(float(np.median(rel[m][hi])) <= float(np.median(rel[m][lo])) for m in rel)
+    return (
+        f"{'every curve falls' if falling else 'the curves mostly fall'} from left to right: "
+        "with more budget ρ (less privacy) the private "
+        f"interval approaches the non-private width (the dotted line at 1); at ρ = {hi:g} the "
+        f"widest method is {w_hi:.2g} times the non-private width, at ρ = {lo:g} the "
+        f"narrowest is already {w_lo:.2g} times."
+    )
+
+
+def _look_coverage(cov: Mapping[str, Any], keys: Sequence[str], alpha: float) -> str:
+    shares = [cov[d][k][0] / cov[d][k][1] for d in cov for k in keys if k != "nonprivate"]
+    return (
+        f"every dot should sit on or above the dashed line at {1 - alpha:g}: the share of "
+        f"simulated data sets whose interval contained the true median (here "
+        f"{min(shares):.1%} to {max(shares):.1%} for the private methods); the bars are "
+        "exact 95% uncertainty ranges of those shares."
+    )
+
+
+def _look_real(real: Mapping[str, Any], unit: str) -> str:
+    widths = [r.high - r.low for r in real.values()]
+    return (
+        f"on real data with {next(iter(real.values())).n:,} records the price of privacy is "
+        "small: every private "
+        f"interval is at most {max(widths):.3g} {unit} wide."
+    )
 
 
 def _quartiles_part(sec: Section, config: MedianReportConfig, x: Any, entry: Any, seed: int,
@@ -548,16 +620,17 @@ def _quartiles_part(sec: Section, config: MedianReportConfig, x: Any, entry: Any
             figure_to_data_uri(fig),
             f"Setting: n = {x.size}, public range R = [{entry.bounds[0]:g}, "
             f"{entry.bounds[1]:g}] {entry.unit}, α = {config.alpha:g}. Quartile intervals: "
-            "dpfair.quantiles.confidence_intervals, method 'cdf' with private localisation "
-            f"(the default), ρ = {config.real_rho:g} for all three (one tree release), "
-            "simultaneous coverage ≥ 1 − α (Bonferroni). CDF band: dpfair.quantiles.cdf_band "
-            f"with ρ = {config.real_rho:g} on a grid of step ≤ 1 {entry.unit} (DKW for "
-            "sampling plus a union bound for the noise). Privacy: together they spend "
-            f"{spent:g}-zCDP, i.e. ({zcdp_to_approx_epsilon(spent, _DELTA):.3g}, "
-            f"{_DELTA:g})-DP. "
-            f"Seed {seed} (SeedSequence stream 4). The dashed empirical CDF and the "
+            "dpfair.quantiles.confidence_intervals (method 'cdf', one noisy tree serves all "
+            "three), covering all three quartiles together with probability ≥ 1 − α. CDF "
+            f"band: dpfair.quantiles.cdf_band on a grid of step ≤ 1 {entry.unit}, covering "
+            "the whole CDF with probability ≥ 1 − α. The dashed empirical CDF and the "
             "non-private intervals in the table are shown only because this data set is "
-            "already public.",
+            f"already public. Seed {seed}. Privacy: the quartiles and the band spend "
+            f"ρ = {config.real_rho:g} each, {spent:g}-zCDP together, i.e. "
+            f"({zcdp_to_approx_epsilon(spent, _DELTA):.3g}, {_DELTA:g})-DP.",
+            look=("the red band is the private estimate of the share of people at or below "
+                  "each age; it should hug the dashed (non-private) curve. The blue bars on "
+                  "the 0.25, 0.5 and 0.75 lines are the private intervals for the quartiles."),
         )
     )
     sec.raw(
