@@ -238,7 +238,7 @@ def fair_classify(
             help=(
                 "Print what a certified fit can promise (margin, aim, smallest alpha, "
                 "P(certified) at --alpha) from public numbers only — TRAIN's row count, "
-                "(epsilon, delta), --fail-prob, --min-group-share — and exit: no data are "
+                "(epsilon, delta), --fail-prob, --min-share — and exit: no data are "
                 "read, nothing is fitted or charged."
             ),
         ),
@@ -246,7 +246,7 @@ def fair_classify(
     min_group_share: Annotated[
         float | None,
         typer.Option(
-            "--min-group-share",
+            "--min-share",
             help=(
                 "With --plan: a public lower bound on the smaller group's share P(A = a) "
                 "(from outside knowledge, never measured on TRAIN)."
@@ -397,7 +397,7 @@ def _print_plan(train: Path, epsilon: float, delta: float, alpha: float, fail_pr
 
     if min_group_share is None:
         raise InvalidParameterError(
-            "--plan needs --min-group-share: a public lower bound on the smaller group's "
+            "--plan needs --min-share: a public lower bound on the smaller group's "
             "share P(A = a) (e.g. 0.3), from outside knowledge, not from TRAIN."
         )
     n = row_count(train)  # public under replace-one neighbours
