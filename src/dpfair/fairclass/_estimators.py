@@ -99,7 +99,10 @@ def _uncertified_text(est: Any, state: dict[str, Any]) -> str:
         f"needs |DD| <= {c.alpha - c.margin:.3f}"
         for k, c in enumerate(certs)
     )
-    return uncertified_message(float(est.alpha), float(est.fail_prob), detail)
+    text = uncertified_message(float(est.alpha), float(est.fail_prob), detail)
+    if getattr(est, "constraints", None) == "equal_opportunity":
+        text = text.replace("|DD|", "|EOD|").replace("released DD", "released EOD")
+    return text
 
 
 def _warn_if_uncertified(est: Any) -> None:
