@@ -203,3 +203,23 @@ def test_certified_eod_cap_sweep():
             clf.fit(d.X, d.y, sensitive_features=d.A)
         good += (not clf.certified_) or abs(_eod(clf)) <= 0.15
     assert good >= min_successes(reps, 0.95)
+
+
+def test_exported_model_carries_the_equal_opportunity_score():
+    d = simulate(3000, rng=5)
+    clf = CDPFairClassifier(epsilon=2.0, delta=1e-6, alpha=0.3, feature_bounds=d.feature_bounds,
+                            random_state=0, constraints="equal_opportunity")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+        clf.fit(d.X, d.y, sensitive_features=d.A)
+    out = clf.export_released_model()
+    assert out["constraints"] == "equal_opportunity"
+    assert out["folds"][0]["positive"] == clf.folds_[0].positive.tolist()
+    dp = CDPFairClassifier(epsilon=2.0, delta=1e-6, alpha=0.3, feature_bounds=d.feature_bounds,
+                           random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+        dp.fit(d.X, d.y, sensitive_features=d.A)
+    exported = dp.export_released_model()
+    assert exported["constraints"] == "demographic_parity"
+    assert "positive" not in exported["folds"][0]

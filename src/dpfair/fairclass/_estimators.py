@@ -86,6 +86,12 @@ def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str
     )
 
 
+def _positive_field(fold: Any) -> dict[str, Any]:
+    """An equal-opportunity fold's released p̃_{a,1} (its score needs them), else nothing."""
+    positive = getattr(fold, "positive", None)
+    return {} if positive is None else {"positive": np.asarray(positive).tolist()}
+
+
 def _uncertified_text(est: Any, state: dict[str, Any]) -> str:
     """The uncertified message of a fitted state (estimator's α and β, folds' checks)."""
     certs = state.get("certificates_") or ()
@@ -94,7 +100,10 @@ def _uncertified_text(est: Any, state: dict[str, Any]) -> str:
         f"needs |DD| <= {c.alpha - c.margin:.3f}"
         for k, c in enumerate(certs)
     )
-    return uncertified_message(float(est.alpha), float(est.fail_prob), detail)
+    text = uncertified_message(float(est.alpha), float(est.fail_prob), detail)
+    if getattr(est, "constraints", None) == "equal_opportunity":
+        text = text.replace("|DD|", "|EOD|").replace("released DD", "released EOD")
+    return text
 
 
 def _warn_if_uncertified(est: Any) -> None:
@@ -538,9 +547,11 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                 "feature_map": self.feature_map_.to_dict(),
                 "folds": [
                     {"theta": f.theta.tolist(), "pi": f.pi.tolist(), "tau": f.tau,
-                     "design": None if f.design_map is None else f.design_map.to_dict()}
+                     "design": None if f.design_map is None else f.design_map.to_dict(),
+                     **_positive_field(f)}
                     for f in self.folds_
                 ],
+                "constraints": getattr(self, "constraints_", "demographic_parity"),
                 "tie_seed": self.tie_seed_,
                 "privacy_spent": None if spent is None else spent.to_dict(),
                 "certified": getattr(self, "certified_", None),
@@ -556,8 +567,10 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             "bandwidth": self.bandwidth_,
             "grid_axes": [a.tolist() for a in self.grid_.axes],
             "folds": [
-                {"eta": f.eta.tolist(), "pi": f.pi.tolist(), "tau": f.tau} for f in self.folds_
+                {"eta": f.eta.tolist(), "pi": f.pi.tolist(), "tau": f.tau, **_positive_field(f)}
+                for f in self.folds_
             ],
+            "constraints": getattr(self, "constraints_", "demographic_parity"),
             "tie_seed": self.tie_seed_,
             "privacy_spent": None if spent is None else spent.to_dict(),
             "certified": getattr(self, "certified_", None),

@@ -63,7 +63,7 @@ _MAX_RADIUS = 1.0 - 2.0 / SCORE_LATTICE_BINS
 @dataclass(frozen=True, eq=False)
 class OpportunityCalibration:
     """The positive-label rows of one calibration half, as S2 under equal opportunity
-    reads them: their raw g = η̃ (the score is formed once p̃ is released) and groups.
+    reads them: their η̃ (the score is formed once p̃ is released) and groups.
 
     Attributes
     ----------
