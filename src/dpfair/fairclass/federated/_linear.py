@@ -35,7 +35,7 @@ the shares of μ_L² are :data:`SHARES`. With the count (μ_c) this is one round
 
 **Centre (post-processing).** Sums over sites of the released statistics give
 Σψψᵀ and Σ(y − 1/2)ψ of the pooled training halves plus noise of public variance; the
-model is θ̃ = (M̂/4 + Λ)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
+model is θ̃ = ((M̂ + Λ)/4)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
 "linear probability" fit scaled by 4), with the off-diagonal of the noisy w-block shrunk by
 the public factor κ and the public ridge Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p on the w
 coordinates, and the moments of two categories of one column set to their true value 0
@@ -46,7 +46,6 @@ of released numbers and public parameters.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -387,12 +386,3 @@ class ReleasedFedLinearFold(PlugInRule):
         m = self.decision_function(U, A)
         return np.asarray(0.5 * (1.0 + np.tanh(0.5 * m)))
 
-
-def pooled_stats(
-    per_site: Sequence[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]],
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Sums over sites of (sums, cells, moments)."""
-    s = sum(x[0] for x in per_site)
-    c = sum(x[1] for x in per_site)
-    m = sum(x[2] for x in per_site)
-    return np.asarray(s), np.asarray(c), np.asarray(m)
