@@ -191,6 +191,14 @@ def test_setup_fields_and_limits():
     env = cfg.to_envelope()
     assert env.fields["estimator"] == "linear" and env.fields["radius"] == cfg.radius
     assert ProtocolConfig.from_envelope(env) == cfg
+    for name, value in (("features_dim", 64), ("rff_seed", 1)):
+        bad = replace(env, fields={**env.fields, name: value})
+        with pytest.raises(ProtocolError, match=name):
+            ProtocolConfig.from_envelope(bad)
+    kern = make_protocol([("h0", 600, 1.0, 1e-6)], feature_bounds=[(0, 1)], alpha=0.1,
+                         keys=None).to_envelope()
+    with pytest.raises(ProtocolError, match="radius"):
+        ProtocolConfig.from_envelope(replace(kern, fields={**kern.fields, "radius": 1.0}))
     assert cfg.linear_width == 6 + 4 + 3
     assert cfg.message_shapes("round1")["moments"] == (1, 13 * 14 // 2)
     with pytest.raises(Exception, match="radius"):

@@ -415,7 +415,12 @@ class Centre:
         """A site's linear round-1 release, checked against the setup (every σ, N_s, the
         shapes) and for plausibility: every true value lies in a public range (|w_j| ≤ 1,
         ‖w‖ ≤ 1), so a value beyond k noise sds of it is refused (module docstring)."""
-        from dpfair.fairclass.federated._linear import LINEAR_LATTICE_BITS, linear_sigmas
+        from dpfair.fairclass.federated._linear import (
+            CELL_BITS,
+            LINEAR_LATTICE_BITS,
+            linear_sigmas,
+            noise_sd,
+        )
 
         cfg = self.config
         nf, plan = cfg.n_folds, cfg.plan(sid)
@@ -450,19 +455,21 @@ class Centre:
         diag = np.zeros(p * (p + 1) // 2, dtype=bool)
         j = np.arange(p)
         diag[j * p - j * (j - 1) // 2] = True
-        lat = 2.0 ** -LINEAR_LATTICE_BITS
+        q = LINEAR_LATTICE_BITS
+        sd_s, sd_c = noise_sd(sig.sums, q), noise_sd(sig.cells, CELL_BITS)
+        sd_d, sd_o = noise_sd(sig.moments, 2 * q), noise_sd(sig.moments, 2 * q, halve=True)
+        lat = 2.0**-q  # truncation of the rows: well inside one noise sd
         for k in range(nf):
             nt = float(n_train[k])
             _check_plausible(sid, "count", count[k : k + 1], 0.0, nt, plan.sigma_count, kk,
                              f"fold {k + 1}'s group-1 count of {int(nt)} training rows")
-            _check_plausible(sid, "sums", sums[k], -nt, nt, sig.sums + lat, kk,
+            _check_plausible(sid, "sums", sums[k], -nt, nt, sd_s + lat, kk,
                              f"each coordinate of the cell sums of fold {k + 1}")
-            _check_plausible(sid, "cells", cells[k], 0.0, nt, sig.cells, kk,
+            _check_plausible(sid, "cells", cells[k], 0.0, nt, sd_c, kk,
                              f"each cell count of fold {k + 1}")
-            _check_plausible(sid, "moments", moments[k][diag], 0.0, nt, sig.moments + lat,
-                             kk, f"each diagonal moment of fold {k + 1}")
-            _check_plausible(sid, "moments", moments[k][~diag], -nt, nt,
-                             sig.moments / math.sqrt(2.0) + lat, kk,
+            _check_plausible(sid, "moments", moments[k][diag], 0.0, nt, sd_d + lat, kk,
+                             f"each diagonal moment of fold {k + 1}")
+            _check_plausible(sid, "moments", moments[k][~diag], -nt, nt, sd_o + lat, kk,
                              f"each off-diagonal moment of fold {k + 1}")
         return count, sums, cells, moments, n_train
 

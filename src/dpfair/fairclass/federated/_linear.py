@@ -19,7 +19,8 @@ integers, halving toward zero a row that fails):
 * ``sums``    S_{a,y} = Σ_{i∈T: A_i=a, Y_i=y} Q(x_i) ∈ ℤ^{p×2×2}; L2 sensitivity 2·2^q (a
   record that stays in its cell moves the sum by Q − Q′, ‖·‖ ≤ 2·2^q; one that changes cell
   moves two sums by Q and Q′: ≤ √2·2^q);
-* ``cells``   n_{a,y} = #{i ∈ T: A_i = a, Y_i = y} ∈ ℤ^{2×2}; sensitivity √2;
+* ``cells``   n_{a,y} = #{i ∈ T: A_i = a, Y_i = y} ∈ ℤ^{2×2}; sensitivity √2 (released on
+  2^-6·ℤ);
 * ``moments`` the upper triangle of M = Σ_i Q(x_i)Q(x_i)ᵀ ∈ ℤ^{p×p}; ‖QQᵀ − Q′Q′ᵀ‖_F² =
   ‖Q‖⁴ + ‖Q′‖⁴ − 2(Q·Q′)² ≤ 2·16^q, so the Frobenius sensitivity is √2·4^q. The diagonal
   gets noise variance σ_M² (lattice 4^-q), each off-diagonal entry σ_M²/2: then
@@ -34,7 +35,7 @@ the shares of μ_L² are :data:`SHARES`. With the count (μ_c) this is one round
 
 **Centre (post-processing).** Sums over sites of the released statistics give
 Σψψᵀ and Σ(y − 1/2)ψ of the pooled training halves plus noise of public variance; the
-model is θ̃ = (M̂/4 + Λ)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
+model is θ̃ = ((M̂ + Λ)/4)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
 "linear probability" fit scaled by 4), with the off-diagonal of the noisy w-block shrunk by
 the public factor κ and the public ridge Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p on the w
 coordinates, and the moments of two categories of one column set to their true value 0
@@ -45,7 +46,6 @@ of released numbers and public parameters.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +74,7 @@ __all__ = [
     "lattice_rows",
     "linear_cell_stats",
     "linear_sigmas",
+    "noise_sd",
     "numeric_mask",
     "release_linear_stats",
     "row_map",
@@ -82,6 +83,9 @@ __all__ = [
 
 #: Bits q of the per-coordinate lattice 2^-q of w (moments live on 4^-q).
 LINEAR_LATTICE_BITS = 12
+#: The cell counts are released on 2^-CELL_BITS·ℤ (so the sampler's smoothing variance is
+#: negligible next to σ_n²).
+CELL_BITS = 6
 #: Shares of μ_L² (round 1's budget after the group count): sums, cells, moments.
 SHARES = (0.5, 0.05, 0.45)
 #: σ_f of the site plan is σ_S = 2/(μ_f·√share_S): the "function sensitivity" 2/√share_S.
@@ -214,21 +218,32 @@ class LinearSigmas:
         return math.sqrt(4.0 / self.sums**2 + 2.0 / self.cells**2 + 2.0 / self.moments**2)
 
 
+#: The sds are inflated by this factor so that the few roundings in deriving them from
+#: μ_f can only lower the spent μ (never raise it above the plan's).
+_SIGMA_SLACK = 1.0 + 2.0**-40
+
+
 def linear_sigmas(sigma_function: float) -> LinearSigmas:
-    """The three sds from the plan's σ_f = σ_S = 2/(μ_f·√share_S)."""
+    """The three sds from the plan's σ_f = 2/(μ_f·√share_S) (each ≥ its exact value)."""
     mu_f = LINEAR_FUNCTION_SENSITIVITY / float(sigma_function)
-    s_sum, s_cell, s_mom = SHARES
+    _s_sum, s_cell, s_mom = SHARES  # σ_S = σ_f by construction of the plan
     return LinearSigmas(
-        sums=2.0 / (mu_f * math.sqrt(s_sum)),
-        cells=math.sqrt(2.0) / (mu_f * math.sqrt(s_cell)),
-        moments=math.sqrt(2.0) / (mu_f * math.sqrt(s_mom)),
+        sums=float(sigma_function) * _SIGMA_SLACK,
+        cells=math.sqrt(2.0) / (mu_f * math.sqrt(s_cell)) * _SIGMA_SLACK,
+        moments=math.sqrt(2.0) / (mu_f * math.sqrt(s_mom)) * _SIGMA_SLACK,
     )
 
 
-def _noise(sigma: float, bits: int, shape: Any, rng: np.random.Generator) -> NDArray[np.int64]:
-    """Exact discrete Gaussian N_ℤ(0, S) in units of 2^-bits with S ≥ σ²4^bits + smoothing
-    (the sampler's scale; the same construction as the RFF and count releases)."""
-    var = _round_to_scale(lattice_variance(float(sigma), int(bits), SMOOTHING_VARIANCE))
+def _noise(
+    sigma: float, bits: int, shape: Any, rng: np.random.Generator, *, halve: bool = False
+) -> NDArray[np.int64]:
+    """Exact discrete Gaussian N_ℤ(0, S) in units of 2^-bits with S ≥ σ²4^bits (or, with
+    ``halve``, ≥ σ²4^bits/2 exactly: the off-diagonal moments) plus the smoothing variance,
+    rounded up to the sampler's scale (the construction of the RFF and count releases)."""
+    base = lattice_variance(float(sigma), int(bits))  # ⌈σ²4^bits⌉, σ read exactly
+    if halve:
+        base = -(-base // 2)
+    var = _round_to_scale(base + SMOOTHING_VARIANCE)
     return np.asarray(sample_discrete_gaussian(var, shape, rng), dtype=np.int64)
 
 
@@ -256,15 +271,24 @@ def release_linear_stats(
             "int64 range of the lattice; use fewer rows per site or a larger budget."
         )
     s = sums + _noise(sigmas.sums, bits, sums.shape, rng)
-    c = cells + _noise(sigmas.cells, 0, cells.shape, rng)
+    c = cells * 2**CELL_BITS + _noise(sigmas.cells, CELL_BITS, cells.shape, rng)
     m = moments.copy()
     m[~off] += _noise(sigmas.moments, 2 * bits, int((~off).sum()), rng)
-    m[off] += _noise(sigmas.moments / math.sqrt(2.0), 2 * bits, int(off.sum()), rng)
+    m[off] += _noise(sigmas.moments, 2 * bits, int(off.sum()), rng, halve=True)
     return (
         s.astype(np.float64) / float(2**bits),
-        c.astype(np.float64),
+        c.astype(np.float64) / float(2**CELL_BITS),
         m.astype(np.float64) / float(4**bits),
     )
+
+
+def noise_sd(sigma: float, bits: int, *, halve: bool = False) -> float:
+    """The actual sd √S·2^-bits of :func:`_noise` (≥ σ, or σ/√2 with ``halve``): what the
+    centre's plausibility check uses."""
+    base = lattice_variance(float(sigma), int(bits))
+    if halve:
+        base = -(-base // 2)
+    return math.sqrt(_round_to_scale(base + SMOOTHING_VARIANCE)) * 2.0 ** -int(bits)
 
 
 def _diag_positions(p: int) -> NDArray[np.intp]:
@@ -362,12 +386,3 @@ class ReleasedFedLinearFold(PlugInRule):
         m = self.decision_function(U, A)
         return np.asarray(0.5 * (1.0 + np.tanh(0.5 * m)))
 
-
-def pooled_stats(
-    per_site: Sequence[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]],
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Sums over sites of (sums, cells, moments)."""
-    s = sum(x[0] for x in per_site)
-    c = sum(x[1] for x in per_site)
-    m = sum(x[2] for x in per_site)
-    return np.asarray(s), np.asarray(c), np.asarray(m)

@@ -640,6 +640,13 @@ def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
     grid_shape = env.get("grid_shape", list)
     est = env.get("estimator", str) if "estimator" in env.fields else "kernel"
     rff_kw: dict[str, Any] = {}
+    foreign = {"rff": ("radius",), "linear": ("features_dim", "rff_seed")}.get(
+        est, ("radius", "features_dim", "rff_seed", "categories"))
+    extra = sorted(set(foreign) & set(env.fields))
+    if extra:
+        raise ProtocolError(
+            env.sender, f"fields.{extra[0]}", f"not a field of estimator {est!r}; refused."
+        )
     if est in ("rff", "linear"):
         raw_cats = env.get("categories", list)
         ok = all(
