@@ -104,3 +104,23 @@ def test_the_command_modules_load_nothing_heavy_at_import() -> None:
                    "dpfair.cli.datasets"):
         loaded = _loaded_after(f"import {module}")
         assert loaded <= {"rich"}, (module, loaded)
+
+
+def test_fdp_centre_setup_loads_no_scikit_learn_or_pandas(tmp_path: Path) -> None:
+    # The protocol's config used to import a constant from the scikit-learn estimators;
+    # setup, the site rounds and aggregate (10 of the walkthrough's 15 processes) now load
+    # neither scikit-learn nor pandas (finalize and predict still do, via FederatedModel).
+    from dpfair.fairclass.federated import generate_keypair
+
+    (tmp_path / "keys").mkdir()
+    for party in ("centre", "h1", "h2"):
+        generate_keypair(tmp_path / "keys" / party)
+    k = tmp_path / "keys"
+    argv = ["fdp", "centre", "setup", "--key", str(k / "centre.key"),
+            "--site", "h1:2000:1:1e-6", "--site", "h2:2000:1:1e-6",
+            "--site-key", f"h1={k / 'h1.pub'}", "--site-key", f"h2={k / 'h2.pub'}",
+            "--bounds", "0", "--bounds", "1", "--bounds", "0", "--bounds", "1",
+            "--alpha", "0.1", "--out", str(tmp_path / "setup.json")]
+    loaded = _loaded_after(_main(argv))
+    assert (tmp_path / "setup.json").exists()
+    assert not loaded & {"sklearn", "pandas", "pyarrow", "matplotlib", "scipy.stats"}, loaded

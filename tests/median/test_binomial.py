@@ -373,3 +373,27 @@ def test_seeded_released_intervals_are_identical(old_law: Callable[[], None]) ->
     old_law()
     old = _released()
     assert old == new
+
+
+# ----------------------------------------------------------------------------- validity
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.1, 0.05, 0.01, 1e-3, 1e-6, 1e-12])
+def test_classical_median_ranks_are_valid_and_tight_in_exact_arithmetic(alpha: float) -> None:
+    # The guarantee the rank targets exist for: P(B ≤ kL − 1) ≤ α/2 in exact arithmetic
+    # (coverage), and kL + 1 would break it (no rank wasted), n = 1..300 and large n.
+    half = Fraction(alpha) / 2
+    for n in [*range(1, 120), 150, 199, 256, 300]:
+        try:
+            k_low, _ = _ranks.nonprivate_ranks(n, alpha)
+        except InsufficientDataError:
+            assert Fraction(1, 2**n) > half  # even k = 1 fails: P(B ≤ 0) = 2^-n
+            continue
+        cdf = Fraction(sum(math.comb(n, j) for j in range(k_low)), 2**n)  # P(B ≤ kL − 1)
+        nxt = cdf + Fraction(math.comb(n, k_low), 2**n)  # P(B ≤ kL)
+        assert cdf <= half, (n, alpha)
+        assert nxt > half * (1 - Fraction(1, 10**9)), (n, alpha)
+    for n in (48842, 10**6, 2 * 10**7):
+        k_low, _ = _ranks.nonprivate_ranks(n, alpha)
+        assert _decimal_cdf(k_low - 1, n, 0.5) <= alpha / 2, (n, alpha)
+        assert _decimal_cdf(k_low, n, 0.5) > alpha / 2 * (1 - 1e-9), (n, alpha)

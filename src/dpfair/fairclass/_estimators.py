@@ -46,6 +46,7 @@ from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
 from dpfair.fairclass._rule import CONSTRAINTS
 from dpfair.fairclass._split import SPLITS
 from dpfair.fairclass._validation import (
+    AUTO_KERNEL_MAX_D,
     check_alpha,
     check_binary,
     check_budget,
@@ -72,8 +73,6 @@ def _check_bool(name: str, value: Any) -> bool:
 
 THRESHOLD_RULES = ("certified", "target")
 ESTIMATORS = ("auto", "kernel", "linear")
-#: "auto" keeps the kernel grid up to this many features.
-AUTO_KERNEL_MAX_D = 3
 
 
 def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str:

@@ -22,6 +22,7 @@ from dpfair._validation import check_alpha as check_alpha
 from dpfair._validation import check_budget as check_budget
 
 __all__ = [
+    "AUTO_KERNEL_MAX_D",
     "MIN_GROUP_ROWS",
     "check_alpha",
     "check_binary",
@@ -35,6 +36,10 @@ __all__ = [
 
 #: Fewest rows of each sensitive group (in the whole training set) that ``fit`` accepts.
 MIN_GROUP_ROWS = 20
+#: ``estimator="auto"`` keeps the kernel grid up to this many features (CDP-Fair and FDP).
+#: Defined here, not in ``_estimators`` (scikit-learn), so that the FDP commands that read
+#: it import no scikit-learn or pandas (issue 23, item 7).
+AUTO_KERNEL_MAX_D = 3
 
 
 def check_feature_bounds(

@@ -215,7 +215,7 @@ def _blocked_cumsum(w: NDArray[np.float64]) -> NDArray[np.float64]:
     return (within + offsets[:, None]).reshape(-1)[:m]
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)  # ~16·√(npq)·80 bytes each
 def _tails(n: int, p: float) -> tuple[int, NDArray[np.float64], NDArray[np.float64]]:
     """(L, low, high): low[i] = P(L ≤ B ≤ L + i), high[i] = P(B ≥ L + i) over [L, U].
 

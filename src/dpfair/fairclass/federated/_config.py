@@ -33,10 +33,9 @@ import numpy as np
 from dpfair._errors import InvalidParameterError
 from dpfair._validation import check_in_open_interval
 from dpfair.fairclass._budget import KERNEL_SUM_RKHS_SENSITIVITY
-from dpfair.fairclass._estimators import AUTO_KERNEL_MAX_D
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._rff import MAX_FEATURES_DIM, MAX_MAP_WIDTH, RFF_SENSITIVITY
-from dpfair.fairclass._validation import check_alpha, check_feature_bounds
+from dpfair.fairclass._validation import AUTO_KERNEL_MAX_D, check_alpha, check_feature_bounds
 from dpfair.fairclass.federated._linear import (
     LINEAR_FUNCTION_SENSITIVITY,
     MAX_LINEAR_WIDTH,
