@@ -859,7 +859,9 @@ class _Problem:
             dense = False
         else:
             D = np.ascontiguousarray(Phi, dtype=np.float64)
-            dense = bool(np.count_nonzero(D) >= _SPARSE_DENSITY * D.size)
+            # storage only (any data-dependent choice is fine here): density of a row sample
+            probe = D[:: max(1, D.shape[0] // 4096)]
+            dense = bool(np.count_nonzero(probe) >= _SPARSE_DENSITY * probe.size)
             S = D if dense else sparse.csr_matrix(D)
         n = S.shape[0]
         s = 2.0 * np.asarray(y).astype(np.float64) - 1.0
