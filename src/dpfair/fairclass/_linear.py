@@ -490,7 +490,9 @@ class LinearDesign:
     def centred(self, U: NDArray[np.float64]) -> NDArray[np.float64]:
         """v(x): numeric columns 2u − 1 ∈ [−1, 1], one-hot entries unchanged (a new array)."""
         if len(self.numeric) == U.shape[1]:
-            return np.asarray(2.0 * np.asarray(U, dtype=np.float64) - 1.0)
+            V = np.multiply(np.asarray(U, dtype=np.float64), 2.0)
+            V -= 1.0
+            return np.asarray(V)
         V = np.array(U, dtype=np.float64, copy=True)
         if self.numeric:
             idx = np.asarray(self.numeric, dtype=np.intp)
@@ -499,21 +501,36 @@ class LinearDesign:
 
     def row_norms(self, U: NDArray[np.float64]) -> NDArray[np.float64]:
         """The computed ‖v(x_i)‖₂ of every row (a fixed function of one record)."""
-        V = self.centred(U)
-        return np.sqrt(np.einsum("ij,ij->i", V, V))
+        return self.centred_rows(U)[1]
 
-    def _shrink(self, V: NDArray[np.float64]) -> NDArray[np.float64]:
+    def centred_rows(
+        self, U: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(v(x_i), ‖v(x_i)‖₂) of every row."""
+        V = self.centred(U)
+        return V, np.sqrt(np.einsum("ij,ij->i", V, V))
+
+    def _shrink(
+        self, V: NDArray[np.float64], norms: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
         """Per row: fl(min(1, r/‖v‖)·(1 − 2^-30)/R), the factor of the clipped, scaled row."""
-        norms = np.sqrt(np.einsum("ij,ij->i", V, V))
+        if norms is None:
+            norms = np.sqrt(np.einsum("ij,ij->i", V, V))
         r = self.radius
         with np.errstate(divide="ignore"):
             factor = np.where(norms > r, r / norms, 1.0)
         return np.asarray(factor * (_ROW_SHRINK / self.norm_bound))
 
-    def rows(self, U: NDArray[np.float64], A: NDArray[Any]) -> NDArray[np.float64]:
-        """φ(x_i, a_i) of every row, shape (n, p); ‖φ‖₂ ≤ 1 as computed."""
-        V = self.centred(U)
-        shrink = self._shrink(V)
+    def rows(
+        self, U: NDArray[np.float64], A: NDArray[Any], *,
+        centred: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    ) -> NDArray[np.float64]:
+        """φ(x_i, a_i) of every row, shape (n, p); ‖φ‖₂ ≤ 1 as computed.
+
+        ``centred``: (v, ‖v‖) of these rows if already computed (:meth:`centred_rows`).
+        """
+        V, norms = self.centred_rows(U) if centred is None else centred
+        shrink = self._shrink(V, norms)
         out = np.empty((V.shape[0], self.width))
         c0 = self.intercept_scale * (_ROW_SHRINK / self.norm_bound)
         out[:, 0] = c0
@@ -1125,10 +1142,11 @@ def release_linear_fold(
     :func:`objective_perturbation_logistic` on the rows of :meth:`LinearDesign.rows`.
     """
     base = LinearDesign.for_map(fmap, 1.0)
+    centred = base.centred_rows(U)  # v and ‖v‖ do not depend on r: computed once
     if radius == "box":
         r = base.box_radius
     elif radius == "auto":
-        norms = base.row_norms(U)
+        norms = centred[1]
         if plan is not None and plan.epsilon_radius > 0:
             r = choose_radius(norms, base.box_radius, plan.epsilon_radius, rng)
         else:
@@ -1137,5 +1155,5 @@ def release_linear_fold(
     else:
         r = float(radius)
     dmap = LinearDesign.for_map(fmap, r)
-    theta = objective_perturbation_logistic(dmap.rows(U, A), y, plan, rng)
+    theta = objective_perturbation_logistic(dmap.rows(U, A, centred=centred), y, plan, rng)
     return theta, dmap
