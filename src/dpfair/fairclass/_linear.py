@@ -74,21 +74,22 @@ is one or two correctly rounded products with fl(min(1, r/n̂)) and fl((1 − 2^
 ≤ (1 + (p/2 + 10)u)(1 − 2^-30) < 1 for p ≤ 2^20 (u = 2^-53; :meth:`LinearDesign.rows`;
 :func:`fit_linear_release` refuses a design whose computed Σφ² exceeds 1 + 2^-41). The proof
 is about these computed rows and the binary64 numbers Λ and b̂ themselves. (b) The certified
-gradient: the terms t_ij = fl(φ_ij·s_iσ̂_i) of each coordinate are summed by an error-free
-split (:func:`_exact_column_sums`: hi parts on a grid on which every partial sum is exact in
-any order, BLAS included; lo parts with a γ_n bound), vectorised over all columns, dense or
-sparse, and g_j = fl(fl(−Σt_ij + fl(Λθ_j)) + b̂_j), with E ≥ ‖g − ∇J_b̂(θ̂)‖₂ from: the
-margin fl(φ_i·θ) (≤ γ_p Σ_j |φ_ij||θ_j| for any summation order; σ′ ≤ 1/4), σ̂ = 0.5·(1 +
-tanh(−m/2)) (≤ (T + 2)u with T = 6 the assumed ulp error of numpy's tanh, the one platform
-assumption here, checked against 50-digit arithmetic in the tests), the products, the
-split's bound, fl(Λθ_j) and the two final additions (≤ γ₂ times the magnitudes). The check
-is (‖g‖ + E)(1 + 2^-19) ≤ γ, all norms and bounds computed with relative error ≤ 2^-20. (c)
-If the check is not met after the refinement steps (never observed; it would need margins
-|φ|·|θ| beyond ~10^3), the fit raises and releases nothing; that abort is a data-dependent
-event outside the guarantee. (d) The optimiser, its number of steps, and θ̂'s low-order bits
-may depend on the data in any way — they enter the output only through K, whose sensitivity
-is bounded above for every run. (n in γ is the public number of rows of the whole data set,
-an upper bound on each fit's half.)
+gradient: the terms t_ij = fl(φ_ij·s_iσ̂_i) of each coordinate are summed in blocks of 256
+rows with a γ bound (:func:`_blocked_column_sums`, dense designs), or — sparse designs, and
+whenever that bound does not certify — by an error-free split (:func:`_exact_column_sums`:
+hi parts on a grid on which every partial sum is exact in any order, BLAS included; lo parts
+with a γ_n bound), vectorised over all columns, and g_j = fl(fl(−Σt_ij + fl(Λθ_j)) + b̂_j),
+with E ≥ ‖g − ∇J_b̂(θ̂)‖₂ from: the margin fl(φ_i·θ) (≤ γ_p Σ_j |φ_ij||θ_j| for any
+summation order; σ′ ≤ 1/4), σ̂ = 0.5·(1 + tanh(−m/2)) (≤ (T + 2)u with T = 6 the assumed ulp
+error of numpy's tanh, the one platform assumption here, checked against 50-digit arithmetic
+in the tests), the products, the split's bound, fl(Λθ_j) and the two final additions (≤ γ₂
+times the magnitudes). The check is (‖g‖ + E)(1 + 2^-19) ≤ γ, all norms and bounds computed
+with relative error ≤ 2^-20. (c) If the check is not met after the refinement steps (never
+observed; it would need margins |φ|·|θ| beyond ~10^3), the fit raises and releases nothing;
+that abort is a data-dependent event outside the guarantee. (d) The optimiser, its number of
+steps, and θ̂'s low-order bits may depend on the data in any way — they enter the output
+only through K, whose sensitivity is bounded above for every run. (n in γ is the public
+number of rows of the whole data set, an upper bound on each fit's half.)
 
 The group shares π̃ come, as for the kernel estimator, from the Gaussian group count.
 """
@@ -971,7 +972,8 @@ class _Problem:
         ≤ γ_p Σ_j |φ_ij θ_j| (any summation order); σ′ ≤ 1/4; (2) the computed σ̂_i vs σ at
         the computed margin, ≤ (T + 2)u with T the assumed ulp error of tanh; (3) the
         products fl(φ_ij·s_iσ̂_i), ≤ u·|φ_ij|σ̂_i; (4) the column sums of those products,
-        by the error-free split of :func:`_exact_column_sums`; (5) fl(Λθ_j) ≤ u|Λθ_j| and
+        blocked (:func:`_blocked_column_sums`) or by the error-free split of
+        :func:`_exact_column_sums`; (5) fl(Λθ_j) ≤ u|Λθ_j| and
         the two final additions, ≤ 2u(|sum| + |Λθ_j| + |b_j|) (γ₂). The bound is itself a
         sum of n non-negative terms, computed with relative error ≤ γ_n ≤ 2^-23 and
         inflated by 1 + 2^-20.
