@@ -56,17 +56,13 @@ D_SYN = 20
 
 
 def synthetic(n: int, seed: int, d: int = D_SYN) -> tuple[Any, Any, Any]:
-    """(X, y, A) of the many-feature design (module docstring)."""
+    """(X, y, A) of the many-feature design (``simulate_many_features`` of
+    :mod:`dpfair.fairclass.datasets`)."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
-    A = (rng.uniform(size=n) < 0.5).astype(np.int8)
-    X = rng.normal(size=(n, d))
-    X[:, 0] += 0.5 * (2 * A - 1)
-    X = np.clip(X, -4.0, 4.0)
-    logit = 1.5 * X.sum(axis=1) / math.sqrt(d) + 0.5 * (2 * A - 1)
-    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-logit))).astype(np.int64)
-    return X, y, A
+    from dpfair.fairclass.datasets import simulate_many_features
+
+    return simulate_many_features(n, np.random.default_rng(seed), d=d)
 
 
 def _metrics(y: Any, a: Any, p: Any) -> tuple[float, float]:

@@ -23,6 +23,7 @@ from dpfair.fairclass._linear import (
     RADIUS_SHARE,
     FeatureMap,
     LinearDesign,
+    _blocked_column_sums,
     _exact_column_sums,
     _Problem,
     fit_linear_release,
@@ -111,6 +112,11 @@ def test_exact_column_sums_bound_the_true_sums():
     for j in range(4):
         exact = sum(Fraction(float(v)) for v in t[:, j])
         assert abs(Fraction(float(s[j])) - exact) <= Fraction(float(e[j]))
+    # the blocked two-level sums (one pass) with the bound from Σ|t|
+    s3, e3 = _blocked_column_sums(t, np.abs(t).sum(axis=0) * (1 + 2.0**-20))
+    for j in range(4):
+        exact = sum(Fraction(float(v)) for v in t[:, j])
+        assert abs(Fraction(float(s3[j])) - exact) <= Fraction(float(e3[j]))
     # the sparse form (flat terms with their columns) gives the same bound logic
     cols = np.repeat(np.arange(4)[None, :], 3000, axis=0).ravel()
     s2, e2 = _exact_column_sums(t.ravel(), cols, 4)
@@ -163,10 +169,14 @@ def test_certificate_holds_in_exact_arithmetic_on_the_centred_design(kind, seed)
     # the certified (g, E) pair brackets the exact gradient at any θ, not only at θ̂
     theta = rel.theta_hat + np.random.default_rng(9).normal(0, 0.5, rel.theta_hat.size)
     full = _Problem.build(Phi, y, plan.regulariser, rel.b)
-    g, err = full.certified_gradient(theta)
     exact_g = _exact_gradient_norm(Phi, y, plan.regulariser, rel.b, theta)
-    norm_g = Decimal(float(np.linalg.norm(g)))  # (its own rounding: a relative 1e-13 slack)
-    assert abs(exact_g - norm_g) <= Decimal(err) + norm_g * Decimal("1e-13")
+    errs = []
+    for fine in (False, True):  # the coarse (per-row maxima) and the fine bound
+        g, err = full.certified_gradient(theta, fine=fine)
+        norm_g = Decimal(float(np.linalg.norm(g)))  # (its own rounding: relative 1e-13)
+        assert abs(exact_g - norm_g) <= Decimal(err) + norm_g * Decimal("1e-13")
+        errs.append(err)
+    assert errs[1] <= errs[0]
 
 
 def test_a_row_longer_than_one_is_refused():

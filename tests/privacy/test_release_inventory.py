@@ -56,6 +56,7 @@ INVENTORY: dict[tuple[str, str], str] = {
     ("facility/_families.py", "TruncatedNormalLaw._draw"): SIMULATION,
     ("facility/_families.py", "CustomSinglePeakedLaw._draw"): SIMULATION,
     ("data/designs.py", "simulate"): SIMULATION,
+    ("fairclass/datasets.py", "simulate_many_features"): SIMULATION,
     ("data/synthetic.py", "lognormal_sample"): SIMULATION,
     ("data/synthetic.py", "normal_sample"): SIMULATION,
     ("data/synthetic.py", "uniform_sample"): SIMULATION,
@@ -73,7 +74,9 @@ INVENTORY: dict[tuple[str, str], str] = {
     ("fairclass/_linear.py", "fit_linear_release"):
         "objective-perturbation vector b: noise that never meets data additively; snapped "
         "to a public lattice, and the minimiser it perturbs is released through an exact "
-        "lattice mechanism (docs/proofs/fairclass_cdp_fair.md §11)",
+        "lattice mechanism (docs/proofs/fairclass_cdp_fair.md §11); the centred design's "
+        "row radius (choose_radius) draws no continuous noise: exact exponential mechanism "
+        "on integer scores (tests/attacks/test_linear_last_bits.py)",
     ("mechanisms/gaussian_process.py", "KroneckerGaussianGrid.sample"): UNUSED_PRIMITIVE,
     ("mechanisms/exponential.py", "PiecewiseConstantLaw.sample"): UNUSED_PRIMITIVE,
     ("mechanisms/discrete.py", "DiscreteLaw.sample"): UNUSED_PRIMITIVE,

@@ -24,8 +24,8 @@ def test_section_has_its_figures_and_captions(section: Any) -> None:
     html = "\n".join(section.blocks)
     figures = re.findall(r'<figure id="(fig-fairclass-[a-z]+)">', html)
     assert figures == ["fig-fairclass-alpha", "fig-fairclass-epsilon", "fig-fairclass-real"]
-    # certification rates; shares above α; full Adult (FDP-Fair has its own section)
-    assert html.count("<table>") == 3
+    # certification rates; shares above α; full Adult; many features (FDP-Fair: own section)
+    assert html.count("<table>") == 4
     for caption in re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S):
         assert "Setting:" in caption and "Seed 0" in caption and "Privacy:" in caption
         assert "y = x" in caption or "ε" in caption
@@ -134,3 +134,16 @@ def test_full_adult_configs() -> None:
     full = FairclassReportConfig.full()
     assert full.full_adult_reps == 10 and full.full_adult_rows == 0
     assert full.full_adult_cells() == list(get_experiment("fairclass-full-adult").grid)
+
+
+def test_many_features_part_reports_the_linear_score(section: Any) -> None:
+    """Issue 19: the synthetic 20-feature design, the centred linear score (radius auto and
+    box) next to non-private LR + exact thresholds."""
+    mf = section.results["many_features"]
+    assert mf["reps"] == FairclassReportConfig.tiny().many_features_reps
+    methods = [s["method"] for s in mf["summary"]]
+    assert methods == ["linear (radius auto)", "linear (radius box)",
+                       "non-private LR + exact thresholds"]
+    assert all(0.0 < s["error_mean"] < 0.5 for s in mf["summary"])
+    assert mf["summary"][2]["certified_share"] is None
+    assert FairclassReportConfig.full().many_features_reps == 10

@@ -74,21 +74,22 @@ is one or two correctly rounded products with fl(min(1, r/n̂)) and fl((1 − 2^
 ≤ (1 + (p/2 + 10)u)(1 − 2^-30) < 1 for p ≤ 2^20 (u = 2^-53; :meth:`LinearDesign.rows`;
 :func:`fit_linear_release` refuses a design whose computed Σφ² exceeds 1 + 2^-41). The proof
 is about these computed rows and the binary64 numbers Λ and b̂ themselves. (b) The certified
-gradient: the terms t_ij = fl(φ_ij·s_iσ̂_i) of each coordinate are summed by an error-free
-split (:func:`_exact_column_sums`: hi parts on a grid on which every partial sum is exact in
-any order, BLAS included; lo parts with a γ_n bound), vectorised over all columns, dense or
-sparse, and g_j = fl(fl(−Σt_ij + fl(Λθ_j)) + b̂_j), with E ≥ ‖g − ∇J_b̂(θ̂)‖₂ from: the
-margin fl(φ_i·θ) (≤ γ_p Σ_j |φ_ij||θ_j| for any summation order; σ′ ≤ 1/4), σ̂ = 0.5·(1 +
-tanh(−m/2)) (≤ (T + 2)u with T = 6 the assumed ulp error of numpy's tanh, the one platform
-assumption here, checked against 50-digit arithmetic in the tests), the products, the
-split's bound, fl(Λθ_j) and the two final additions (≤ γ₂ times the magnitudes). The check
-is (‖g‖ + E)(1 + 2^-19) ≤ γ, all norms and bounds computed with relative error ≤ 2^-20. (c)
-If the check is not met after the refinement steps (never observed; it would need margins
-|φ|·|θ| beyond ~10^3), the fit raises and releases nothing; that abort is a data-dependent
-event outside the guarantee. (d) The optimiser, its number of steps, and θ̂'s low-order bits
-may depend on the data in any way — they enter the output only through K, whose sensitivity
-is bounded above for every run. (n in γ is the public number of rows of the whole data set,
-an upper bound on each fit's half.)
+gradient: the terms t_ij = fl(φ_ij·s_iσ̂_i) of each coordinate are summed in blocks of 256
+rows with a γ bound (:func:`_blocked_column_sums`, dense designs), or — sparse designs, and
+whenever that bound does not certify — by an error-free split (:func:`_exact_column_sums`:
+hi parts on a grid on which every partial sum is exact in any order, BLAS included; lo parts
+with a γ_n bound), vectorised over all columns, and g_j = fl(fl(−Σt_ij + fl(Λθ_j)) + b̂_j),
+with E ≥ ‖g − ∇J_b̂(θ̂)‖₂ from: the margin fl(φ_i·θ) (≤ γ_p Σ_j |φ_ij||θ_j| for any
+summation order; σ′ ≤ 1/4), σ̂ = 0.5·(1 + tanh(−m/2)) (≤ (T + 2)u with T = 6 the assumed ulp
+error of numpy's tanh, the one platform assumption here, checked against 50-digit arithmetic
+in the tests), the products, the split's bound, fl(Λθ_j) and the two final additions (≤ γ₂
+times the magnitudes). The check is (‖g‖ + E)(1 + 2^-19) ≤ γ, all norms and bounds computed
+with relative error ≤ 2^-20. (c) If the check is not met after the refinement steps (never
+observed; it would need margins |φ|·|θ| beyond ~10^3), the fit raises and releases nothing;
+that abort is a data-dependent event outside the guarantee. (d) The optimiser, its number of
+steps, and θ̂'s low-order bits may depend on the data in any way — they enter the output
+only through K, whose sensitivity is bounded above for every run. (n in γ is the public
+number of rows of the whole data set, an upper bound on each fit's half.)
 
 The group shares π̃ come, as for the kernel estimator, from the Gaussian group count.
 """
@@ -490,7 +491,9 @@ class LinearDesign:
     def centred(self, U: NDArray[np.float64]) -> NDArray[np.float64]:
         """v(x): numeric columns 2u − 1 ∈ [−1, 1], one-hot entries unchanged (a new array)."""
         if len(self.numeric) == U.shape[1]:
-            return np.asarray(2.0 * np.asarray(U, dtype=np.float64) - 1.0)
+            V = np.multiply(np.asarray(U, dtype=np.float64), 2.0)
+            V -= 1.0
+            return np.asarray(V)
         V = np.array(U, dtype=np.float64, copy=True)
         if self.numeric:
             idx = np.asarray(self.numeric, dtype=np.intp)
@@ -499,21 +502,36 @@ class LinearDesign:
 
     def row_norms(self, U: NDArray[np.float64]) -> NDArray[np.float64]:
         """The computed ‖v(x_i)‖₂ of every row (a fixed function of one record)."""
-        V = self.centred(U)
-        return np.sqrt(np.einsum("ij,ij->i", V, V))
+        return self.centred_rows(U)[1]
 
-    def _shrink(self, V: NDArray[np.float64]) -> NDArray[np.float64]:
+    def centred_rows(
+        self, U: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(v(x_i), ‖v(x_i)‖₂) of every row."""
+        V = self.centred(U)
+        return V, np.sqrt(np.einsum("ij,ij->i", V, V))
+
+    def _shrink(
+        self, V: NDArray[np.float64], norms: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
         """Per row: fl(min(1, r/‖v‖)·(1 − 2^-30)/R), the factor of the clipped, scaled row."""
-        norms = np.sqrt(np.einsum("ij,ij->i", V, V))
+        if norms is None:
+            norms = np.sqrt(np.einsum("ij,ij->i", V, V))
         r = self.radius
         with np.errstate(divide="ignore"):
             factor = np.where(norms > r, r / norms, 1.0)
         return np.asarray(factor * (_ROW_SHRINK / self.norm_bound))
 
-    def rows(self, U: NDArray[np.float64], A: NDArray[Any]) -> NDArray[np.float64]:
-        """φ(x_i, a_i) of every row, shape (n, p); ‖φ‖₂ ≤ 1 as computed."""
-        V = self.centred(U)
-        shrink = self._shrink(V)
+    def rows(
+        self, U: NDArray[np.float64], A: NDArray[Any], *,
+        centred: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    ) -> NDArray[np.float64]:
+        """φ(x_i, a_i) of every row, shape (n, p); ‖φ‖₂ ≤ 1 as computed.
+
+        ``centred``: (v, ‖v‖) of these rows if already computed (:meth:`centred_rows`).
+        """
+        V, norms = self.centred_rows(U) if centred is None else centred
+        shrink = self._shrink(V, norms)
         out = np.empty((V.shape[0], self.width))
         c0 = self.intercept_scale * (_ROW_SHRINK / self.norm_bound)
         out[:, 0] = c0
@@ -834,13 +852,42 @@ def _exact_column_sums(
     return np.asarray(s), np.asarray(e)
 
 
+#: Rows per block of :func:`_blocked_column_sums`.
+_SUM_BLOCK = 256
+
+
+def _blocked_column_sums(
+    terms: NDArray[np.float64], abs_bound: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(s, e): column sums of an (m, p) array in two levels, |s − Σt| ≤ e exactly.
+
+    Blocks of B = 256 rows are summed (any order: error ≤ γ_B·Σ|t| per block), then the
+    ⌈m/B⌉ block sums (≤ γ_{⌈m/B⌉} of their absolute sum), so |s_j − Σ_i t_ij| ≤
+    (γ_B + γ_M + γ_Bγ_M)·Σ_i |t_ij| ≤ that times ``abs_bound``_j (a caller's upper bound
+    on Σ_i |t_ij|). One pass over the terms, against five for the exact split
+    (:func:`_exact_column_sums`); the caller falls back to that when this bound is too
+    coarse.
+    """
+    m, p = terms.shape
+    full = (m // _SUM_BLOCK) * _SUM_BLOCK
+    parts = terms[:full].reshape(-1, _SUM_BLOCK, p).sum(axis=1)
+    if full < m:
+        parts = np.vstack([parts, terms[full:].sum(axis=0)])
+    s = parts.sum(axis=0)
+    gb = _SUM_BLOCK * _U / (1.0 - _SUM_BLOCK * _U)
+    k = parts.shape[0]
+    gm = k * _U / (1.0 - k * _U)
+    e = (gb + gm + gb * gm) * abs_bound * (1.0 + 2.0**-20) + 2.0**-1074
+    return np.asarray(s), np.asarray(e)
+
+
 @dataclass(frozen=True, eq=False)
 class _Problem:
     """J(θ) = Σ log(1 + exp(−s_i φ_i·θ)) + (Λ/2)‖θ‖² + bᵀθ; dense or sparse design."""
 
     X: Any  # ndarray (dense) or CSR (sparse), rows φ_i
     Xt: Any  # dense: a C-contiguous copy of X.T (fast gemv); sparse: CSR of the transpose
-    absX: Any  # |X|, same storage
+    abs_colsum: NDArray[np.float64]  # ≥ Σ_i |φ_ij| in exact arithmetic (inflated)
     s: NDArray[np.float64]
     lam: float
     b: NDArray[np.float64]
@@ -859,7 +906,9 @@ class _Problem:
             dense = False
         else:
             D = np.ascontiguousarray(Phi, dtype=np.float64)
-            dense = bool(np.count_nonzero(D) >= _SPARSE_DENSITY * D.size)
+            # storage only (any data-dependent choice is fine here): density of a row sample
+            probe = D[:: max(1, D.shape[0] // 4096)]
+            dense = bool(np.count_nonzero(probe) >= _SPARSE_DENSITY * probe.size)
             S = D if dense else sparse.csr_matrix(D)
         n = S.shape[0]
         s = 2.0 * np.asarray(y).astype(np.float64) - 1.0
@@ -867,11 +916,16 @@ class _Problem:
         if n > 2 * _HESSIAN_ROWS:
             hess_rows = np.linspace(0, n - 1, _HESSIAN_ROWS).astype(np.intp)
         hess_X = S if hess_rows is None else S[hess_rows]
+        if dense:  # Fortran order: the symmetric rank-k update (dsyrk) reads it in place
+            hess_X = np.asfortranarray(hess_X)
         bb = np.asarray(b, dtype=np.float64)
+        # non-negative terms: the computed sum errs by ≤ γ_n ≤ 2^-23, covered by 1 + 2^-20
         if dense:
-            return cls(S, np.ascontiguousarray(S.T), np.abs(S), s, float(lam), bb, True,
+            colsum = np.abs(S).sum(axis=0) * (1.0 + 2.0**-20)
+            return cls(S, np.ascontiguousarray(S.T), colsum, s, float(lam), bb, True,
                        hess_rows, hess_X)
-        return cls(S, S.T.tocsr(), abs(S), s, float(lam), bb, False, hess_rows, hess_X)
+        colsum = np.asarray(abs(S).sum(axis=0)).ravel() * (1.0 + 2.0**-20)
+        return cls(S, S.T.tocsr(), colsum, s, float(lam), bb, False, hess_rows, hess_X)
 
     @property
     def n(self) -> int:
@@ -904,12 +958,18 @@ class _Problem:
         if self.hess_rows is not None:
             w = w[self.hess_rows] * (self.n / self.hess_rows.size)
         if self.dense:
-            H = X.T @ (X * w[:, None])
+            from scipy.linalg.blas import dsyrk
+
+            # XᵀWX as (W^½X)ᵀ(W^½X): half the flops of a general product (upper triangle)
+            Hu = dsyrk(1.0, X * np.sqrt(w)[:, None], trans=1)
+            H = np.triu(Hu) + np.triu(Hu, 1).T
         else:
             H = (X.T @ sparse.diags(w) @ X).toarray()
         return np.asarray(H + self.lam * np.eye(self.p))
 
-    def certified_gradient(self, th: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+    def certified_gradient(
+        self, th: NDArray[np.float64], *, fine: bool = False
+    ) -> tuple[NDArray[np.float64], float]:
         """(g, E): g ≈ ∇J(θ) and E ≥ ‖g − ∇J(θ)‖₂ in exact arithmetic (module docstring,
         "Floating point"), vectorised.
 
@@ -918,18 +978,34 @@ class _Problem:
         ≤ γ_p Σ_j |φ_ij θ_j| (any summation order); σ′ ≤ 1/4; (2) the computed σ̂_i vs σ at
         the computed margin, ≤ (T + 2)u with T the assumed ulp error of tanh; (3) the
         products fl(φ_ij·s_iσ̂_i), ≤ u·|φ_ij|σ̂_i; (4) the column sums of those products,
-        by the error-free split of :func:`_exact_column_sums`; (5) fl(Λθ_j) ≤ u|Λθ_j| and
+        blocked (:func:`_blocked_column_sums`) or by the error-free split of
+        :func:`_exact_column_sums`; (5) fl(Λθ_j) ≤ u|Λθ_j| and
         the two final additions, ≤ 2u(|sum| + |Λθ_j| + |b_j|) (γ₂). The bound is itself a
         sum of n non-negative terms, computed with relative error ≤ γ_n ≤ 2^-23 and
         inflated by 1 + 2^-20.
+
+        Without ``fine``, (1) and (3) use the per-row maxima: Σ_j |φ_ij θ_j| ≤ ζ‖θ‖₂
+        (Cauchy–Schwarz, ‖φ_i‖ ≤ ζ) and σ̂_i ≤ 1, times the column sums Σ_i |φ_ij| (one
+        pass at build), and a dense design's column sums (4) are blocked
+        (:func:`_blocked_column_sums`); ``fine`` sums the per-row bounds (|Φ|ᵀ of them) and
+        uses the error-free split, for when the coarse bound does not certify.
         """
         p = self.p
         gq = p * _U / (1.0 - p * _U)
         sig = self.sigmoid(th)
-        reach = self.absX @ np.abs(th)  # ≥ Σ_j |φ_ij θ_j| up to γ_p (non-negative terms)
+        if fine:
+            absX = np.abs(self.X) if self.dense else abs(self.X)
+            reach = absX @ np.abs(th)  # ≥ Σ_j |φ_ij θ_j| up to γ_p (non-negative terms)
+        else:
+            absX = None
+            reach = _ZETA * float(np.linalg.norm(th)) * (1.0 + 2.0**-20)
         e_sig = (_TANH_ULPS + 2) * _U + 0.25 * gq * reach * (1.0 + 2.0**-20) + 2.0**-1000
         w = self.s * sig
-        if self.dense:
+        if self.dense and not fine:
+            # Σ_i |t_ij| ≤ (1 + u)·Σ_i |φ_ij| (σ̂ ≤ 1)
+            colsum, e_sum = _blocked_column_sums(self.X * w[:, None],
+                                                 self.abs_colsum * (1.0 + 2.0 * _U))
+        elif self.dense:
             prods = self.X * w[:, None]
             # |φ_ij| ≤ 1 (checked at fit) and σ̂ ≤ 1, so every term has |t| ≤ 1
             colsum, e_sum = _exact_column_sums(prods, None, p, bound=1.0 + 2.0**-20,
@@ -945,8 +1021,12 @@ class _Problem:
         g2 = 2.0 * _U / (1.0 - 2.0 * _U)
         # (+ n·2^-1074: products that underflow lose at most that much each; the matrix
         # product of non-negative terms errs by ≤ γ_n ≤ 2^-23, covered by 1 + 2^-20.)
+        if absX is not None:
+            spread = absX.T @ (_U * sig + e_sig) * (1.0 + 2.0**-20)
+        else:  # σ̂ ≤ 1 and e_sig is the same for every row
+            spread = (_U + e_sig) * self.abs_colsum * (1.0 + 2.0**-20)
         err = (
-            self.absX.T @ (_U * sig + e_sig) * (1.0 + 2.0**-20) + e_sum + _U * np.abs(lt)
+            spread + e_sum + _U * np.abs(lt)
             + g2 * (np.abs(colsum) + np.abs(lt) + np.abs(self.b)) * (1.0 + 2.0**-20)
             + self.n * 2.0**-1074
         ) * (1.0 + 2.0**-20)
@@ -972,10 +1052,11 @@ class _Problem:
             if certify is None:
                 return theta, math.nan
             for _ in range(_MAX_REFINE):
-                g, err = self.certified_gradient(theta)
-                bound = (float(np.linalg.norm(g)) + err) * (1.0 + 2.0**-19)
-                if bound <= certify:
-                    return theta, bound
+                for fine in (False, True):
+                    g, err = self.certified_gradient(theta, fine=fine)
+                    bound = (float(np.linalg.norm(g)) + err) * (1.0 + 2.0**-19)
+                    if bound <= certify:
+                        return theta, bound
                 theta = theta - np.linalg.solve(self.hessian(self.sigmoid(theta)), g)
         raise InvalidDataError(
             "estimator='linear': the perturbed logistic objective's minimiser could not be "
@@ -1069,10 +1150,11 @@ def release_linear_fold(
     :func:`objective_perturbation_logistic` on the rows of :meth:`LinearDesign.rows`.
     """
     base = LinearDesign.for_map(fmap, 1.0)
+    centred = base.centred_rows(U)  # v and ‖v‖ do not depend on r: computed once
     if radius == "box":
         r = base.box_radius
     elif radius == "auto":
-        norms = base.row_norms(U)
+        norms = centred[1]
         if plan is not None and plan.epsilon_radius > 0:
             r = choose_radius(norms, base.box_radius, plan.epsilon_radius, rng)
         else:
@@ -1081,5 +1163,5 @@ def release_linear_fold(
     else:
         r = float(radius)
     dmap = LinearDesign.for_map(fmap, r)
-    theta = objective_perturbation_logistic(dmap.rows(U, A), y, plan, rng)
+    theta = objective_perturbation_logistic(dmap.rows(U, A, centred=centred), y, plan, rng)
     return theta, dmap

@@ -8,6 +8,8 @@ the fair-Bayes threshold exactly (:func:`~dpfair.fairclass.exact_fair_threshold`
   ALGORITHMS.md §C; :func:`simulation_eta` is its true regression function and
   :func:`simulation_oracle` computes the oracle (Bayes and fair-Bayes) risks from a large
   sample of our own.
+* :func:`simulate_many_features` — the many-feature design of issue 19 (d standard-normal
+  features in the public box [−4, 4], a linear η), for the linear group score.
 * :func:`load_adult`, :func:`load_law_school` — the two real data sets of §5.2 from a path,
   with *public* feature bounds; :func:`load_bundled_adult` — the Adult copy shipped inside
   the package (``data/bundled/adult_xue_yu.csv.gz``, CC BY 4.0).
@@ -51,6 +53,7 @@ __all__ = [
     "load_bundled_adult",
     "load_law_school",
     "simulate",
+    "simulate_many_features",
     "simulation_eta",
     "simulation_oracle",
     "train_test_split",
@@ -136,3 +139,28 @@ def simulation_oracle(
         fair_tau[float(alpha)] = tau
         fair_dd[float(alpha)] = d
     return SimulationOracle(m, bayes_risk, bayes_dd, fair_risk, fair_tau, fair_dd)
+
+
+#: The public feature box of :func:`simulate_many_features` (per feature).
+MANY_FEATURES_BOX = (-4.0, 4.0)
+
+
+def simulate_many_features(
+    n: int, rng: RandomLike = None, *, d: int = 20
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int8]]:
+    """(X, y, A) of the many-feature design (issue 19; synthetic, no real data).
+
+    A ~ Bern(1/2); X = clip(Z + 0.5(2A − 1)·e₁, −4, 4) with Z ~ N(0, I_d) (the group shifts
+    the first feature); η(x, a) = sigmoid(1.5·Σ_j x_j/√d + 0.5(2a − 1)), Y ~ Bern(η). The
+    public box is [−4, 4] per feature (:data:`MANY_FEATURES_BOX`).
+    """
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    gen = as_generator(rng)
+    A = (gen.uniform(size=n) < 0.5).astype(np.int8)
+    X = gen.normal(size=(n, d))
+    X[:, 0] += 0.5 * (2 * A - 1)
+    X = np.clip(X, *MANY_FEATURES_BOX)
+    logit = 1.5 * X.sum(axis=1) / np.sqrt(d) + 0.5 * (2 * A - 1)
+    y = (gen.uniform(size=n) < 1.0 / (1.0 + np.exp(-logit))).astype(np.int64)
+    return X, y, A
