@@ -73,6 +73,7 @@ CASES: dict[str, Case] = {
     "fairclass_fdp_full_adult.py": Case(("--smoke",)),
     "fairclass_rff_diagnostics.py": Case(("nw", "--smoke")),
     "fdp_bench.py": Case(("--smoke",), slow=True),  # 9 CLI processes
+    "fdp_linear.py": Case(("--smoke",)),
     "fdp_flower_bench.py": Case(("--smoke",), requires=("flwr",), slow=True),  # Flower
     "comparators/opendp_median.py": Case(_WORKER, requires=("opendp",), needs_data=True),
     "comparators/pydp_median.py": Case(_WORKER, requires=("pydp",), needs_data=True),

@@ -186,6 +186,39 @@ def _read_state(path: Path, site_id: str, protocol_id: str) -> dict[str, Any]:
     return st
 
 
+def _parse_categories(items: list[str]) -> dict[int, list[str]]:
+    """``["3=a,b,c", …]`` → ``{3: ["a", "b", "c"], …}`` (refused when malformed)."""
+    out: dict[int, list[str]] = {}
+    for item in items:
+        head, sep, tail = item.partition("=")
+        vals = [v.strip() for v in tail.split(",")]
+        if not sep or not head.strip().isdigit() or not all(vals) or len(set(vals)) != len(vals):
+            raise InvalidParameterError(
+                f"--categories {item!r}: expected J=CAT1,CAT2,… with J the 0-based feature "
+                "position and distinct, non-empty public categories."
+            )
+        j = int(head)
+        if j in out:
+            raise InvalidParameterError(f"--categories: feature {j} is given twice.")
+        out[j] = vals
+    return out
+
+
+def _merge_bounds(
+    numeric: list[tuple[float, float]], cats: dict[int, list[str]]
+) -> list[tuple[float, float] | None]:
+    """Feature bounds in feature order: the --bounds pairs for the numeric features, None
+    at the --categories positions."""
+    d = len(numeric) + len(cats)
+    if cats and max(cats) >= d:
+        raise InvalidParameterError(
+            f"--categories: feature position {max(cats)} but only {d} features "
+            f"({len(numeric)} --bounds pairs + {len(cats)} categorical)."
+        )
+    it = iter(numeric)
+    return [None if j in cats else next(it) for j in range(d)]
+
+
 def _parse_site(text: str) -> SiteSpec:
     from dpfair.fairclass.federated import SiteSpec
 
@@ -273,7 +306,8 @@ def register(app: typer.Typer) -> None:
         key: KeyOpt,
         bounds: Annotated[
             list[float],
-            typer.Option("--bounds", help="LO HI per feature, repeat: --bounds 0 --bounds 1 …"),
+            typer.Option("--bounds", help="LO HI per numeric feature, in feature order, "
+                         "repeat: --bounds 0 --bounds 1 … (none for --categories columns)."),
         ],
         alpha: Annotated[float, typer.Option("--alpha", help="Disparity tolerance α.")],
         out: OutOpt,
@@ -305,13 +339,28 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--estimator",
-                help="Group score: kernel (grid, d <= 3 advisable) or rff (random Fourier "
-                "features; numeric features, scales in d).",
+                help="Group score: kernel (grid, d <= 3 advisable), rff (random Fourier "
+                "features) or linear (one round of noisy sufficient statistics; tens to "
+                "hundreds of columns).",
             ),
         ] = "kernel",
         features_dim: Annotated[
             int | None,
             typer.Option("--features-dim", help="D of --estimator rff (even, <= 4096)."),
+        ] = None,
+        categories: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--categories",
+                help="J=CAT1,CAT2,…: feature J (0-based, in --features order) is categorical "
+                "with these public categories (one-hot; rff or linear); repeat per column. "
+                "Values are matched to the files as text.",
+            ),
+        ] = None,
+        radius: Annotated[
+            float | None,
+            typer.Option("--radius", help="Public L2 radius of the centred rows (--estimator "
+                         "linear; half-widths of the box; default: no clipping)."),
         ] = None,
     ) -> None:
         """Write the signed ``setup`` (sites, their pinned keys, grid, M, α, ρ, C_ω)."""
@@ -327,7 +376,10 @@ def register(app: typer.Typer) -> None:
             specs = [_parse_site(s) for s in site]
             if len(bounds) % 2:
                 raise InvalidParameterError("--bounds: give LO HI pairs, one per feature.")
-            fb = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)]
+            cats = _parse_categories(categories or [])
+            fb = _merge_bounds(
+                [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)], cats
+            )
             signer = load_signer(key, CENTRE, option="--key")
             keys = {CENTRE: signer.public, **_parse_site_keys(site_key, [s.site_id for s in specs])}
             cfg = make_protocol(
@@ -347,6 +399,8 @@ def register(app: typer.Typer) -> None:
                 keys=keys,
                 estimator=estimator,
                 features_dim=features_dim if estimator == "rff" else None,
+                categories=cats or None,
+                radius=radius,
             )
             write_message(out, cfg.to_envelope(), signer)
             _print(
@@ -358,6 +412,8 @@ def register(app: typer.Typer) -> None:
                     "grid_shape": list(cfg.grid_shape),
                     **({"estimator": "rff", "features_dim": cfg.features_dim}
                        if cfg.is_rff else {}),
+                    **({"estimator": "linear", "radius": cfg.radius, "width":
+                        cfg.linear_width} if cfg.is_linear else {}),
                     "key_fingerprints": {p: key_fingerprint(k) for p, k in cfg.keys},
                 }
             )
@@ -635,7 +691,10 @@ def register(app: typer.Typer) -> None:
             model = FederatedModel.from_envelope(
                 read_message(released, keys={CENTRE: centre_public}, kind="released_model")
             )
-            X, y, A = read_site_data(data, features, target, sensitive)
+            cat_cols = frozenset(
+                model.feature_map.categories if model.feature_map is not None else ()
+            )
+            X, y, A = read_site_data(data, features, target, sensitive, cat_cols)
             pred = model.predict(X, A)
             payload: dict[str, Any] = {"n": int(pred.size), "positive_rate": float(pred.mean())}
             if y is not None:

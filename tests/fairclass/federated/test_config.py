@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import replace
 
@@ -132,8 +133,14 @@ def test_config_resolves_auto_and_cross_fit() -> None:
     assert rff.estimator == "rff" and rff.features_dim == 2048
     cat = FDPConfig(feature_bounds=[(0, 1), None], estimator="auto", categories={1: ["a", "b"]})
     assert cat.is_rff and cat.categories == ((1, ("a", "b")),)
-    lin = FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", features_dim=8)
-    assert lin == FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="rff", features_dim=8)
+    # "linear" is its own estimator since issue 19 (no longer an alias of "rff")
+    lin = FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear")
+    assert lin.is_linear and lin.is_mapped and not lin.is_rff and lin.features_dim is None
+    assert lin.radius == pytest.approx(math.sqrt(2.0))
+    with pytest.raises(InvalidParameterError, match="features_dim"):
+        FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", features_dim=8)
+    with pytest.raises(InvalidParameterError, match="radius"):
+        FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="rff", radius=1.0)
     assert FDPConfig(feature_bounds=[(0, 1)], threshold_rule="paper").cross_fit is True
     assert FDPConfig(feature_bounds=[(0, 1)]).cross_fit is False
 
@@ -188,9 +195,9 @@ def test_design_call_estimator_linear_and_tolerance() -> None:
         warnings.simplefilter("ignore", category=UserWarning)
         fed = dpfair.fairclass.FDPFairClassifier(
             epsilon=EPS, delta=DELTA, alpha=0.2, feature_bounds=[(0, 1), (0, 1)],
-            random_state=0, estimator="linear", tolerance=0.02, features_dim=64,
+            random_state=0, estimator="linear", tolerance=0.02,
         ).fit([d.X for d in sites], [d.y for d in sites],
               sensitive_features=[d.A for d in sites])
-    assert fed.estimator_ == "rff" and fed.protocol_.tolerance == 0.02
+    assert fed.estimator_ == "linear" and fed.protocol_.tolerance == 0.02
     pred = fed.predict(sites[0].X, sensitive_features=sites[0].A)
     assert pred.shape == (N,) and set(np.unique(pred)) <= {0, 1}

@@ -371,3 +371,23 @@ def test_node_config_errors_name_the_key():
         SiteNode.from_config(base | {"ledger": "l", "aggregate": "x"})
     node = SiteNode.from_config(base | {"max-epsilon": 1.0, "max-delta": 1e-6})
     assert node.state_dir == Path(".") and node.max_delta == 1e-6
+
+
+def test_flower_run_with_the_linear_estimator(sites, keys, tmp_path):
+    """estimator="linear" over Flower: the new round-1 blocks (cells, moments) and the
+    coefficient model cross the transport unchanged — the released model is the core's —
+    and each site's ledger recorded the run once."""
+    setup = signed_setup(
+        tmp_path / "setup-linear.json", keys,
+        sites=[SiteSpec(sid, N, EPS, DELTA) for sid in SITES],
+        feature_bounds=[(0.0, 1.0), (0.0, 1.0)], alpha=0.2, estimator="linear", radius=1.0,
+    )
+    out = tmp_path / "released-linear.json"
+    seeds = [4, 5, 6]
+    with task_identity():
+        run(_grid(sites, keys, seeds), _conf(setup, keys, out, seed=2))
+    flower = read_message(out, keys={"centre": keys["centre"][2]}, kind="released_model")
+    assert flower.fields["estimator"] == "linear" and "theta" in flower.arrays
+    same_message(flower, core_reference(setup, keys, [d for _s, _p, d in sites], seeds, 2))
+    for sid, path, _d in sites:
+        assert (path.parent / f"{sid}.fdp-ledger").exists()

@@ -31,6 +31,10 @@ true value lies in a public range:
 * round 1 with random Fourier features (``estimator="rff"``): each coordinate of the four
   sums Σ_i Q_j(u_i)·2^-q lies in [−n_train/√m, n_train/√m] (|φ_j| ≤ m^{-1/2}, D = 2m,
   quantized toward zero) plus N(0, σ_f²) rounded to the lattice 2^-q;
+* round 1 with the linear estimator (``estimator="linear"``, ``federated/_linear.py``):
+  each coordinate of the cell sums and each off-diagonal moment lies in [−n_train,
+  n_train], each cell count and diagonal moment in [0, n_train] (‖w‖ ≤ 1), plus the
+  block's public noise;
 * round 2, per fold and group: every tree node, a count of calibration rows in a dyadic
   bin, lies in [0, n_cal] plus N(0, σ_t²).
 
@@ -308,6 +312,8 @@ class Centre:
         """
         cfg = self.config
         by_site = self._collect(messages, "round1")
+        if cfg.is_linear:
+            return self._aggregate_linear(by_site)
         nf = cfg.n_folds
         nu = cfg.weights()
         rff = cfg.is_rff
@@ -355,6 +361,118 @@ class Centre:
         )
         return self.model_
 
+    def _aggregate_linear(self, by_site: dict[str, Envelope]) -> Envelope:
+        """The linear estimator's model: θ̃ per fold from the pooled noisy statistics and
+        π̃ as for the other estimators (post-processing; ``federated/_linear.py``)."""
+        from dpfair.fairclass.federated._linear import (
+            fit_theta,
+            linear_sigmas,
+            structural_zeros,
+        )
+
+        cfg = self.config
+        nf, nu = cfg.n_folds, cfg.weights()
+        p = cfg.linear_width
+        sums = np.zeros((nf, p, 2, 2))
+        cells = np.zeros((nf, 2, 2))
+        moments = np.zeros((nf, p * (p + 1) // 2))
+        n_rows, n1_tot, pi1 = np.zeros(nf), np.zeros(nf), np.zeros(nf)
+        mom_var = 0.0
+        n_total = 0
+        for w, sid in zip(nu, cfg.site_ids, strict=True):
+            count, s, c, m, n_train = self._check_round1_linear(sid, by_site[sid])
+            mom_var += linear_sigmas(cfg.plan(sid).sigma_function).moments ** 2
+            for k in range(nf):
+                nt = float(n_train[k])
+                n1 = min(max(float(count[k]), 1.0), nt - 1.0)
+                sums[k] += s[k]
+                cells[k] += c[k]
+                moments[k] += m[k]
+                n_rows[k] += nt
+                n1_tot[k] += n1
+                pi1[k] += w * n1 / nt
+            n_total += int(n_train[0])
+        lo = 1.0 / n_total
+        p1 = np.clip(pi1, lo, 1.0 - lo)
+        pi = np.column_stack((1.0 - p1, p1))
+        zeros = structural_zeros(cfg.feature_map())
+        theta = np.stack([
+            fit_theta(sums[k], cells[k], moments[k], n_rows[k], n1_tot[k], math.sqrt(mom_var),
+                      zeros)
+            for k in range(nf)
+        ])
+        weights = {"weights": {s: float(w) for s, w in zip(cfg.site_ids, nu, strict=True)}}
+        self.model_ = Envelope(
+            "model", cfg.protocol_id, "centre", fields=weights,
+            arrays={"theta": theta, "pi": pi},
+        )
+        return self.model_
+
+    def _check_round1_linear(
+        self, sid: str, msg: Envelope
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+               NDArray[np.float64], list[Any]]:
+        """A site's linear round-1 release, checked against the setup (every σ, N_s, the
+        shapes) and for plausibility: every true value lies in a public range (|w_j| ≤ 1,
+        ‖w‖ ≤ 1), so a value beyond k noise sds of it is refused (module docstring)."""
+        from dpfair.fairclass.federated._linear import (
+            CELL_BITS,
+            LINEAR_LATTICE_BITS,
+            linear_sigmas,
+            noise_sd,
+        )
+
+        cfg = self.config
+        nf, plan = cfg.n_folds, cfg.plan(sid)
+        sig = linear_sigmas(plan.sigma_function)
+        if set(msg.arrays) != {"count", "sums", "cells", "moments"}:
+            raise ProtocolError(
+                sid, "arrays", "the setup uses estimator='linear': expected count, sums, "
+                "cells and moments."
+            )
+        for name, expected in (
+            ("sigma_count", plan.sigma_count),
+            ("sigma_function", plan.sigma_function),
+            ("sigma_cells", sig.cells),
+            ("sigma_moments", sig.moments),
+        ):
+            got = msg.number(name, positive=True)
+            if not _close(got, expected):
+                raise ProtocolError(
+                    sid, f"fields.{name}",
+                    f"{got!r} differs from {expected!r} derived from the setup (different "
+                    "budget, shares or depth at this site?).",
+                )
+        n_train = msg.get("n_train", list)
+        if not _half_sizes_ok(n_train, nf, cfg.site(sid).n):
+            raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
+        p = cfg.linear_width
+        count = msg.array("count", (nf,))
+        sums = msg.array("sums", (nf, p, 2, 2))
+        cells = msg.array("cells", (nf, 2, 2))
+        moments = msg.array("moments", (nf, p * (p + 1) // 2))
+        kk = plausibility_k(count.size + sums.size + cells.size + moments.size)
+        diag = np.zeros(p * (p + 1) // 2, dtype=bool)
+        j = np.arange(p)
+        diag[j * p - j * (j - 1) // 2] = True
+        q = LINEAR_LATTICE_BITS
+        sd_s, sd_c = noise_sd(sig.sums, q), noise_sd(sig.cells, CELL_BITS)
+        sd_d, sd_o = noise_sd(sig.moments, 2 * q), noise_sd(sig.moments, 2 * q, halve=True)
+        lat = 2.0**-q  # truncation of the rows: well inside one noise sd
+        for k in range(nf):
+            nt = float(n_train[k])
+            _check_plausible(sid, "count", count[k : k + 1], 0.0, nt, plan.sigma_count, kk,
+                             f"fold {k + 1}'s group-1 count of {int(nt)} training rows")
+            _check_plausible(sid, "sums", sums[k], -nt, nt, sd_s + lat, kk,
+                             f"each coordinate of the cell sums of fold {k + 1}")
+            _check_plausible(sid, "cells", cells[k], 0.0, nt, sd_c, kk,
+                             f"each cell count of fold {k + 1}")
+            _check_plausible(sid, "moments", moments[k][diag], 0.0, nt, sd_d + lat, kk,
+                             f"each diagonal moment of fold {k + 1}")
+            _check_plausible(sid, "moments", moments[k][~diag], -nt, nt, sd_o + lat, kk,
+                             f"each off-diagonal moment of fold {k + 1}")
+        return count, sums, cells, moments, n_train
+
     def _check_round1(
         self, sid: str, msg: Envelope
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[Any]]:
@@ -364,6 +482,16 @@ class Centre:
         nf, plan = cfg.n_folds, cfg.plan(sid)
         rff = cfg.is_rff
         cell_shape = (cfg.features_dim,) if rff else tuple(cfg.grid_shape)
+        if set(msg.arrays) != {"count", "sums"}:
+            raise ProtocolError(
+                sid, "arrays", f"estimator {cfg.estimator!r} of the setup: expected count "
+                "and sums."
+            )
+        extra = sorted({"sigma_cells", "sigma_moments"} & set(msg.fields))
+        if extra:
+            raise ProtocolError(
+                sid, f"fields.{extra[0]}", f"not a field of estimator {cfg.estimator!r}."
+            )
         for name, expected in (
             ("sigma_count", plan.sigma_count),
             ("sigma_function", plan.sigma_function),
@@ -513,9 +641,16 @@ class Centre:
         model = model if model is not None else self.model_
         if model is None:
             raise InvalidParameterError("finalize: the broadcast model is needed (run aggregate).")
-        from dpfair.fairclass.federated._site import check_model, check_rff_model
+        from dpfair.fairclass.federated._site import (
+            check_linear_model,
+            check_model,
+            check_rff_model,
+        )
 
-        if cfg.is_rff:
+        if cfg.is_linear:
+            theta, pi = check_linear_model(model, cfg)
+            score_arrays = {"theta": theta, "pi": pi}
+        elif cfg.is_rff:
             coef, ridge, pi = check_rff_model(model, cfg)
             score_arrays = {"coef": coef, "ridge": ridge, "pi": pi}
         else:

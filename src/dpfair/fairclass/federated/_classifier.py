@@ -79,7 +79,7 @@ class FederatedModel:
     feature_lows: NDArray[np.float64]
     feature_highs: NDArray[np.float64]
     grid: Any  # KroneckerGaussianGrid (kernel) or None (rff)
-    folds: tuple[ReleasedFold | ReleasedRFFFold, ...]
+    folds: tuple[Any, ...]  # ReleasedFold, ReleasedRFFFold or ReleasedFedLinearFold
     tie_seed: int
     info: dict[str, Any]
     feature_map: FeatureMap | None = None
@@ -91,6 +91,8 @@ class FederatedModel:
             raise ProtocolError(env.sender, "kind", f"expected 'released_model', got {env.kind!r}.")
         if env.fields.get("estimator", "kernel") == "rff":
             return cls._from_rff_envelope(env)
+        if env.fields.get("estimator", "kernel") == "linear":
+            return cls._from_linear_envelope(env)
         bounds = np.asarray(env.get("feature_bounds", list), dtype=np.float64)
         shape = tuple(int(g) for g in env.get("grid_shape", list))
         if bounds.ndim != 2 or bounds.shape != (len(shape), 2):
@@ -142,6 +144,58 @@ class FederatedModel:
         return cls(
             empty, empty, None, folds, int(env.get("tie_seed", int)), dict(env.fields), fmap
         )
+
+    @classmethod
+    def _from_linear_envelope(cls, env: Envelope) -> FederatedModel:
+        """A released linear model: the public feature map, radius and coefficients θ̃."""
+        from dpfair.fairclass.federated._linear import (
+            MAX_LINEAR_WIDTH,
+            ReleasedFedLinearFold,
+            check_radius,
+            numeric_mask,
+        )
+
+        raw_bounds = env.get("feature_bounds", list)
+        raw_cats = env.get("categories", list)
+        try:
+            cats = {int(c[0]): list(c[1]) for c in raw_cats}
+            fmap = FeatureMap.build(raw_bounds, cats, len(raw_bounds))
+            radius = check_radius(env.number("radius", positive=True), fmap)
+        except (InvalidParameterError, TypeError, IndexError, ValueError) as exc:
+            raise ProtocolError(env.sender, "fields.feature_bounds", str(exc)) from None
+        if fmap.width > MAX_LINEAR_WIDTH:
+            raise ProtocolError(env.sender, "fields.categories", "over the public width limit.")
+        tau = env.array("tau")
+        nf = tau.size
+        theta = env.array("theta", (nf, fmap.width + 2))
+        pi = env.array("pi", (nf, 2))
+        mask = numeric_mask(fmap)
+        folds = tuple(
+            ReleasedFedLinearFold(theta=theta[k], pi=pi[k], tau=float(tau[k]), numeric=mask,
+                                  radius=radius)
+            for k in range(nf)
+        )
+        empty = np.zeros(0)
+        return cls(
+            empty, empty, None, folds, int(env.get("tie_seed", int)), dict(env.fields), fmap
+        )
+
+    def decision_function(
+        self, X: ArrayLike, A: ArrayLike, *, clip: bool = False
+    ) -> NDArray[np.float64]:
+        """The released linear score θ̃·(1, a, w(x)) averaged over folds (linear estimator
+        only; post-processing of the release: rank or calibrate with it)."""
+        from dpfair.fairclass.federated._linear import ReleasedFedLinearFold
+
+        U, groups = self._prepare(X, A, clip)
+        out = np.zeros(U.shape[0])
+        for fold in self.folds:
+            if not isinstance(fold, ReleasedFedLinearFold):
+                raise InvalidParameterError(
+                    "decision_function: only the linear estimator releases a linear score."
+                )
+            out += fold.decision_function(U, groups)
+        return out / len(self.folds)
 
     def positive_rate(
         self, X: ArrayLike, A: ArrayLike, *, clip: bool = False
@@ -333,15 +387,21 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         The group-score estimator of round 1. "kernel": the paper's kernel estimate on a
         public grid (m^d nodes). "rff": D random Fourier features of the same Gaussian
         kernel released as four noisy D-vectors per site (``fairclass/_rff.py``; scales in
-        d, accepts one-hot categorical columns); "linear" is its other name (the scores are
-        linear in the public features φ(x); CDP-Fair's name for its scalable estimator).
+        d, accepts one-hot categorical columns). "linear": η̃(x, a) = sigmoid(θ̃·(1, a,
+        w(x))) with w the centred, radius-clipped public map; each site releases once the
+        noisy sufficient statistics of the quadratic approximation of the logistic loss
+        and the centre fits θ̃ (``federated/_linear.py``, ``docs/proofs/fdp_linear.md``;
+        scales to tens or hundreds of columns, accepts one-hot categorical columns).
         "auto": kernel for at most 3 numeric features without categories, else rff.
-        ``estimator_`` holds the resolved name ("kernel" or "rff").
+        ``estimator_`` holds the resolved name.
     categories : mapping or None, default=None
         ``{column index or name: [public categories]}``; those columns get ``None`` in
-        ``feature_bounds`` and are one-hot encoded over the public list (rff only).
+        ``feature_bounds`` and are one-hot encoded over the public list (rff and linear).
     features_dim : int or None, default=None
         D of the rff estimator (even, at most 4096); None: 2048.
+    radius : float or None, default=None
+        The linear estimator's public L2 radius of the centred rows, in half-widths of the
+        public box (one-hot blocks count 1); None: √(k + c), no clipping.
     rho : float or None, default=None
         Deprecated name of ``tolerance`` (ρ means zCDP elsewhere in dpfair); accepted for
         one release with a DeprecationWarning.
@@ -393,6 +453,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     __metadata_request__predict: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__predict_proba: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
     __metadata_request__score: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
+    __metadata_request__decision_function: ClassVar[dict[str, bool]] = SENSITIVE_REQUEST
 
     def __init__(
         self,
@@ -419,6 +480,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         estimator: str = "auto",
         categories: Any = None,
         features_dim: int | None = None,
+        radius: float | None = None,
         rho: float | None = None,
     ) -> None:
         self.epsilon = epsilon
@@ -443,6 +505,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.estimator = estimator
         self.categories = categories
         self.features_dim = features_dim
+        self.radius = radius
         self.rho = rho
 
     @classmethod
@@ -617,6 +680,17 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         sensitive_features = require_sensitive(sensitive_features, self, "predict_proba")
         p = self._model().positive_rate(X, sensitive_features, clip=bool(self.clip))
         return np.column_stack((1.0 - p, p))
+
+    def decision_function(
+        self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """The released linear score θ̃·(1, a, w(x)) (``estimator="linear"`` only).
+
+        Post-processing of the release (no data, no noise): η̃ = sigmoid of it, for ranking
+        and calibration next to the randomised fair decisions of :meth:`predict`.
+        """
+        sensitive_features = require_sensitive(sensitive_features, self, "decision_function")
+        return self._model().decision_function(X, sensitive_features, clip=bool(self.clip))
 
     def predict(
         self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None

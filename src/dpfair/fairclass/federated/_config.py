@@ -37,6 +37,11 @@ from dpfair.fairclass._estimators import AUTO_KERNEL_MAX_D
 from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._rff import MAX_FEATURES_DIM, MAX_MAP_WIDTH, RFF_SENSITIVITY
 from dpfair.fairclass._validation import check_alpha, check_feature_bounds
+from dpfair.fairclass.federated._linear import (
+    LINEAR_FUNCTION_SENSITIVITY,
+    MAX_LINEAR_WIDTH,
+    check_radius,
+)
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 
 __all__ = ["FDPConfig"]
@@ -45,11 +50,10 @@ TAIL_ESTIMATORS = ("dyadic", "consistent")
 #: Group-score estimators of the protocol: the kernel grid (paper) or random Fourier
 #: features of the same Gaussian kernel (``fairclass/_rff.py``; scales in d). "auto"
 #: picks the kernel grid for at most ``AUTO_KERNEL_MAX_D`` numeric features (CDP-Fair's).
-PROTOCOL_ESTIMATORS = ("kernel", "rff")
-#: Other accepted names, resolved at construction: "linear" is the design's name for the
-#: scalable group score shared with CDP-Fair's ``estimator="linear"``; in FDP-Fair it is
-#: the RFF estimator, whose group scores are linear in the public features φ(x).
-ESTIMATOR_ALIASES = {"linear": "rff"}
+PROTOCOL_ESTIMATORS = ("kernel", "rff", "linear")
+#: Other accepted names, resolved at construction (none since "linear" is its own
+#: estimator: one round of noisy sufficient statistics, ``federated/_linear.py``).
+ESTIMATOR_ALIASES: dict[str, str] = {}
 #: Default number D of random Fourier features (the privacy noise of φ(x)·S̃ does not
 #: grow with D; the approximation error of the kernel falls like D^-1/2).
 DEFAULT_FEATURES_DIM = 2048
@@ -113,14 +117,22 @@ class FDPConfig:
     max_grid_nodes : int, default :data:`MAX_GRID_NODES`
         Nodes of the default grid.
     estimator : {"kernel", "rff", "linear", "auto"}, default "kernel"
-        The group-score estimator; "linear" is another name of "rff" (scores linear in D
-        public random Fourier features); "auto" (resolved at construction): the kernel grid
+        The group-score estimator: the kernel grid, D random Fourier features, or
+        "linear": a logistic-type score sigmoid(θ̃·(1, a, w(x))) fitted by the centre from
+        one round of noisy sufficient statistics per site (``federated/_linear.py``,
+        ``docs/proofs/fdp_linear.md``); "auto" (resolved at construction): the kernel grid
         for at most 3 numeric features without categories, else "rff".
     features_dim : int or None, default None
         D of the rff estimator (even, at most 4096); None: 2048.
     categories : mapping of column index to list, or None
-        Public category lists of the categorical columns (rff only; JSON strings or
+        Public category lists of the categorical columns (rff and linear; JSON strings or
         numbers: they are sent in the signed setup).
+    radius : float or None, default None
+        Linear estimator only: the public L2 radius r of the centred rows w(x), in
+        half-widths of the public box (numeric coordinates lie in [−1, 1], each one-hot
+        block has norm 1); rows are clipped to it. None: √(k + c), the largest possible
+        norm (no clipping). A smaller public r (e.g. from the features' known spread)
+        spends the noise on typical rows.
 
     Raises
     ------
@@ -150,6 +162,7 @@ class FDPConfig:
     estimator: str = "kernel"
     features_dim: int | None = None
     categories: Any = None
+    radius: float | None = None
 
     def __post_init__(self) -> None:
         checked = {**_check_rules(self), **_check_estimator(self)}
@@ -201,12 +214,25 @@ class FDPConfig:
         return self.estimator == "rff"
 
     @property
+    def is_linear(self) -> bool:
+        """True for the linear (sufficient-statistics) estimator."""
+        return self.estimator == "linear"
+
+    @property
+    def is_mapped(self) -> bool:
+        """True when rows go through the public feature map (rff or linear, no grid)."""
+        return self.estimator in ("rff", "linear")
+
+    @property
     def n_features(self) -> int:
         """Columns of X: one per entry of ``feature_bounds``."""
         return len(self.feature_bounds)
 
     def function_sensitivity(self) -> float:
-        """L2 sensitivity of the round-1 function sums (√2 kernel grid, 2 RFF)."""
+        """L2 sensitivity of the round-1 function sums (√2 kernel grid, 2 RFF; for the
+        linear estimator the factor that makes σ_f its sums' σ_S)."""
+        if self.is_linear:
+            return LINEAR_FUNCTION_SENSITIVITY
         return RFF_SENSITIVITY if self.is_rff else KERNEL_SUM_RKHS_SENSITIVITY
 
 
@@ -258,14 +284,33 @@ def _check_estimator(c: FDPConfig) -> dict[str, Any]:
         numeric = d > 0 and all(b is not None for b in fb)
         est = "kernel" if (not c.categories and numeric and d <= AUTO_KERNEL_MAX_D) else "rff"
     if est == "rff":
+        if c.radius is not None:
+            raise InvalidParameterError("radius: only the linear estimator clips rows to a radius.")
         fmap, dim = _check_rff(c.feature_bounds, c.categories, c.features_dim)
         cats = tuple(sorted((int(j), tuple(v)) for j, v in fmap.categories.items()))
         return {"estimator": est, "feature_bounds": fmap.bounds, "categories": cats,
                 "features_dim": dim}
+    if est == "linear":
+        if c.features_dim is not None:
+            raise InvalidParameterError(
+                "features_dim: only estimator='rff' has random features; drop it for 'linear'."
+            )
+        fmap, _ = _check_rff(c.feature_bounds, c.categories, None)
+        if fmap.width > MAX_LINEAR_WIDTH:
+            raise InvalidParameterError(
+                f"categories/feature_bounds: the linear map has {fmap.width} columns; the "
+                f"public limit is {MAX_LINEAR_WIDTH} (round-1 messages carry p(p+1)/2 "
+                "moments per fold). Merge rare categories."
+            )
+        cats = tuple(sorted((int(j), tuple(v)) for j, v in fmap.categories.items()))
+        return {"estimator": est, "feature_bounds": fmap.bounds, "categories": cats,
+                "features_dim": None, "radius": check_radius(c.radius, fmap)}
+    if c.radius is not None:
+        raise InvalidParameterError("radius: only the linear estimator clips rows to a radius.")
     if c.categories:
         raise InvalidParameterError(
             "categories: the kernel estimator needs numeric features on a grid; use "
-            "estimator='rff' (or 'auto') for one-hot categorical columns."
+            "estimator='rff' or 'linear' (or 'auto') for one-hot categorical columns."
         )
     fb_arr = np.asarray(c.feature_bounds, dtype=object) if c.feature_bounds is not None else None
     d = 0 if fb_arr is None or fb_arr.ndim != 2 else fb_arr.shape[0]
@@ -335,7 +380,7 @@ def _check_grid(c: FDPConfig) -> dict[str, Any]:
         math.isfinite(r) and r > 0
     ):
         raise InvalidParameterError(f"grid_resolution={r!r}: must be > 0.")
-    if c.is_rff:
+    if c.is_mapped:
         return out
     d = len(c.feature_bounds)
     m = c.max_grid_nodes

@@ -115,10 +115,10 @@ class FileSite(Site):
         tmp_dir: str | os.PathLike[str] | None = None,
         split_entropy: int | None = None,
     ) -> None:
-        if config.is_rff:
+        if config.is_mapped:
             raise InvalidParameterError(
                 f"site {site_id!r}: the out-of-core FileSite supports the kernel estimator "
-                "only; load the rows and use Site for estimator='rff'."
+                f"only; load the rows and use Site for estimator={config.estimator!r}."
             )
         spec = self._init_party(site_id, config)
         names = [features] if isinstance(features, str) else [str(f) for f in features]

@@ -16,7 +16,11 @@ kind                      sender      receiver    round  content
 With ``estimator="rff"`` (optional setup fields ``estimator``, ``features_dim`` ≤ 4096,
 ``rff_seed``, ``categories``) round 1's ``sums`` hold the four noisy D-vectors of random
 Fourier feature sums, and ``model``/``released_model`` carry ``coef`` (aggregated sums) and
-``ridge`` instead of ``eta`` (:data:`ARRAY_VARIANTS`).
+``ridge`` instead of ``eta`` (:data:`ARRAY_VARIANTS`). With ``estimator="linear"``
+(optional setup fields ``estimator``, ``radius``, ``categories``) round 1 also carries
+``cells`` and ``moments`` (and the fields ``sigma_cells``, ``sigma_moments``), and
+``model``/``released_model`` carry the coefficients ``theta`` instead of ``eta``
+(``federated/_linear.py``).
 
 Document (schema ``dpfair.fdp``, version :data:`SCHEMA_VERSION`), canonical JSON::
 
@@ -159,12 +163,12 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "fail_prob",
             }
         ),
-        frozenset({"estimator", "features_dim", "rff_seed", "categories"}),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius"}),
         frozenset(),
     ),
     "round1": (
         frozenset({"n_train", "sigma_count", "sigma_function"}),
-        frozenset(),
+        frozenset({"sigma_cells", "sigma_moments"}),
         frozenset({"count", "sums"}),
     ),
     "model": (frozenset({"weights"}), frozenset(), frozenset({"eta", "pi"})),
@@ -190,7 +194,7 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "weights",
             }
         ),
-        frozenset({"estimator", "features_dim", "rff_seed", "categories"}),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius"}),
         frozenset({"eta", "pi", "tau", "dd_curve", "dd_sd"}),
     ),
 }
@@ -198,9 +202,15 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 #: random-Fourier-feature estimator broadcasts its aggregated sums ("coef", D×2×2 per fold)
 #: and ratio regularisers ("ridge") instead of η̃ on a grid. The shapes (D ≤ the public
 #: ``MAX_FEATURES_DIM``) follow from the signed setup and are checked before decoding.
+#: The linear estimator (``federated/_linear.py``) adds ``cells`` and ``moments`` to round 1
+#: and broadcasts its coefficients ``theta`` (p + 2 per fold, p ≤ ``MAX_LINEAR_WIDTH``).
 ARRAY_VARIANTS: dict[str, tuple[frozenset[str], ...]] = {
-    "model": (frozenset({"coef", "ridge", "pi"}),),
-    "released_model": (frozenset({"coef", "ridge", "pi", "tau", "dd_curve", "dd_sd"}),),
+    "round1": (frozenset({"count", "sums", "cells", "moments"}),),
+    "model": (frozenset({"coef", "ridge", "pi"}), frozenset({"theta", "pi"})),
+    "released_model": (
+        frozenset({"coef", "ridge", "pi", "tau", "dd_curve", "dd_sd"}),
+        frozenset({"theta", "pi", "tau", "dd_curve", "dd_sd"}),
+    ),
 }
 
 

@@ -14,6 +14,10 @@ Round 1 on T (one Gaussian mechanism, as CDP-Fair's S1, ``fairclass/_budget.py``
     μ₁² = μ_c² + μ_f², with μ_c² = w_c·μ₁² (``count_share``).
 With ``estimator="rff"`` the four functions are the sums of D random Fourier features
 (``fairclass/_rff.py``): Δ = 2 in φ units (lattice-exact), σ_f = 2/μ_f, same μ₁ and ledger.
+With ``estimator="linear"`` they are the cell sums, cell counts and second moments of the
+centred, radius-clipped rows (``federated/_linear.py``, ``docs/proofs/fdp_linear.md``): one
+Gaussian mechanism of μ_f² = 4/σ_S² + 2/σ_n² + 2/σ_M², split by fixed public shares,
+σ_f = σ_S; same μ₁ and ledger.
 
 Round 2 on C (given the broadcast model, which is a post-processing of round-1 releases):
     two noisy binary trees of depth M with noisy roots, one per group, σ_t per node:
@@ -58,6 +62,7 @@ from dpfair.fairclass._rff import RFF_SENSITIVITY, rff_frequencies
 from dpfair.fairclass._validation import check_budget
 from dpfair.fairclass.federated._config import MAX_AXIS_NODES, MAX_DEPTH, FDPConfig
 from dpfair.fairclass.federated._keys import parse_public_key
+from dpfair.fairclass.federated._linear import LINEAR_FUNCTION_SENSITIVITY
 from dpfair.fairclass.federated._messages import (
     CENTRE,
     MAX_MESSAGE_BYTES,
@@ -340,11 +345,27 @@ class ProtocolConfig:
     features_dim: int = 0
     rff_seed: int = 0
     categories: tuple[tuple[int, tuple[Any, ...]], ...] = ()
+    radius: float = 0.0
 
     @property
     def is_rff(self) -> bool:
         """True for the random-Fourier-feature estimator."""
         return self.estimator == "rff"
+
+    @property
+    def is_linear(self) -> bool:
+        """True for the linear (sufficient-statistics) estimator (``_linear.py``)."""
+        return self.estimator == "linear"
+
+    @property
+    def is_mapped(self) -> bool:
+        """True when rows go through the public feature map (rff or linear, no grid)."""
+        return self.estimator in ("rff", "linear")
+
+    @property
+    def linear_width(self) -> int:
+        """p: columns of the public map u(x) (the linear model has p + 2 coefficients)."""
+        return self.feature_map().width
 
     @property
     def rho(self) -> float:
@@ -377,14 +398,18 @@ class ProtocolConfig:
             count_share=self.count_share,
             depth=self.depth,
             bandwidth=self.bandwidth,
-            grid_shape=None if self.is_rff else self.grid_shape,
+            grid_shape=None if self.is_mapped else self.grid_shape,
             estimator=self.estimator,
             features_dim=self.features_dim if self.is_rff else None,
             categories=self.categories,
+            radius=self.radius if self.is_linear else None,
         )
 
     def function_sensitivity(self) -> float:
-        """L2 sensitivity of the round-1 function sums (√2 kernel, 2 RFF)."""
+        """L2 sensitivity of the round-1 function sums (√2 kernel, 2 RFF; linear: the
+        factor 2/√share that makes σ_f the sums' σ_S, ``_linear.py``)."""
+        if self.is_linear:
+            return LINEAR_FUNCTION_SENSITIVITY
         return RFF_SENSITIVITY if self.is_rff else KERNEL_SUM_RKHS_SENSITIVITY
 
     def feature_map(self, clip: bool = False) -> FeatureMap:
@@ -452,6 +477,19 @@ class ProtocolConfig:
         """The array shapes this setup implies for a message of ``kind``."""
         nf, g = self.n_folds, tuple(self.grid_shape)
         n_nodes = (1 << (self.depth + 1)) - 1
+        if self.is_linear:
+            p = self.linear_width
+            curve = (nf, (1 << self.depth) + 1)
+            lin_table: dict[str, dict[str, tuple[int, ...]]] = {
+                "setup": {},
+                "round1": {"count": (nf,), "sums": (nf, p, 2, 2), "cells": (nf, 2, 2),
+                           "moments": (nf, p * (p + 1) // 2)},
+                "model": {"theta": (nf, p + 2), "pi": (nf, 2)},
+                "round2": {"trees": (nf, 2, n_nodes)},
+                "released_model": {"theta": (nf, p + 2), "pi": (nf, 2), "tau": (nf,),
+                                   "dd_curve": curve, "dd_sd": curve},
+            }
+            return lin_table[kind]
         if self.is_rff:
             dim = self.features_dim
             final = {
@@ -529,8 +567,14 @@ class ProtocolConfig:
         )
 
     def estimator_fields(self) -> dict[str, Any]:
-        """The optional setup/released-model fields of the RFF estimator (none for the
-        kernel grid, whose messages are unchanged)."""
+        """The optional setup/released-model fields of the RFF and linear estimators (none
+        for the kernel grid, whose messages are unchanged)."""
+        if self.is_linear:
+            return {
+                "estimator": self.estimator,
+                "radius": self.radius,
+                "categories": [[int(j), list(c)] for j, c in self.categories],
+            }
         if not self.is_rff:
             return {}
         return {
@@ -596,7 +640,14 @@ def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
     grid_shape = env.get("grid_shape", list)
     est = env.get("estimator", str) if "estimator" in env.fields else "kernel"
     rff_kw: dict[str, Any] = {}
-    if est == "rff":
+    foreign = {"rff": ("radius",), "linear": ("features_dim", "rff_seed")}.get(
+        est, ("radius", "features_dim", "rff_seed", "categories"))
+    extra = sorted(set(foreign) & set(env.fields))
+    if extra:
+        raise ProtocolError(
+            env.sender, f"fields.{extra[0]}", f"not a field of estimator {est!r}; refused."
+        )
+    if est in ("rff", "linear"):
         raw_cats = env.get("categories", list)
         ok = all(
             isinstance(c, list) and len(c) == 2 and isinstance(c[0], int)
@@ -605,12 +656,13 @@ def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
         )
         if not ok:
             raise ProtocolError(env.sender, "fields.categories", "malformed.")
-        rff_kw = {
-            "features_dim": env.get("features_dim", int),
-            "categories": {int(c[0]): list(c[1]) for c in raw_cats},
-        }
+        rff_kw = {"categories": {int(c[0]): list(c[1]) for c in raw_cats}}
+        if est == "rff":
+            rff_kw["features_dim"] = env.get("features_dim", int)
+        else:
+            rff_kw["radius"] = env.number("radius", positive=True)
     if not (
-        (est == "rff" and not grid_shape)
+        (est in ("rff", "linear") and not grid_shape)
         or (
             1 <= len(grid_shape) <= 18
             and all(isinstance(g, int) and not isinstance(g, bool) for g in grid_shape)
@@ -632,7 +684,7 @@ def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
         threshold_rule=env.get("threshold_rule", str),
         fail_prob=env.number("fail_prob"),
         bandwidth=env.number("bandwidth", positive=True),
-        grid_shape=tuple(grid_shape) if est != "rff" else None,
+        grid_shape=tuple(grid_shape) if est not in ("rff", "linear") else None,
         depth=env.get("depth", int),
         estimator=est,
         **rff_kw,
@@ -688,7 +740,7 @@ def make_protocol(
     specs = check_sites(sites)
     depth = resolve_depth(cfg, specs)
     h = default_bandwidth(cfg, specs, depth) if cfg.bandwidth is None else cfg.bandwidth
-    if cfg.is_rff:
+    if cfg.is_mapped:
         shape: tuple[int, ...] = ()
     elif cfg.grid_shape is None:
         shape = default_grid_shape(cfg, h)
@@ -718,6 +770,7 @@ def make_protocol(
         features_dim=int(cfg.features_dim or 0),
         rff_seed=_check_rff_seed(rff_seed) if cfg.is_rff else 0,
         categories=cfg.categories,
+        radius=float(cfg.radius) if cfg.is_linear and cfg.radius is not None else 0.0,
     )
 
 

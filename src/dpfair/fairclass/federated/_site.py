@@ -220,7 +220,7 @@ class Site:
         split_entropy: int | None = None,
     ) -> None:
         spec = self._init_party(site_id, config)
-        if config.is_rff:
+        if config.is_mapped:
             self._init_rff(X, y, sensitive_features, spec.n, clip)
         else:
             self._init_kernel(X, y, sensitive_features, spec.n, clip)
@@ -301,7 +301,8 @@ class Site:
             self._A = check_sensitive(sensitive_features, n)
         except InvalidDataError as exc:
             raise ProtocolError(site_id, "data", str(exc)) from None
-        self._freqs = config.rff_freqs()
+        if config.is_rff:
+            self._freqs = config.rff_freqs()
 
     def _noise(self, stream: int) -> np.random.Generator:
         """A generator for one release, created when the release is made: fresh OS
@@ -324,6 +325,8 @@ class Site:
             raise ProtocolError(self.site_id, "round", "round 1 was already run.")
         if self.config.is_rff:
             return self._round1_rff()
+        if self.config.is_linear:
+            return self._round1_linear()
         cfg, plan = self.config, self.plan
         grid = cfg.grid()
         folds = folds_of(cfg.cross_fit)
@@ -380,14 +383,69 @@ class Site:
         Q = rff_lattice(U, self._freqs)
         return int(np.sum(A == 1)), rff_cell_sums(Q, A, y), int(rows.size)
 
+    def _round1_linear(self) -> Envelope:
+        """Round 1 with the linear estimator (``federated/_linear.py``): per fold the noisy
+        group-1 count (Δ = 1) and the cell sums, cell counts and second moments of the
+        lattice rows — one μ₁-GDP release, μ₁² = 1/σ_c² + μ_L², charged before any noise."""
+        from dpfair.fairclass.federated._linear import linear_sigmas, release_linear_stats
+
+        cfg, plan = self.config, self.plan
+        folds = folds_of(cfg.cross_fit)
+        self._charge_round1()
+        rng = self._noise(STREAM_ROUND1)
+        sig = linear_sigmas(plan.sigma_function)
+        counts, sums, cells, moments, n_train = [], [], [], [], []
+        for tr, _cal in folds:
+            n1, stats, n_rows = self._linear_training_stats(tr)
+            counts.append(float(n1) + _lattice_noise(n_rows, plan.sigma_count, rng))
+            s, c, m = release_linear_stats(*stats, n_rows, sig, rng)
+            sums.append(s)
+            cells.append(c)
+            moments.append(m)
+            n_train.append(n_rows)
+        env = self._round1_envelope(counts, sums, n_train)
+        env.arrays["cells"] = np.stack(cells)
+        env.arrays["moments"] = np.stack(moments)
+        env.fields["sigma_cells"] = sig.cells
+        env.fields["sigma_moments"] = sig.moments
+        return env
+
+    def _linear_training_stats(
+        self, half: int
+    ) -> tuple[int, tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]], int]:
+        """(group-1 count, exact integer (sums, cells, moments) of the lattice rows, rows)."""
+        from dpfair.fairclass.federated._linear import (
+            lattice_rows,
+            linear_cell_stats,
+            numeric_mask,
+            row_map,
+        )
+
+        rows = self._halves[half]
+        U, A, y = self._U[rows], self._A[rows], self._y[rows]
+        fmap = self.config.feature_map()
+        Q = lattice_rows(row_map(U, numeric_mask(fmap), self.config.radius))
+        return int(np.sum(A == 1)), linear_cell_stats(Q, A, y), int(rows.size)
+
     def _charge_round1(self) -> None:
         plan = self.plan
-        what = "D random-Fourier-feature sums" if self.config.is_rff else "kernel sums"
-        noise = (
-            f"N(0, {plan.sigma_function:.6g}^2) per coordinate (lattice 2^-20)"
-            if self.config.is_rff
-            else f"{plan.sigma_function:.6g}*GP(0, k_h)"
-        )
+        if self.config.is_linear:
+            from dpfair.fairclass.federated._linear import linear_sigmas
+
+            sig = linear_sigmas(plan.sigma_function)
+            what = "linear sufficient statistics (cell sums, cell counts, moments)"
+            noise = (
+                f"N(0, {sig.sums:.6g}^2) per sum coordinate (lattice 2^-12), "
+                f"N(0, {sig.cells:.6g}^2) per cell count, N(0, {sig.moments:.6g}^2) per "
+                "diagonal moment and half that variance off the diagonal (lattice 2^-24)"
+            )
+        else:
+            what = "D random-Fourier-feature sums" if self.config.is_rff else "kernel sums"
+            noise = (
+                f"N(0, {plan.sigma_function:.6g}^2) per coordinate (lattice 2^-20)"
+                if self.config.is_rff
+                else f"{plan.sigma_function:.6g}*GP(0, k_h)"
+            )
         for k, (tr, _cal) in enumerate(folds_of(self.config.cross_fit), start=1):
             self.ledger.charge(
                 f"fold {k} / round 1 / count + 4 {what} (one Gaussian mechanism)",
@@ -420,7 +478,7 @@ class Site:
         cfg, plan = self.config, self.plan
         folds = folds_of(cfg.cross_fit)
         score_folds = model_folds(model, cfg)
-        grid = None if cfg.is_rff else cfg.grid()
+        grid = None if cfg.is_mapped else cfg.grid()
         depth = cfg.depth
         mech = NoisyBinaryTree(depth=depth, sigma=plan.sigma_tree, root="noisy")
         for k, (_tr, cal) in enumerate(folds, start=1):
@@ -544,6 +602,16 @@ def score_leaf_counts(
 
 def model_folds(model: Envelope, cfg: ProtocolConfig) -> list[Any]:
     """The broadcast model's per-fold group scores (τ = 0), validated against the setup."""
+    if cfg.is_linear:
+        from dpfair.fairclass.federated._linear import ReleasedFedLinearFold, numeric_mask
+
+        theta, pi = check_linear_model(model, cfg)
+        mask = numeric_mask(cfg.feature_map())
+        return [
+            ReleasedFedLinearFold(theta=theta[k], pi=pi[k], tau=0.0, numeric=mask,
+                                  radius=cfg.radius)
+            for k in range(cfg.n_folds)
+        ]
     if cfg.is_rff:
         coef, ridge, pi = check_rff_model(model, cfg)
         W = cfg.rff_freqs()
@@ -553,6 +621,28 @@ def model_folds(model: Envelope, cfg: ProtocolConfig) -> list[Any]:
         ]
     eta, pi = check_model(model, cfg)
     return [ReleasedFold(eta=eta[k], pi=pi[k], tau=0.0) for k in range(cfg.n_folds)]
+
+
+def check_linear_model(
+    model: Envelope, cfg: ProtocolConfig
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Validate a linear ``model`` (θ̃ and π̃ per fold) against the setup."""
+    if model.kind != "model":
+        raise ProtocolError(model.sender, "kind", f"expected 'model', got {model.kind!r}.")
+    if model.protocol_id != cfg.protocol_id:
+        raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
+    nf = cfg.n_folds
+    if set(model.arrays) != {"theta", "pi"}:
+        raise ProtocolError(
+            model.sender, "arrays", "the setup uses estimator='linear': expected theta, pi."
+        )
+    theta = model.array("theta", (nf, cfg.linear_width + 2))
+    pi = model.array("pi", (nf, 2))
+    if not np.all(np.isfinite(theta)):
+        raise ProtocolError(model.sender, "arrays.theta", "non-finite values.")
+    if np.any((pi <= 0) | (pi >= 1)):
+        raise ProtocolError(model.sender, "arrays.pi", "values outside (0, 1).")
+    return theta, pi
 
 
 def check_rff_model(
@@ -587,7 +677,7 @@ def check_model(
     if model.protocol_id != cfg.protocol_id:
         raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
     nf = cfg.n_folds
-    if cfg.is_rff or set(model.arrays) != {"eta", "pi"}:
+    if cfg.is_mapped or set(model.arrays) != {"eta", "pi"}:
         raise ProtocolError(
             model.sender, "arrays", f"estimator {cfg.estimator!r} of the setup: expected "
             "eta and pi (kernel grid)."

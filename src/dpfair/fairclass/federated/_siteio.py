@@ -27,6 +27,7 @@ from dpfair.fairclass.federated._site import Site
 
 __all__ = [
     "SETUP_MAX_BYTES",
+    "categorical_positions",
     "check_site_pinned",
     "feature_names",
     "make_site",
@@ -99,14 +100,33 @@ def feature_names(features: str) -> list[str]:
 
 
 def read_site_data(
-    path: Path, features: str, target: str | None, sensitive: str
+    path: Path, features: str, target: str | None, sensitive: str,
+    categorical: frozenset[int] = frozenset(),
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Features, label (or None) and group of a site's file (loaded in memory)."""
+    """Features, label (or None) and group of a site's file (loaded in memory).
+
+    ``categorical``: positions (in ``features``) of the columns one-hot encoded over public
+    category lists; they are read as text (matched to the setup's categories as strings)
+    and X is then an object array.
+    """
     names = feature_names(features)
-    cols = names + [sensitive] + ([target] if target else [])
+    numeric = [n for j, n in enumerate(names) if j not in categorical]
+    cols = numeric + [sensitive] + ([target] if target else [])
     data = read_columns(path, cols)
-    X = np.column_stack([data[n] for n in names])
+    if not categorical:
+        X = np.column_stack([data[n] for n in names])
+    else:
+        from dpfair.data.sql import read_text_column
+
+        X = np.empty((data[sensitive].size, len(names)), dtype=object)
+        for j, n in enumerate(names):
+            X[:, j] = read_text_column(path, n) if j in categorical else data[n]
     return X, (data[target] if target else None), data[sensitive]
+
+
+def categorical_positions(cfg: ProtocolConfig) -> frozenset[int]:
+    """Feature positions the setup one-hot encodes (rff and linear estimators)."""
+    return frozenset(int(j) for j, _ in cfg.categories)
 
 
 def make_site(
@@ -120,8 +140,11 @@ def make_site(
     split_entropy: int | None,
     out_of_core: bool,
 ) -> Site:
-    """Open the site on its file: streamed (``out_of_core``) or loaded in memory."""
-    if out_of_core:
+    """Open the site on its file: streamed (``out_of_core``) or loaded in memory.
+
+    The rff and linear estimators need the rows in memory (their round 1 maps every row):
+    for them the site is always loaded (same position split, so the same halves)."""
+    if out_of_core and not cfg.is_mapped:
         return FileSite(
             site_id,
             data,
@@ -132,7 +155,7 @@ def make_site(
             random_state=seed,
             split_entropy=split_entropy,
         )
-    X, y, A = read_site_data(data, features, target, sensitive)
+    X, y, A = read_site_data(data, features, target, sensitive, categorical_positions(cfg))
     assert y is not None
     return Site(
         site_id, X, y, A, config=cfg, random_state=seed, split_entropy=split_entropy
