@@ -121,7 +121,7 @@ def test_rff_positive_shares_are_in_range():
 # ---------------------------------------------------------------------------- round 2
 def test_round2_counts_positive_rows_only_with_the_same_sensitivity():
     cfg = _setup(S=1, n=1000)
-    data, sites, _, _, model = _run(cfg, seed=3)
+    _, sites, _, _, model = _run(cfg, seed=3)
     site = sites[0]
     from dpfair.fairclass.federated._site import model_folds
 
