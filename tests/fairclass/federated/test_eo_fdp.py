@@ -394,3 +394,50 @@ def test_cli_equal_opportunity_end_to_end(tmp_path):
     for sid in sites:
         led = LedgerFile.open(t / sid / f"{sid}.fdp-ledger")
         assert led.spent.epsilon == eps and led.spent.delta == delta
+
+
+# ---------------------------------------------------------------------------- Flower
+def test_flower_equal_opportunity_run_is_the_core_protocol(tmp_path):
+    """The constraint travels in the signed setup: the Flower apps release the in-process
+    protocol's EO model (same p_a1, τ̂), and every site's ledger holds its run once."""
+    pytest.importorskip("flwr")
+    from dpfair.fairclass.federated._messages import read_message
+    from dpfair.fairclass.federated._protocol import SiteSpec
+    from dpfair.fairclass.federated.flower.client_app import make_client_app
+    from dpfair.fairclass.federated.flower.server_app import run
+
+    from ._flower import (
+        LocalGrid,
+        core_reference,
+        make_keys,
+        node_config,
+        same_message,
+        signed_setup,
+        task_identity,
+        write_site,
+    )
+
+    n, eps, delta = 1000, 2.0, 1e-6
+    ids = ("site-1", "site-2")
+    keys = make_keys(tmp_path, ("centre", *ids))
+    sites = []
+    for s, sid in enumerate(ids):
+        d = simulate(n, rng=800 + s)
+        (tmp_path / sid).mkdir()
+        sites.append((sid, write_site(tmp_path / sid / "data.csv", d), d))
+    setup = signed_setup(tmp_path / "setup.json", keys,
+                         sites=[SiteSpec(sid, n, eps, delta) for sid in ids],
+                         feature_bounds=BOUNDS, alpha=0.2, constraints=EO)
+    out = tmp_path / "released.json"
+    seeds = [11, 22]
+    configs = {100 + i: node_config(sid, path, keys, eps, delta, seed=seeds[i])
+               for i, (sid, path, _d) in enumerate(sites)}
+    with task_identity():
+        grid = LocalGrid(make_client_app(), configs)
+        run(grid, {"setup": str(setup), "key": str(keys["centre"][0]), "out": str(out),
+                   "round-timeout": 5.0, "seed": 5})
+    flower = read_message(out, keys={"centre": keys["centre"][2]}, kind="released_model")
+    final = core_reference(setup, keys, [d for _s, _p, d in sites], seeds, 5)
+    same_message(flower, final)
+    assert flower.fields["constraints"] == EO
+    np.testing.assert_array_equal(flower.arrays["p_a1"], final.arrays["p_a1"])
