@@ -313,7 +313,7 @@ def test_certified_eod_cap_holds_in_population():
     _, certified, _ = _cap_check(8, [(1.0, 0.1), (1.0, 0.2), (4.0, 0.1), (4.0, 0.2)])
     # the cap is not vacuous: at ε = 4 the design certifies (measured 200/200 over both α;
     # at ε = 1: 0/100 at α = 0.1, 22/100 at α = 0.2 — equal opportunity's denominators are
-    # the positive-label rows, ~12% and ~38% of the rows here)
+    # the positive-label rows, ~61% and ~12% of the rows here)
     assert certified >= 8
 
 
