@@ -76,6 +76,7 @@ CASES: dict[str, Case] = {
     "fdp_bench.py": Case(("--smoke",), slow=True),  # 9 CLI processes
     "fdp_linear.py": Case(("--smoke",)),
     "fdp_walkthrough.py": Case(("--smoke",), slow=True),  # the README's 15 CLI processes
+    "fdp_eo_study.py": Case(("--smoke", "--eps", "4", "--alphas", "0.2")),
     "fdp_flower_bench.py": Case(("--smoke",), requires=("flwr",), slow=True),  # Flower
     "comparators/opendp_median.py": Case(_WORKER, requires=("opendp",), needs_data=True),
     "comparators/pydp_median.py": Case(_WORKER, requires=("pydp",), needs_data=True),

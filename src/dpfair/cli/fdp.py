@@ -363,6 +363,11 @@ def register(app: typer.Typer) -> None:
             typer.Option("--radius", help="Public L2 radius of the centred rows (--estimator "
                          "linear; half-widths of the box; default: no clipping)."),
         ] = None,
+        constraints: Annotated[
+            str,
+            typer.Option("--constraints", help="demographic_parity (cap |DD|, default) or "
+                         "equal_opportunity (cap the true-positive-rate difference)."),
+        ] = "demographic_parity",
     ) -> None:
         """Write the signed ``setup`` (sites, their pinned keys, grid, M, α, ρ, C_ω)."""
         from dpfair.fairclass.federated import (
@@ -402,6 +407,7 @@ def register(app: typer.Typer) -> None:
                 features_dim=features_dim if estimator == "rff" else None,
                 categories=cats or None,
                 radius=radius,
+                constraints=constraints,
             )
             write_message(out, cfg.to_envelope(), signer)
             _print(
@@ -415,6 +421,7 @@ def register(app: typer.Typer) -> None:
                        if cfg.is_rff else {}),
                     **({"estimator": "linear", "radius": cfg.radius, "width":
                         cfg.linear_width} if cfg.is_linear else {}),
+                    **cfg.constraint_fields(),
                     "key_fingerprints": {p: key_fingerprint(k) for p, k in cfg.keys},
                 }
             )
@@ -642,15 +649,14 @@ def register(app: typer.Typer) -> None:
             write_message(out, final, signer)
             certified = certified_from_thresholds(final.fields["thresholds"])
             if certified is False:
-                typer.echo(
-                    "warning: "
-                    + uncertified_message(
-                        float(cfg.alpha),
-                        float(cfg.fail_prob),
-                        uncertified_detail(final.fields["thresholds"]),
-                    ),
-                    err=True,
+                text = uncertified_message(
+                    float(cfg.alpha),
+                    float(cfg.fail_prob),
+                    uncertified_detail(final.fields["thresholds"]),
                 )
+                if cfg.is_opportunity:
+                    text = text.replace("|DD|", "|EOD|")
+                typer.echo("warning: " + text, err=True)
             _print(
                 {
                     "released_model": str(out),
@@ -671,7 +677,8 @@ def register(app: typer.Typer) -> None:
         features: FeatOpt,
         sensitive: SensOpt,
         target: Annotated[
-            str | None, typer.Option("--target", help="Label column: report error and |DD|.")
+            str | None, typer.Option("--target", help="Label column: report error and |DD| "
+                                      "(and |EOD| under equal opportunity).")
         ] = None,
         out: Annotated[
             Path | None, typer.Option("--out", "-o", help="Write predictions (one per line).")
@@ -685,7 +692,11 @@ def register(app: typer.Typer) -> None:
             read_message,
             read_site_data,
         )
-        from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+        from dpfair.fairclass.metrics import (
+            demographic_disparity,
+            equal_opportunity_difference,
+            misclassification_error,
+        )
 
         with user_errors():
             centre_public = load_public_key(centre_key, option="--centre-key")
@@ -701,6 +712,10 @@ def register(app: typer.Typer) -> None:
             if y is not None:
                 payload["error"] = misclassification_error(y, pred)
                 payload["abs_dd"] = abs(demographic_disparity(pred, A))
+                if model.info.get("constraints") == "equal_opportunity":
+                    payload["abs_eod"] = abs(
+                        equal_opportunity_difference(y, pred, sensitive_features=A)
+                    )
             if out is not None:
                 out.write_text("\n".join(str(int(v)) for v in pred) + "\n")
                 payload["predictions"] = str(out)

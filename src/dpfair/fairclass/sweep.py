@@ -23,7 +23,8 @@ from numpy.typing import ArrayLike
 from sklearn.base import clone
 
 from dpfair._errors import InvalidParameterError
-from dpfair.fairclass._estimators import _PlugInBase
+from dpfair.fairclass._certify import UncertifiedFairnessError, check_on_uncertified
+from dpfair.fairclass._estimators import _PlugInBase, _uncertified_text, _warn_if_uncertified
 from dpfair.fairclass._validation import check_alpha
 
 __all__ = ["fit_alpha_path"]
@@ -70,7 +71,17 @@ def fit_alpha_path(
     ------
     InvalidParameterError
         ``alphas`` given for an estimator without a fairness step, or missing for one
-        with it; an α outside (margin, 1).
+        with it; an α outside (margin, 1); an invalid ``on_uncertified``.
+    UncertifiedFairnessError
+        With the estimator's ``on_uncertified="raise"``, if the certificate of any α
+        failed: no model of the path is returned, and the error's ``privacy_spent`` /
+        ``privacy_ledger`` are the whole path's (S1 once, every α's S2), which was run.
+
+    Notes
+    -----
+    ``on_uncertified`` is honoured per α as ``fit`` does: ``"warn"`` (default) returns
+    every model and issues one :class:`~dpfair.UncertifiedFairnessWarning` per
+    uncertified α; ``"raise"`` returns nothing unless every α certified (above).
     """
     fair = bool(type(estimator)._fair)
     if fair and alphas is None:
@@ -89,8 +100,23 @@ def fit_alpha_path(
     )
     for a in alphas or ():
         check_alpha(a, alpha_margin)  # before anything is drawn
+    on_uncertified = check_on_uncertified(getattr(estimator, "on_uncertified", "warn"))
     base = clone(estimator)  # the caller's estimator stays unfitted
     states = base._fit_path(X, y, sensitive_features, entries)
+    if on_uncertified == "raise":
+        for entry, state in zip(entries, states, strict=True):
+            if state.get("certified_") is False and entry is not None:
+                probe = clone(base).set_params(alpha=entry[0], alpha_margin=entry[1])
+                raise UncertifiedFairnessError(
+                    _uncertified_text(probe, state) + f" (alpha={entry[0]:g} of the path) "
+                    "on_uncertified='raise': no model of the path is returned; the privacy "
+                    "budget of the whole path is spent (see the error's privacy_ledger).",
+                    privacy_spent=(state.get("path_privacy_spent_")
+                                   or state.get("privacy_spent_")),
+                    privacy_ledger=(state.get("path_privacy_ledger_")
+                                    or state.get("privacy_ledger_")),
+                    certificates=tuple(state.get("certificates_") or ()),
+                )
     models: list[_Est] = []
     for entry, state in zip(entries, states, strict=True):
         params = base.get_params()
@@ -102,5 +128,6 @@ def fit_alpha_path(
         if hasattr(base, "feature_names_in_"):
             model.feature_names_in_ = base.feature_names_in_
         model._adopt(state)
+        _warn_if_uncertified(model)
         models.append(model)
     return models

@@ -198,6 +198,8 @@ def _check_aggregate(aggregate: str) -> str:
 
 #: Options of an out-of-core fit that configure the file scan, not the estimator.
 _FILE_FIT_OPTIONS = ("score_bins", "batch_size", "memory_limit", "threads", "tmp_dir")
+#: ``constraints`` accepted by :meth:`Session.fit_fair_classifier` (CDP-Fair's).
+_FAIR_CONSTRAINTS = ("demographic_parity", "equal_opportunity")
 
 
 class Session:
@@ -820,13 +822,21 @@ class Session:
             ``feature_bounds`` are clamped, per record —, ``alpha_margin``,
             ``cross_fit_budget``, ``s1_share``, ``count_share``, ``threshold_count_share``,
             ``threshold_rule``, ``fail_prob``, ``check_share``, ``estimator``,
-            ``categories``, ``grid_resolution``, ``max_grid_nodes``).
+            ``categories``, ``grid_resolution``, ``max_grid_nodes``, ``constraints``,
+            ``on_uncertified``). ``constraints="equal_opportunity"`` needs the labels of
+            the calibration rows in memory: with it ``aggregate="auto"`` reads the
+            columns into memory, and ``aggregate="always"`` (or a Dask DataFrame without
+            ``aggregate="never"``) is refused before anything is read or charged.
 
         Notes
         -----
         Whether the fit is certified (``certified_``) depends on the data, so the
         :class:`~dpfair.UncertifiedFairnessWarning` of an uncertified fit is part of the
-        release: it is held back during the fit and issued only after the charge.
+        release: it is held back during the fit and issued only after the charge. With
+        ``on_uncertified="raise"`` an uncertified fit returns nothing: the session charges
+        the fit's planned budget (what it spent) and the
+        :class:`~dpfair.fairclass.UncertifiedFairnessError` propagates unchanged (its
+        text and certificates are released numbers, like the warning's).
 
         Returns
         -------
@@ -840,11 +850,32 @@ class Session:
         allowed = {"bandwidth", "clip", "alpha_margin", "cross_fit_budget", "s1_share",
                    "count_share", "threshold_count_share", "threshold_rule", "fail_prob",
                    "check_share", "estimator", "categories", "grid_resolution",
-                   "max_grid_nodes"}
+                   "max_grid_nodes", "constraints", "on_uncertified"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidParameterError(
                 f"{', '.join(unknown)}: unknown option(s); accepted: {', '.join(sorted(allowed))}."
+            )
+        constraints = options.get("constraints", "demographic_parity")
+        if constraints not in _FAIR_CONSTRAINTS:
+            raise InvalidParameterError(
+                f"constraints={constraints!r}: expected 'demographic_parity' or "
+                "'equal_opportunity'."
+            )
+        if options.get("on_uncertified", "warn") not in ("warn", "raise"):
+            raise InvalidParameterError(
+                f"on_uncertified={options['on_uncertified']!r}: expected 'warn' (return the "
+                "model, certified_ False, and warn) or 'raise' (return nothing; the budget "
+                "is still charged)."
+            )
+        opportunity = constraints == "equal_opportunity"
+        if opportunity and (_check_aggregate(aggregate) == "always" or (
+                self._source.kind == "dask" and aggregate != "never")):
+            raise InvalidParameterError(
+                f"constraints='equal_opportunity' with aggregate={aggregate!r}: S2 needs the "
+                "calibration rows' labels in memory, which an aggregate fit does not have; "
+                "pass aggregate='never' (the columns are read into memory) or "
+                "constraints='demographic_parity'. Nothing was read or charged."
             )
         if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
             raise InvalidParameterError(
@@ -867,8 +898,10 @@ class Session:
         plan_opts = {k: options[k] for k in ("cross_fit_budget", "s1_share", "count_share",
                                              "threshold_count_share") if k in options}
         planned = plan_budget(eps, dl, cross_fit=bool(cross_fit), has_s2=True,
-                              **plan_opts).limit
-        agg = _check_aggregate(aggregate)
+                              constraints=constraints, **plan_opts).limit
+        # equal opportunity is fitted in memory (docstring); the check above refused
+        # the explicit aggregate requests
+        agg = "never" if opportunity else _check_aggregate(aggregate)
         source = self._source
         gen = self._random_source()
         used: list[bool] = []

@@ -68,6 +68,12 @@ from dpfair.fairclass.federated._monotone import (
     grid_threshold,
     omega,
 )
+from dpfair.fairclass.federated._opportunity import (
+    check_positive_shares,
+    kernel_positive_shares,
+    linear_positive_shares,
+    rff_positive_shares,
+)
 from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import unflatten_levels
 from dpfair.mechanisms import NoisyTree
@@ -344,7 +350,8 @@ class Centre:
             ridges = RIDGE * np.sqrt(noise_var)
             self.model_ = Envelope(
                 "model", cfg.protocol_id, "centre", fields=weights,
-                arrays={"coef": agg, "ridge": ridges, "pi": pi},
+                arrays={"coef": agg, "ridge": ridges, "pi": pi,
+                        **self._shares(rff_positive_shares, agg, pi, n_total)},
             )
             return self.model_
         eta = np.empty((nf, *cfg.grid_shape, 2))
@@ -357,9 +364,15 @@ class Centre:
             cfg.protocol_id,
             "centre",
             fields=weights,
-            arrays={"eta": eta, "pi": pi},
+            arrays={"eta": eta, "pi": pi,
+                    **self._shares(kernel_positive_shares, agg, pi, n_total)},
         )
         return self.model_
+
+    def _shares(self, rule: Any, stats: Any, pi: Any, n_total: int) -> dict[str, Any]:
+        """``{"p_a1": p̃_{a,1}}`` under equal opportunity (post-processing of the round-1
+        statistics, ``_opportunity.py``), else nothing."""
+        return {"p_a1": rule(stats, pi, n_total)} if self.config.is_opportunity else {}
 
     def _aggregate_linear(self, by_site: dict[str, Envelope]) -> Envelope:
         """The linear estimator's model: θ̃ per fold from the pooled noisy statistics and
@@ -404,7 +417,8 @@ class Centre:
         weights = {"weights": {s: float(w) for s, w in zip(cfg.site_ids, nu, strict=True)}}
         self.model_ = Envelope(
             "model", cfg.protocol_id, "centre", fields=weights,
-            arrays={"theta": theta, "pi": pi},
+            arrays={"theta": theta, "pi": pi,
+                    **self._shares(linear_positive_shares, cells, pi, n_total)},
         )
         return self.model_
 
@@ -656,6 +670,9 @@ class Centre:
         else:
             eta, pi = check_model(model, cfg)
             score_arrays = {"eta": eta, "pi": pi}
+        positive = check_positive_shares(model, cfg)
+        if positive is not None:  # equal opportunity: the broadcast p̃_{a,1} is released
+            score_arrays["p_a1"] = positive
         by_site = self._collect(messages, "round2")
         nf, depth = cfg.n_folds, cfg.depth
         mu = cfg.weights()
@@ -699,6 +716,7 @@ class Centre:
                 "site_privacy": privacy,
                 "weights": {s: float(w) for s, w in zip(cfg.site_ids, mu, strict=True)},
                 **cfg.estimator_fields(),
+                **cfg.constraint_fields(),
             },
             arrays={
                 **score_arrays,

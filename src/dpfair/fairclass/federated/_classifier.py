@@ -25,6 +25,7 @@ from dpfair.fairclass.federated._centre import Centre
 from dpfair.fairclass.federated._config import DEFAULT_TOLERANCE, MAX_GRID_NODES, FDPConfig
 from dpfair.fairclass.federated._keys import Signer
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError, decode, encode
+from dpfair.fairclass.federated._opportunity import check_positive_shares, opportunity_folds
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
 from dpfair.fairclass.federated._site import Site, seed_of
 from dpfair.mechanisms import KroneckerGaussianGrid
@@ -86,13 +87,31 @@ class FederatedModel:
 
     @classmethod
     def from_envelope(cls, env: Envelope) -> FederatedModel:
-        """Validate a ``released_model`` message."""
+        """Validate a ``released_model`` message (under equal opportunity each fold is
+        wrapped with the released p̃_{a,1}: ``federated/_opportunity.py``)."""
         if env.kind != "released_model":
             raise ProtocolError(env.sender, "kind", f"expected 'released_model', got {env.kind!r}.")
         if env.fields.get("estimator", "kernel") == "rff":
-            return cls._from_rff_envelope(env)
-        if env.fields.get("estimator", "kernel") == "linear":
-            return cls._from_linear_envelope(env)
+            model = cls._from_rff_envelope(env)
+        elif env.fields.get("estimator", "kernel") == "linear":
+            model = cls._from_linear_envelope(env)
+        else:
+            model = cls._from_kernel_envelope(env)
+        opp = env.fields.get("constraints", "demographic_parity") == "equal_opportunity"
+        if env.fields.get("constraints", "demographic_parity") not in (
+                "demographic_parity", "equal_opportunity"):
+            raise ProtocolError(env.sender, "fields.constraints", "unknown constraint.")
+        if not opp:
+            if "p_a1" in env.arrays:
+                raise ProtocolError(env.sender, "arrays.p_a1",
+                                    "an equal-opportunity array in a demographic-parity model.")
+            return model
+        positive = check_positive_shares(env, _FoldCount(len(model.folds)))
+        return replace(model, folds=tuple(opportunity_folds(list(model.folds), positive)))
+
+    @classmethod
+    def _from_kernel_envelope(cls, env: Envelope) -> FederatedModel:
+        """A released kernel-grid model: the grid, η̃ on it, π̃ and τ̂ per fold."""
         bounds = np.asarray(env.get("feature_bounds", list), dtype=np.float64)
         shape = tuple(int(g) for g in env.get("grid_shape", list))
         if bounds.ndim != 2 or bounds.shape != (len(shape), 2):
@@ -237,6 +256,14 @@ class FederatedModel:
         groups = check_sensitive(A, arr.shape[0])
         U = scale_to_unit_box(arr, self.feature_lows, self.feature_highs, clip=clip)
         return U, groups
+
+
+@dataclass(frozen=True)
+class _FoldCount:
+    """What :func:`check_positive_shares` reads of a setup, for a released model."""
+
+    n_folds: int
+    is_opportunity: bool = True
 
 
 def _as_list(name: str, value: Any, n_sites: int) -> list[float]:
@@ -402,6 +429,12 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     radius : float or None, default=None
         The linear estimator's public L2 radius of the centred rows, in half-widths of the
         public box (one-hot blocks count 1); None: √(k + c), no clipping.
+    constraints : {"demographic_parity", "equal_opportunity"}, default="demographic_parity"
+        The disparity capped at α (Fairlearn's keywords): |DD| or, with
+        "equal_opportunity", |EOD| = |TPR₁ − TPR₀|. Same per-site budget and ledger: the
+        centre broadcasts p̃_{a,1} derived from round 1 (post-processing) and the round-2
+        trees count the positive-label calibration rows (``docs/proofs/equal_opportunity.md``
+        §5). Needs ``threshold_rule="confidence"``; in-memory sites only.
     rho : float or None, default=None
         Deprecated name of ``tolerance`` (ρ means zCDP elsewhere in dpfair); accepted for
         one release with a DeprecationWarning.
@@ -481,6 +514,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         categories: Any = None,
         features_dim: int | None = None,
         radius: float | None = None,
+        constraints: str = "demographic_parity",
         rho: float | None = None,
     ) -> None:
         self.epsilon = epsilon
@@ -506,6 +540,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.categories = categories
         self.features_dim = features_dim
         self.radius = radius
+        self.constraints = constraints
         self.rho = rho
 
     @classmethod
@@ -630,10 +665,13 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.thresholds_ = model.info.get("thresholds")
         self.certified_ = certified_from_thresholds(self.thresholds_)
         if self.certified_ is False:
+            text = uncertified_message(
+                float(self.alpha), float(self.fail_prob), uncertified_detail(self.thresholds_)
+            )
+            if cfg.is_opportunity:
+                text = text.replace("|DD|", "|EOD|")
             warnings.warn(
-                uncertified_message(
-                    float(self.alpha), float(self.fail_prob), uncertified_detail(self.thresholds_)
-                ),
+                text,
                 UncertifiedFairnessWarning,
                 stacklevel=2,
             )

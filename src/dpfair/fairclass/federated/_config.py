@@ -126,6 +126,12 @@ class FDPConfig:
     categories : mapping of column index to list, or None
         Public category lists of the categorical columns (rff and linear; JSON strings or
         numbers: they are sent in the signed setup).
+    constraints : {"demographic_parity", "equal_opportunity"}, default "demographic_parity"
+        The disparity the threshold caps (Fairlearn's keywords). "equal_opportunity" caps
+        the true-positive-rate difference: the centre broadcasts p̃_{a,1} (post-processing
+        of round 1) and the sites' round-2 trees count their positive-label rows
+        (``federated/_opportunity.py``, ``docs/proofs/equal_opportunity.md`` §5); it needs
+        the confidence rule.
     radius : float or None, default None
         Linear estimator only: the public L2 radius r of the centred rows w(x), in
         half-widths of the public box (numeric coordinates lie in [−1, 1], each one-hot
@@ -162,6 +168,7 @@ class FDPConfig:
     features_dim: int | None = None
     categories: Any = None
     radius: float | None = None
+    constraints: str = "demographic_parity"
 
     def __post_init__(self) -> None:
         checked = {**_check_rules(self), **_check_estimator(self)}
@@ -270,6 +277,14 @@ def _check_rules(c: FDPConfig) -> dict[str, Any]:
     out["cross_fit"] = bool(cross_fit)
     out["s1_share"] = _share("s1_share", c.s1_share)
     out["count_share"] = _share("count_share", c.count_share)
+    out["constraints"] = _choice("constraints", c.constraints,
+                                 ("demographic_parity", "equal_opportunity"))
+    if out["constraints"] == "equal_opportunity" and out["threshold_rule"] != "confidence":
+        raise InvalidParameterError(
+            "constraints='equal_opportunity' with threshold_rule='paper': the paper rule's "
+            "band omega is derived for demographic parity; use threshold_rule='confidence' "
+            "(the certified rule) for equal opportunity."
+        )
     return out
 
 

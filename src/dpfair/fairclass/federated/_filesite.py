@@ -120,6 +120,12 @@ class FileSite(Site):
                 f"site {site_id!r}: the out-of-core FileSite supports the kernel estimator "
                 f"only; load the rows and use Site for estimator={config.estimator!r}."
             )
+        if config.is_opportunity:
+            raise InvalidParameterError(
+                f"site {site_id!r}: the out-of-core FileSite counts every calibration row; "
+                "constraints='equal_opportunity' needs the positive-label rows only. Load "
+                "the rows and use Site, or use constraints='demographic_parity'."
+            )
         spec = self._init_party(site_id, config)
         names = [features] if isinstance(features, str) else [str(f) for f in features]
         d = len(config.feature_bounds)

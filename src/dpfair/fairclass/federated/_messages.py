@@ -163,7 +163,8 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "fail_prob",
             }
         ),
-        frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius"}),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius",
+                   "constraints"}),
         frozenset(),
     ),
     "round1": (
@@ -194,7 +195,8 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "weights",
             }
         ),
-        frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius"}),
+        frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius",
+                   "constraints"}),
         frozenset({"eta", "pi", "tau", "dd_curve", "dd_sd"}),
     ),
 }
@@ -212,6 +214,13 @@ ARRAY_VARIANTS: dict[str, tuple[frozenset[str], ...]] = {
         frozenset({"theta", "pi", "tau", "dd_curve", "dd_sd"}),
     ),
 }
+#: Under equal opportunity (setup field ``constraints``; ``federated/_opportunity.py``) the
+#: ``model`` and ``released_model`` of every estimator also carry ``p_a1`` (p̃_{a,1} per fold).
+for _kind in ("model", "released_model"):
+    ARRAY_VARIANTS[_kind] = (
+        *ARRAY_VARIANTS[_kind],
+        *(v | {"p_a1"} for v in (SCHEMAS[_kind][2], *ARRAY_VARIANTS[_kind])),
+    )
 
 
 class ProtocolError(InvalidDataError):

@@ -346,6 +346,12 @@ class ProtocolConfig:
     rff_seed: int = 0
     categories: tuple[tuple[int, tuple[Any, ...]], ...] = ()
     radius: float = 0.0
+    constraints: str = "demographic_parity"
+
+    @property
+    def is_opportunity(self) -> bool:
+        """True under ``constraints="equal_opportunity"`` (``_opportunity.py``)."""
+        return self.constraints == "equal_opportunity"
 
     @property
     def is_rff(self) -> bool:
@@ -403,6 +409,7 @@ class ProtocolConfig:
             features_dim=self.features_dim if self.is_rff else None,
             categories=self.categories,
             radius=self.radius if self.is_linear else None,
+            constraints=self.constraints,
         )
 
     def function_sensitivity(self) -> float:
@@ -475,6 +482,12 @@ class ProtocolConfig:
 
     def message_shapes(self, kind: str) -> dict[str, tuple[int, ...]]:
         """The array shapes this setup implies for a message of ``kind``."""
+        shapes = self._estimator_shapes(kind)
+        if self.is_opportunity and kind in ("model", "released_model"):
+            shapes = {**shapes, "p_a1": (self.n_folds, 2)}  # p̃_{a,1} (_opportunity.py)
+        return shapes
+
+    def _estimator_shapes(self, kind: str) -> dict[str, tuple[int, ...]]:
         nf, g = self.n_folds, tuple(self.grid_shape)
         n_nodes = (1 << (self.depth + 1)) - 1
         if self.is_linear:
@@ -563,8 +576,14 @@ class ProtocolConfig:
                 "fail_prob": self.fail_prob,
                 "keys": dict(self.keys),
                 **self.estimator_fields(),
+                **self.constraint_fields(),
             },
         )
+
+    def constraint_fields(self) -> dict[str, Any]:
+        """``{"constraints": "equal_opportunity"}`` under equal opportunity, else nothing
+        (demographic-parity messages are unchanged)."""
+        return {"constraints": self.constraints} if self.is_opportunity else {}
 
     def estimator_fields(self) -> dict[str, Any]:
         """The optional setup/released-model fields of the RFF and linear estimators (none
@@ -687,6 +706,8 @@ def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
         grid_shape=tuple(grid_shape) if est not in ("rff", "linear") else None,
         depth=env.get("depth", int),
         estimator=est,
+        constraints=(env.get("constraints", str) if "constraints" in env.fields
+                     else "demographic_parity"),
         **rff_kw,
     )
 
@@ -771,6 +792,7 @@ def make_protocol(
         rff_seed=_check_rff_seed(rff_seed) if cfg.is_rff else 0,
         categories=cfg.categories,
         radius=float(cfg.radius) if cfg.is_linear and cfg.radius is not None else 0.0,
+        constraints=cfg.constraints,
     )
 
 

@@ -56,6 +56,12 @@ from dpfair.fairclass._rff import (
 from dpfair.fairclass._split import PositionSplit
 from dpfair.fairclass._validation import check_binary, check_sensitive, scale_to_unit_box
 from dpfair.fairclass.federated._messages import Envelope, ProtocolError
+from dpfair.fairclass.federated._opportunity import (
+    check_positive_shares,
+    opportunity_folds,
+    positive_rows,
+    score_arrays,
+)
 from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteLedger
 from dpfair.mechanisms import (
     GaussianProcessMechanism,
@@ -483,7 +489,8 @@ class Site:
         mech = NoisyBinaryTree(depth=depth, sigma=plan.sigma_tree, root="noisy")
         for k, (_tr, cal) in enumerate(folds, start=1):
             self.ledger.charge(
-                f"fold {k} / round 2 / two noisy binary trees (depth {depth}, noisy roots)",
+                f"fold {k} / round 2 / two noisy binary trees (depth {depth}, noisy roots)"
+                + (" of the positive-label rows" if cfg.is_opportunity else ""),
                 _HALVES[cal],
                 plan.mu_round2,
                 f"N(0, {plan.sigma_tree:.6g}^2) per node",
@@ -540,7 +547,8 @@ class Site:
         out = []
         for half, fold in folds:
             rows = self._halves[half]
-            U, A = self._U[rows], self._A[rows]
+            keep = positive_rows(self._y[rows], self.config)  # Y = 1 only under EO
+            U, A = self._U[rows][keep], self._A[rows][keep]
             out.append((score_leaf_counts(fold, grid, U, A, self.config.depth), int(rows.size)))
         return out
 
@@ -601,7 +609,13 @@ def score_leaf_counts(
 
 
 def model_folds(model: Envelope, cfg: ProtocolConfig) -> list[Any]:
-    """The broadcast model's per-fold group scores (τ = 0), validated against the setup."""
+    """The broadcast model's per-fold group scores (τ = 0), validated against the setup
+    (under equal opportunity wrapped with the broadcast p̃_{a,1}, ``_opportunity.py``)."""
+    positive = check_positive_shares(model, cfg)
+    return opportunity_folds(_estimator_folds(model, cfg), positive)
+
+
+def _estimator_folds(model: Envelope, cfg: ProtocolConfig) -> list[Any]:
     if cfg.is_linear:
         from dpfair.fairclass.federated._linear import ReleasedFedLinearFold, numeric_mask
 
@@ -632,7 +646,7 @@ def check_linear_model(
     if model.protocol_id != cfg.protocol_id:
         raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
     nf = cfg.n_folds
-    if set(model.arrays) != {"theta", "pi"}:
+    if score_arrays(model) != {"theta", "pi"}:
         raise ProtocolError(
             model.sender, "arrays", "the setup uses estimator='linear': expected theta, pi."
         )
@@ -654,7 +668,7 @@ def check_rff_model(
     if model.protocol_id != cfg.protocol_id:
         raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
     nf = cfg.n_folds
-    if set(model.arrays) != {"coef", "ridge", "pi"}:
+    if score_arrays(model) != {"coef", "ridge", "pi"}:
         raise ProtocolError(
             model.sender, "arrays", "the setup uses estimator='rff': expected coef, ridge, pi."
         )
@@ -677,7 +691,7 @@ def check_model(
     if model.protocol_id != cfg.protocol_id:
         raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
     nf = cfg.n_folds
-    if cfg.is_mapped or set(model.arrays) != {"eta", "pi"}:
+    if cfg.is_mapped or score_arrays(model) != {"eta", "pi"}:
         raise ProtocolError(
             model.sender, "arrays", f"estimator {cfg.estimator!r} of the setup: expected "
             "eta and pi (kernel grid)."

@@ -143,8 +143,9 @@ def make_site(
     """Open the site on its file: streamed (``out_of_core``) or loaded in memory.
 
     The rff and linear estimators need the rows in memory (their round 1 maps every row):
-    for them the site is always loaded (same position split, so the same halves)."""
-    if out_of_core and not cfg.is_mapped:
+    for them the site is always loaded (same position split, so the same halves), and so
+    it is under equal opportunity (round 2 counts the positive-label rows only)."""
+    if out_of_core and not cfg.is_mapped and not cfg.is_opportunity:
         return FileSite(
             site_id,
             data,

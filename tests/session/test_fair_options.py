@@ -1,0 +1,143 @@
+"""Session.fit_fair_classifier accepts CDP-Fair's issue-20 options (``constraints``,
+``on_uncertified``), validated before anything is read, passed through, charged as any fit;
+and ``fit_alpha_path`` honours ``on_uncertified``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfair import InvalidParameterError, Session, UncertifiedFairnessWarning
+from dpfair.fairclass import CDPFairClassifier, UncertifiedFairnessError, fit_alpha_path
+from dpfair.privacy import Budget
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpfair.session.ReproducibleSeedWarning")
+
+BOUNDS = [(0.0, 1.0), (0.0, 1.0)]
+
+
+def stream(seed: int, k: int = 0) -> np.random.Generator:
+    """The generator of release k of a session opened with reproducible_seed=seed."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(k,)))
+
+
+def unseen(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 2))
+    A = (rng.uniform(size=n) < 0.5).astype(np.int8)
+    eta = 1.0 / (1.0 + np.exp(-(4.0 * (X[:, 0] - 0.5) + 1.5 * (2.0 * A - 1.0))))
+    y = (rng.uniform(size=n) < eta).astype(np.int64)
+    return X, y, A
+
+
+def frame(n: int, seed: int) -> pd.DataFrame:
+    X, y, A = unseen(n, seed)
+    return pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], "y": y, "a": A})
+
+
+REQ = dict(features=["x1", "x2"], target="y", sensitive="a", delta=1e-6,
+           feature_bounds=BOUNDS)
+
+
+def _ref(df: pd.DataFrame, seed: int, **kw: object) -> CDPFairClassifier:
+    return CDPFairClassifier(delta=1e-6, feature_bounds=BOUNDS, random_state=stream(seed),
+                             clip=True, **kw)
+
+
+@pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
+def test_equal_opportunity_passes_through_and_is_charged() -> None:
+    df = frame(4000, 1)
+    s = Session(df, budget=Budget.approx(3.0, 1e-5), reproducible_seed=2)
+    clf = s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.15,
+                                constraints="equal_opportunity")
+    assert clf.constraints == "equal_opportunity"
+    ref = _ref(df, 2, epsilon=1.0, alpha=0.15, constraints="equal_opportunity")
+    ref.fit(df[["x1", "x2"]].to_numpy(), df["y"].to_numpy(), sensitive_features=df["a"].to_numpy())
+    np.testing.assert_array_equal(clf.tau_, ref.tau_)  # the same fit, in law and draws
+    rec = s.records[-1]
+    assert rec.params["constraints"] == "equal_opportunity"
+    assert rec.cost == clf.privacy_spent_
+    assert s.spent.epsilon == pytest.approx(1.0)
+    labels = [r.label for r in clf.privacy_ledger_.records]
+    assert any("positive-label counts" in lab for lab in labels)
+
+
+def test_on_uncertified_raise_charges_and_releases_no_model() -> None:
+    df = frame(2000, 3)
+    s = Session(df, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    with pytest.raises(UncertifiedFairnessError, match="NOT certified") as info:
+        s.fit_fair_classifier(**REQ, epsilon=0.5, alpha=0.02, on_uncertified="raise")
+    assert info.value.privacy_spent.epsilon == pytest.approx(0.5)
+    assert s.spent.epsilon == pytest.approx(0.5)  # charged although nothing is returned
+    assert len(s.records) == 1
+    # "warn" (the default) returns the model and warns only after the charge
+    s2 = Session(df, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    with pytest.warns(UncertifiedFairnessWarning):
+        clf = s2.fit_fair_classifier(**REQ, epsilon=0.5, alpha=0.02, on_uncertified="warn")
+    assert clf.certified_ is False
+    assert clf.certificates_[0].released_dd == info.value.certificates[0].released_dd
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"constraints": "parity"}, "constraints="),
+    ({"on_uncertified": "ignore"}, "on_uncertified="),
+    ({"constraints": "equal_opportunity", "aggregate": "always"}, "aggregate='always'"),
+    ({"constraints": "equal_opportunity", "aggregate": "sometimes"}, "aggregate="),
+])
+def test_bad_options_are_refused_before_anything_is_read(kw: dict, match: str) -> None:
+    s = Session(frame(500, 5), budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    with pytest.raises(InvalidParameterError, match=match):
+        s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, **kw)
+    assert s.records == [] or len(s.records) == 0
+    assert s.spent.epsilon == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
+def test_equal_opportunity_on_a_file_is_fitted_in_memory(tmp_path: Path) -> None:
+    df = frame(3000, 6)
+    path = tmp_path / "train.parquet"
+    df.to_parquet(path, index=False)
+    s = Session(path, budget=Budget.approx(3.0, 1e-5), reproducible_seed=1)
+    clf = s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.15,
+                                constraints="equal_opportunity")  # aggregate="auto"
+    assert s.records[-1].params["aggregated"] is False
+    assert clf.constraints == "equal_opportunity"
+    assert s.spent.epsilon == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ fit_alpha_path
+def test_alpha_path_raise_returns_nothing_when_an_alpha_is_uncertified() -> None:
+    X, y, A = unseen(2000, 3)
+    est = CDPFairClassifier(epsilon=0.5, delta=1e-6, feature_bounds=BOUNDS, random_state=0,
+                            on_uncertified="raise")
+    with pytest.raises(UncertifiedFairnessError, match=r"alpha=0.02 of the path") as info:
+        fit_alpha_path(est, X, y, sensitive_features=A, alphas=[0.3, 0.02])
+    err = info.value
+    # the whole path ran: S1 once and both S2 are spent
+    warn = CDPFairClassifier(epsilon=0.5, delta=1e-6, feature_bounds=BOUNDS, random_state=0)
+    with pytest.warns(UncertifiedFairnessWarning, match="NOT certified"):
+        models = fit_alpha_path(warn, X, y, sensitive_features=A, alphas=[0.3, 0.02])
+    assert err.privacy_spent == models[0].path_privacy_spent_
+    assert err.privacy_spent.epsilon > models[0].privacy_spent_.epsilon
+    assert models[1].certified_ is False
+    assert err.certificates[0].released_dd == models[1].certificates_[0].released_dd
+
+
+def test_alpha_path_raise_keeps_a_fully_certified_path() -> None:
+    X, y, A = unseen(6000, 4)
+    est = CDPFairClassifier(epsilon=4.0, delta=1e-6, feature_bounds=BOUNDS, random_state=1,
+                            on_uncertified="raise")
+    models = fit_alpha_path(est, X, y, sensitive_features=A, alphas=[0.25, 0.3])
+    assert all(m.certified_ is True for m in models)
+    assert [m.on_uncertified for m in models] == ["raise", "raise"]
+
+
+def test_alpha_path_refuses_a_bad_on_uncertified_before_fitting() -> None:
+    X, y, A = unseen(300, 5)
+    est = CDPFairClassifier(epsilon=1.0, delta=1e-6, feature_bounds=BOUNDS, random_state=1,
+                            on_uncertified="never")
+    with pytest.raises(InvalidParameterError, match="on_uncertified"):
+        fit_alpha_path(est, X, y, sensitive_features=A, alphas=[0.1])
