@@ -124,3 +124,42 @@ def test_today_centre_cannot_obtain_a_second_round1_release():
     with pytest.raises(ProtocolError, match="already run"):
         site.round1()
     assert site.ledger.spent == spent  # refused, nothing more spent
+
+
+def test_today_new_linear_blocks_are_covered_by_the_signature():
+    """Splicing another site's (or another run's) cells/moments block into a message, or
+    changing the new sigma fields, breaks the sender's signature; a second round 2 on
+    the same site is refused."""
+    import json
+    from dataclasses import replace
+
+    from dpfair.fairclass.federated import Centre, Signer
+    from dpfair.fairclass.federated._messages import ProtocolError, canonical, decode, encode
+
+    signers = {p: Signer.generate(p) for p in ("centre", "h0", "h1")}
+    cfg = make_protocol([("h0", N, 1.0, 1e-6), ("h1", N, 1.0, 1e-6)], feature_bounds=BOUNDS,
+                        categories=CATS, alpha=0.1, estimator="linear", radius=1.0)
+    cfg = replace(cfg, keys=tuple(sorted((p, s.public) for p, s in signers.items())))
+    ring = cfg.keyring()
+    rng = np.random.default_rng(8)
+    sites = [Site(s, *_design(rng), config=cfg, random_state=i)
+             for i, s in enumerate(("h0", "h1"))]
+    msgs = [s.round1() for s in sites]
+    raws = [encode(m, signers[m.sender]) for m in msgs]
+    docs = [json.loads(r) for r in raws]
+    for block in ("cells", "moments", "sums"):
+        doc = json.loads(raws[0])
+        doc["body"]["arrays"][block] = docs[1]["body"]["arrays"][block]
+        with pytest.raises(ProtocolError, match="signature"):
+            decode(canonical(doc), keys=ring)
+    for field in ("sigma_moments", "sigma_cells"):
+        doc = json.loads(raws[0])
+        doc["body"]["fields"][field] = doc["body"]["fields"][field] * 2.0
+        with pytest.raises(ProtocolError, match="signature"):
+            decode(canonical(doc), keys=ring)
+    model = Centre(cfg).aggregate(msgs)
+    sites[0].round2(model)
+    spent = sites[0].ledger.spent
+    with pytest.raises(ProtocolError, match="once"):
+        sites[0].round2(model)
+    assert sites[0].ledger.spent == spent
