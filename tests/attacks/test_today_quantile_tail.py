@@ -2,9 +2,11 @@
 
 Claim (``dpfair.quantiles._methods.expmech_lower_failure_exact``): given the data, the
 lower end of the cell mechanism for rank k exceeds a value v with probability at most
-h(B_v − k), B_v = #{x_i < v}, where h(t) = 1 for t ≤ 0 and x_t/(1 + x_t) for t ≥ 1 with
-x_t = C·e^{−εt/2}, C = :attr:`CellGrid.tail_constant`; mirrored for the upper end with
-#{x_i ≤ v}. The target ranks (hence coverage) rest on it, and it replaced min(1, x_t).
+h(B_v − k), where h(t) = 1 for t ≤ 0 and x_t/(1 + x_t) for t ≥ 1 with
+x_t = C·e^{−εt/2}, C = :attr:`CellGrid.tail_constant`; mirrored for the upper end. Checked in
+the strong form that atoms need (integer data): B_v = #{x_i ≤ v} for the lower end and
+#{x_i < v} for the upper end. The target ranks (hence coverage) rest on it, and it
+replaced min(1, x_t).
 
 Independent check: the exact output law of the executed cell mechanism
 (:func:`cell_order_statistic_law`) on adversarial data — all records equal, clumps at the
@@ -69,8 +71,12 @@ def test_today_expmech_exact_miss_probability_within_x_over_one_plus_x(eps):
     for name, x in _datasets(rng).items():
         n = x.size
         vs = _thresholds(x, grid)
-        below = np.searchsorted(x, vs, side="left")  # #{x_i < v}
-        at_most = np.searchsorted(x, vs, side="right")  # #{x_i <= v}
+        # The strong (atom-safe) form: a lower end above v has every record <= v below it,
+        # an upper end below v every record >= v above it. With atoms (integer data) the
+        # coverage argument needs B = #{x_i <= x_q} ~ Bin(n, F(x_q)), F(x_q) >= q, for the
+        # lower end and #{x_i < x_q} (law Bin(n, F(x_q-)), F(x_q-) <= q) for the upper.
+        below = np.searchsorted(x, vs, side="right")  # #{x_i <= v}
+        at_most = np.searchsorted(x, vs, side="left")  # #{x_i < v}
         for k in range(n + 1):
             law = cell_order_statistic_law(x, k, eps, grid)
             assert law.shape == (grid.n_cells,) and abs(law.sum() - 1.0) < 1e-12
@@ -80,7 +86,7 @@ def test_today_expmech_exact_miss_probability_within_x_over_one_plus_x(eps):
             p_low_miss = 1.0 - cum[np.searchsorted(lows[order], vs, side="right")]
             bound_low = _h(below - k, c, eps)
             assert np.all(p_low_miss <= bound_low + 1e-12), (name, k)
-            # upper end: P(high < v) <= h(k - #{x_i <= v})
+            # upper end: P(high < v) <= h(k - #{x_i < v})
             order = np.argsort(highs)
             cum = np.concatenate([[0.0], np.cumsum(law[order])])
             p_high_miss = cum[np.searchsorted(highs[order], vs, side="left")]
