@@ -138,6 +138,56 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
+#: ``--constraints`` spellings and the estimators' names for them.
+_CONSTRAINTS = {"parity": "demographic_parity", "demographic_parity": "demographic_parity",
+                "opportunity": "equal_opportunity", "equal_opportunity": "equal_opportunity"}
+
+
+def _score_options(estimator: str, radius: str, constraints: str,
+                   on_uncertified: str) -> dict[str, Any]:
+    """The Session options of --estimator, --radius, --constraints and --uncertified.
+
+    Only non-default choices are passed on, so a default command's ledger record is the one
+    it always was. Values are checked by the estimator (one error naming the option).
+    """
+    if estimator not in ("auto", "kernel", "linear"):
+        raise InvalidParameterError(
+            f"--estimator={estimator!r}: expected 'auto', 'kernel' or 'linear'."
+        )
+    if on_uncertified not in ("warn", "raise"):
+        raise InvalidParameterError(
+            f"--uncertified={on_uncertified!r}: expected 'warn' or 'raise'."
+        )
+    out: dict[str, Any] = {}
+    if estimator != "auto":
+        out["estimator"] = estimator
+    if radius != "auto":
+        if radius == "box":
+            out["radius"] = "box"
+        else:
+            try:
+                value = float(radius)
+            except ValueError:
+                raise InvalidParameterError(
+                    f"--radius={radius!r}: expected 'auto', 'box' or a positive number."
+                ) from None
+            if not (value > 0 and np.isfinite(value)):
+                raise InvalidParameterError(
+                    f"--radius={radius!r}: expected 'auto', 'box' or a positive number."
+                )
+            out["radius"] = value
+    if constraints not in _CONSTRAINTS:
+        raise InvalidParameterError(
+            f"--constraints={constraints!r}: expected 'parity' or 'opportunity' (Fairlearn's "
+            "names demographic_parity and equal_opportunity work too)."
+        )
+    if _CONSTRAINTS[constraints] != "demographic_parity":
+        out["constraints"] = _CONSTRAINTS[constraints]
+    if on_uncertified != "warn":
+        out["on_uncertified"] = on_uncertified
+    return out
+
+
 # --------------------------------------------------------------------------- commands
 def fair_classify(
     train: Annotated[
@@ -231,6 +281,52 @@ def fair_classify(
             ),
         ),
     ] = "auto",
+    estimator: Annotated[
+        str,
+        typer.Option(
+            "--estimator",
+            help=(
+                "auto | kernel | linear. The group score: 'kernel' (private kernel "
+                "estimate on a grid, for up to 3 features), 'linear' (private logistic "
+                "regression, for many features); 'auto' picks kernel for up to 3 features."
+            ),
+        ),
+    ] = "auto",
+    radius: Annotated[
+        str,
+        typer.Option(
+            "--radius",
+            help=(
+                "With the linear score: auto | box | a number. The L2 radius rows are "
+                "clipped to after centring: 'auto' releases it privately (4% of the "
+                "score's epsilon, in the ledger), 'box' is the public worst case (nothing "
+                "clipped), a number is a public radius known from outside the data."
+            ),
+        ),
+    ] = "auto",
+    constraints: Annotated[
+        str,
+        typer.Option(
+            "--constraints",
+            help=(
+                "parity | opportunity: the gap --alpha caps, in positive-decision rates "
+                "(demographic parity, the default) or in true-positive rates (equal "
+                "opportunity). Fairlearn's constraint names are accepted too."
+            ),
+            show_default=False,
+        ),
+    ] = "parity",
+    on_uncertified: Annotated[
+        str,
+        typer.Option(
+            "--uncertified",
+            help=(
+                "warn | raise. What an uncertified fit does: 'warn' reports the model "
+                "(certified false); 'raise' exits 2 with no model. Either way the budget "
+                "is spent."
+            ),
+        ),
+    ] = "warn",
     ledger: LedgerOption = None,
     plan: Annotated[
         bool,
@@ -265,7 +361,11 @@ def fair_classify(
     """
     from dpfair._validation import check_in_open_interval, check_positive
     from dpfair.data.fairclass_sql import read_columns
-    from dpfair.fairclass.metrics import demographic_disparity, misclassification_error
+    from dpfair.fairclass.metrics import (
+        demographic_disparity,
+        equal_opportunity_difference,
+        misclassification_error,
+    )
     from dpfair.privacy import Budget
 
     if plan:
@@ -297,6 +397,7 @@ def fair_classify(
                 epsilon=epsilon, delta=delta, alpha=alpha, feature_bounds=pairs,
                 cross_fit=cross_fit, aggregate=aggregate, bandwidth=bandwidth, clip=clip,
                 threshold_rule=threshold_rule, fail_prob=fail_prob,
+                **_score_options(estimator, radius, constraints, on_uncertified),
             )
             warn_free(request)  # free: a large epsilon leaves little privacy
         rec = session.last_record
@@ -319,6 +420,9 @@ def fair_classify(
         dd = demographic_disparity(pred, te[sensitive])
         exp_err = misclassification_error(te[target], proba)
         exp_dd = demographic_disparity(proba, te[sensitive])
+        opportunity = _CONSTRAINTS.get(constraints) == "equal_opportunity"
+        eod = equal_opportunity_difference(te[target], pred, te[sensitive]) if opportunity else None
+        capped = "|EOD|" if opportunity else "|DD|"
         saved = None
         if save_model is not None:
             saved = _save_model(clf, save_model)
@@ -335,6 +439,9 @@ def fair_classify(
             "test_abs_dd": abs(dd),
             "expected_test_error": exp_err,
             "expected_test_abs_dd": abs(exp_dd),
+            "constraints": _CONSTRAINTS[constraints],
+            "estimator": clf.estimator_ if hasattr(clf, "estimator_") else estimator,
+            "test_abs_eod": None if eod is None else abs(eod),
             "privacy_spent": spent.to_dict(),
             "privacy_ledger": clf.privacy_ledger_.to_dict() if clf.privacy_ledger_ else None,
             "bandwidth": clf.bandwidth_,
@@ -363,7 +470,7 @@ def fair_classify(
                 "n/a (threshold rule 'target': no certificate)"
                 if certified is None
                 else (
-                    f"yes: |DD| <= {alpha:g} in the population with probability >= "
+                    f"yes: {capped} <= {alpha:g} in the population with probability >= "
                     f"{1 - fail_prob:g}"
                     if certified
                     else "NO: alpha is not a certified cap for this model (see warning)"
@@ -371,8 +478,11 @@ def fair_classify(
             ),
             ("test error", _fmt(err) + f"  (expected over the coin: {_fmt(exp_err)})"),
             ("test |DD|", _fmt(abs(dd)) + f"  (expected: {_fmt(abs(exp_dd))}; signed {dd:+.4g})"),
+            *([("test |EOD|", _fmt(abs(eod)))] if eod is not None else []),
             ("privacy spent", f"({spent.epsilon:.6g}, {spent.delta:.3g})-DP, replace-one"),
-            ("bandwidth", _fmt(clf.bandwidth_)),
+            ("score", payload["estimator"]),
+            ("bandwidth", "n/a (linear score)" if clf.bandwidth_ is None
+             else _fmt(clf.bandwidth_)),
             ("tau", ", ".join(_fmt(t) for t in clf.tau_)),
             ("seed", f"{seed} (reproduction mode)" if seed is not None else "none (OS entropy)"),
             (

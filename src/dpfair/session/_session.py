@@ -823,7 +823,7 @@ class Session:
             ``cross_fit_budget``, ``s1_share``, ``count_share``, ``threshold_count_share``,
             ``threshold_rule``, ``fail_prob``, ``check_share``, ``estimator``,
             ``categories``, ``grid_resolution``, ``max_grid_nodes``, ``constraints``,
-            ``on_uncertified``). ``constraints="equal_opportunity"`` needs the labels of
+            ``on_uncertified``, ``radius``). ``constraints="equal_opportunity"`` needs the labels of
             the calibration rows in memory: with it ``aggregate="auto"`` reads the
             columns into memory, and ``aggregate="always"`` (or a Dask DataFrame without
             ``aggregate="never"``) is refused before anything is read or charged.
@@ -850,7 +850,7 @@ class Session:
         allowed = {"bandwidth", "clip", "alpha_margin", "cross_fit_budget", "s1_share",
                    "count_share", "threshold_count_share", "threshold_rule", "fail_prob",
                    "check_share", "estimator", "categories", "grid_resolution",
-                   "max_grid_nodes", "constraints", "on_uncertified"}
+                   "max_grid_nodes", "constraints", "on_uncertified", "radius"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidParameterError(

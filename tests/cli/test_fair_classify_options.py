@@ -1,0 +1,97 @@
+"""``fair-classify --estimator/--radius/--constraints/--uncertified``: the Session's score
+and certification options on the command line, each charged as any fit."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dpfair.cli import app
+from dpfair.fairclass.datasets import load_bundled_adult
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def csvs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fairopt")
+    d = load_bundled_adult()
+    rows = np.random.default_rng(1).permutation(d.n)
+    header = "Age,Workclass,Education-Num,Sensitive,Label"
+    for name, sel in (("train.csv", rows[:12000]), ("test.csv", rows[12000:16000])):
+        block = np.column_stack([d.X[sel], d.A[sel], d.y[sel]])
+        np.savetxt(folder / name, block, delimiter=",", header=header, comments="", fmt="%g")
+    return folder
+
+
+def _args(folder, *extra, alpha="0.1"):
+    return ["fair-classify", str(folder / "train.csv"), str(folder / "test.csv"),
+            "--target", "Label", "--sensitive", "Sensitive",
+            "--features", "Age", "Workclass", "Education-Num",
+            "--bounds", "17", "90", "0", "8", "1", "16",
+            "--epsilon", "1", "--delta", "1e-8", "--alpha", alpha, "--seed", "5", *extra]
+
+
+def _labels(out):
+    return [r["label"] for r in out["privacy_ledger"]["releases"]]
+
+
+def test_linear_score_with_a_private_radius_is_charged_inside_the_fit(csvs):
+    res = runner.invoke(app, _args(csvs, "--estimator", "linear", "--json"))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["estimator"] == "linear"
+    assert out["privacy_spent"]["epsilon"] == pytest.approx(1.0)
+    assert any("row radius" in label for label in _labels(out))
+    box = json.loads(runner.invoke(app, _args(csvs, "--estimator", "linear", "--radius", "box",
+                                              "--json")).stdout)
+    assert not any("row radius" in label for label in _labels(box))  # public: not charged
+    assert box["privacy_spent"]["epsilon"] == pytest.approx(1.0)
+    # the table form of a linear fit (no bandwidth) used to crash with a TypeError
+    table = runner.invoke(app, _args(csvs, "--estimator", "linear"))
+    assert table.exit_code == 0, table.output
+    assert "n/a (linear score)" in table.stdout
+
+
+def test_equal_opportunity_reports_the_capped_gap(csvs):
+    res = runner.invoke(app, _args(csvs, "--constraints", "opportunity", "--json"))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["constraints"] == "equal_opportunity"
+    assert out["test_abs_eod"] is not None and 0.0 <= out["test_abs_eod"] <= 1.0
+    assert out["privacy_spent"]["epsilon"] == pytest.approx(1.0)
+    table = runner.invoke(app, _args(csvs, "--constraints", "equal_opportunity"))
+    assert "test |EOD|" in table.stdout
+
+
+def test_raise_on_uncertified_exits_2_without_a_model_and_charges(csvs, tmp_path):
+    ledger = tmp_path / "train.ledger"
+    init = runner.invoke(app, ["ledger", "init", str(ledger), "--data",
+                               str(csvs / "train.csv"), "--epsilon", "5", "--delta", "1e-6"])
+    assert init.exit_code == 0, init.output
+    model = tmp_path / "m.json"
+    # alpha = 0.001 cannot be certified at n = 12,000, epsilon = 1
+    res = runner.invoke(app, _args(csvs, "--uncertified", "raise", "--ledger", str(ledger),
+                                   "--save-model", str(model), alpha="0.001"))
+    assert res.exit_code == 2, res.output
+    assert "certif" in res.output.lower() and not model.exists()
+    shown = json.loads(runner.invoke(app, ["ledger", "show", str(ledger), "--json"]).stdout)
+    assert shown["spent"]["epsilon"] == pytest.approx(1.0)  # the budget is spent all the same
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--radius", "-1"), ("--radius", "wide"),
+                                             ("--estimator", "forest"),
+                                             ("--uncertified", "ignore"),
+                                             ("--constraints", "fairness")])
+def test_bad_option_is_one_line_and_charges_nothing(csvs, tmp_path, flag, value):
+    ledger = tmp_path / "train.ledger"
+    runner.invoke(app, ["ledger", "init", str(ledger), "--data", str(csvs / "train.csv"),
+                        "--epsilon", "5", "--delta", "1e-6"])
+    res = runner.invoke(app, _args(csvs, flag, value, "--ledger", str(ledger)))
+    assert res.exit_code == 2, res.output
+    assert value in res.output
+    shown = json.loads(runner.invoke(app, ["ledger", "show", str(ledger), "--json"]).stdout)
+    assert shown["spent"]["epsilon"] == 0.0
