@@ -129,10 +129,13 @@ def test_config_refuses_bad_values_naming_the_argument(kw: dict, match: str) -> 
 
 def test_config_resolves_auto_and_cross_fit() -> None:
     assert FDPConfig(feature_bounds=[(0, 1)] * 3, estimator="auto").estimator == "kernel"
-    rff = FDPConfig(feature_bounds=[(0, 1)] * 4, estimator="auto")
-    assert rff.estimator == "rff" and rff.features_dim == 2048
+    # many or categorical features: auto picks the linear score (as CDP-Fair does)
+    many = FDPConfig(feature_bounds=[(0, 1)] * 4, estimator="auto")
+    assert many.estimator == "linear" and many.features_dim is None
     cat = FDPConfig(feature_bounds=[(0, 1), None], estimator="auto", categories={1: ["a", "b"]})
-    assert cat.is_rff and cat.categories == ((1, ("a", "b")),)
+    assert cat.is_linear and cat.categories == ((1, ("a", "b")),)
+    rff = FDPConfig(feature_bounds=[(0, 1)] * 4, estimator="rff")
+    assert rff.estimator == "rff" and rff.features_dim == 2048
     # "linear" is its own estimator since issue 19 (no longer an alias of "rff")
     lin = FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear")
     assert lin.is_linear and lin.is_mapped and not lin.is_rff and lin.features_dim is None

