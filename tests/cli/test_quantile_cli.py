@@ -151,3 +151,15 @@ def test_huge_rho_bounds_missing_the_data_finishes_and_warns(
     assert "dpfair: warning: q=0.5: the lower end sits on a public bound" in err
     assert "the bounds may not contain the quantile" in err
     assert "little privacy is left" in err
+
+
+def test_json_lists_the_free_warnings(tmp_path: Path) -> None:
+    ages = np.random.default_rng(9).gamma(4.0, 5.0, 2000).round() + 17
+    p = tmp_path / "ages.csv"
+    p.write_text("age\n" + "".join(f"{int(v)}\n" for v in ages))
+    res = runner.invoke(app, ["quantile-ci", str(p), "--column", "age", "--q", "0.5",
+                              "--rho", "1e6", "--bounds", "50", "100", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert any("may not contain the quantile" in w for w in out["warnings"])
+    assert any("little privacy" in w for w in out["warnings"])
