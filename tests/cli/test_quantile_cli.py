@@ -100,3 +100,66 @@ def test_bad_column_named_without_values(data: Path) -> None:
     assert "incme" in lines[0]
     x = dpfair.data.read_column(data, "income")
     assert not any(f"{v:.4g}" in lines[0] for v in x[:50])
+
+
+def _bounded_warn_explicit(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Count re-issued warnings; fail fast instead of looping forever (the old hang)."""
+    import warnings
+
+    calls: list[object] = []
+    real = warnings.warn_explicit
+
+    def counting(*args: object, **kw: object) -> None:
+        calls.append(args[0])
+        if len(calls) > 50:
+            raise AssertionError("warn_explicit called > 50 times: re-issue loop")
+        real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(warnings, "warn_explicit", counting)
+    return calls
+
+
+def test_release_context_reissues_other_warnings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A non-free warning raised during a release used to be re-issued INTO the list being
+    # read, an endless loop (``quantile-ci --rho 1e6 --bounds 50 100`` ran > 60 s).
+    import warnings
+
+    from dpfair.cli._ledger import release_context
+
+    calls = _bounded_warn_explicit(monkeypatch)
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        with release_context(None):
+            warnings.warn("something else", UserWarning, stacklevel=1)
+    assert len(calls) == 1
+    assert [str(w.message) for w in outer] == ["something else"]
+
+
+def test_huge_rho_bounds_missing_the_data_finishes_and_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reported case: ages with median ≈ 37, bounds 50..100, ρ = 10⁶.
+    ages = np.random.default_rng(8).gamma(4.0, 5.0, 4000).round() + 17
+    p = tmp_path / "ages.csv"
+    p.write_text("age\n" + "".join(f"{int(v)}\n" for v in ages))
+    calls = _bounded_warn_explicit(monkeypatch)
+    res = runner.invoke(app, ["quantile-ci", str(p), "--column", "age", "--q", "0.5",
+                              "--rho", "1e6", "--bounds", "50", "100", "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    assert len(calls) == 0  # the free warnings are printed, not re-issued
+    err = res.stderr
+    assert "dpfair: warning: q=0.5: the lower end sits on a public bound" in err
+    assert "the bounds may not contain the quantile" in err
+    assert "little privacy is left" in err
+
+
+def test_json_lists_the_free_warnings(tmp_path: Path) -> None:
+    ages = np.random.default_rng(9).gamma(4.0, 5.0, 2000).round() + 17
+    p = tmp_path / "ages.csv"
+    p.write_text("age\n" + "".join(f"{int(v)}\n" for v in ages))
+    res = runner.invoke(app, ["quantile-ci", str(p), "--column", "age", "--q", "0.5",
+                              "--rho", "1e6", "--bounds", "50", "100", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert any("may not contain the quantile" in w for w in out["warnings"])
+    assert any("little privacy" in w for w in out["warnings"])

@@ -189,3 +189,118 @@ def test_wide_bounds_default_is_narrow(method):
     assert r.width < 2.0 * (hi - lo)
     assert old.width > 100 * (hi - lo)
     assert r.low <= float(np.median(x)) <= r.high
+
+
+# ---------------------------------------------------------------- issue 22 follow-up
+TINY = 5e-324  # 2^-1074, the smallest subnormal
+
+
+def test_subnormal_localised_grid_constant_would_depend_on_the_range():
+    # Reproduction of the validity gap: with subnormal widths fl(w/128) rounds, the cell
+    # grid keeps more than 128·Q cells, and its own tail constant exceeds 128. The former
+    # code used max(128, C_grid), so the rank targets depended on the data-chosen R₂.
+    from dpfair.median._expmech import CellGrid
+
+    w = 12223 * TINY
+    assert CellGrid.for_bounds((0.0, w), w / 128).tail_constant > 128  # ≈ 187
+    a = 1e-310  # another R₂ of the same public bounds: max(128, C) = 128 there
+    assert CellGrid.for_bounds((a, a + 2240 * TINY), 2240 * TINY / 128).tail_constant < 128
+    # such ranges can only come from public bounds whose stage-1 step is below 2^-1000:
+    from dpfair.quantiles._api import localization_depth, localized_expmech_regular
+
+    n, bounds = 500, (0.0, 2.0**-1010)
+    assert (bounds[1] - bounds[0]) / 2.0 ** localization_depth(n, bounds) < 2.0**-1000
+    assert not localized_expmech_regular(n, bounds)
+    assert localized_expmech_regular(n, (-5.0, 15.0))
+    assert localized_expmech_regular(n, (1e300, 1e300 * (1 + 2.0**-40)))
+
+
+def test_regular_localised_grids_have_constant_below_128_even_when_coarsened():
+    # Every R₂ a regular (n, R) can produce: width ≥ step₁/2 ≥ 2^-1001, any magnitude,
+    # including widths so small relative to |a| that the cells are coarsened.
+    from dpfair.median._expmech import CellGrid
+
+    rng = np.random.default_rng(22)
+    coarsened = 0
+    for _ in range(4000):
+        a = float(rng.choice([-1.0, 1.0]) * 10 ** rng.uniform(-290, 300))
+        w = max(abs(a) * 2.0 ** rng.uniform(-60, 2), 2.0**-1001)
+        b = a + w
+        if not (b > a and np.isfinite(b)):
+            continue
+        grid = CellGrid.for_bounds((a, b), (b - a) / 128)
+        coarsened += grid.per_theta == 1
+        assert grid.tail_constant < 128, (a, b, grid)
+    assert coarsened > 100  # the coarsened branch was exercised
+
+
+def test_narrow_public_bounds_skip_localised_expmech_with_public_constant():
+    # Below the regularity step the public-range ExpMech runs: its constant is a function
+    # of the public (R, θ) only, identical for data that put stage 1 anywhere.
+    bounds = (0.0, 2.0**-1010)
+    rng = np.random.default_rng(3)
+    consts = []
+    for loc in (0.1, 0.9):
+        x = bounds[1] * np.clip(rng.normal(loc, 0.01, 500), 0, 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", QuantileWarning)
+            r = confidence_interval(x, 0.5, rho=0.5, bounds=bounds, method="expmech", rng=0)
+        assert "localize_skipped" in r.diagnostics
+        assert r.low <= loc * bounds[1] * 1.5
+        consts.append(r.diagnostics["tail_constant"])
+    assert consts[0] == consts[1]
+
+
+def test_expmech_refuses_a_public_constant_below_the_grid():
+    from dpfair.quantiles._methods import expmech_quantile
+
+    x = np.sort(np.random.default_rng(0).uniform(0, 1, 200))
+    with pytest.raises(RuntimeError, match="tail_constant"):
+        expmech_quantile(x, 0.5, 0.5, (0.0, 1.0), 0.025, 0.025, 1 / 4000,
+                         np.random.default_rng(0), tail_constant=1.0)
+
+
+def test_little_privacy_threshold_is_the_medians():
+    # dpfair._advice: ε > 10 at δ = 1e-6 by the library's conversion (ρ ≈ 1.54), the
+    # same text as the median's; ρ = 2 is ε ≈ 11.7 (the former comment said 9.4).
+    from dpfair._advice import little_privacy
+    from dpfair._warnings import FreeWarning
+    from dpfair.privacy import Budget
+
+    x = np.random.default_rng(1).normal(0, 1, 2000)
+    with pytest.warns(FreeWarning, match="little privacy"):
+        r = confidence_interval(x, 0.5, rho=1.6, bounds=(-10, 10), rng=0)
+    assert little_privacy(Budget.zcdp(1.6)) in r.warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QuantileWarning)
+        r = confidence_interval(x, 0.5, rho=1.5, bounds=(-10, 10), rng=0)
+    assert not any("little privacy" in w for w in r.warnings)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_huge_rho_bounds_missing_the_data_is_bounded_work(method, monkeypatch):
+    # `quantile-ci --rho 1e6 --bounds 50 100` on ages with median 37: the work is bounded
+    # by public caps (stage-1 depth ≤ 40, tree depth ≤ 12, 2^7 search bins, 128·Q cells),
+    # whatever ρ is; counted, never timed.
+    import dpfair.quantiles._api as api
+
+    calls: list[int] = []
+    real = api.leaf_counts_sorted
+
+    def counting(x, b, depth, **kw):
+        calls.append(depth)
+        return real(x, b, depth, **kw)
+
+    monkeypatch.setattr(api, "leaf_counts_sorted", counting)
+    x = np.random.default_rng(4).gamma(4.0, 9.0, 5000) + 17
+    with pytest.warns(QuantileWarning) as seen:
+        r = confidence_interval(x, 0.5, rho=1e6, bounds=(50.0, 100.0), method=method, rng=0)
+    texts = " ".join(str(w.message) for w in seen)
+    assert "the bounds may not contain the quantile" in texts
+    assert "little privacy" in texts
+    assert r.low == 50.0
+    assert all(d <= 12 for d in calls)
+    loc = r.diagnostics["localize"]
+    assert loc["depth"] <= 40 and loc.get("tree_depth", 0) <= 12
+    cells = r.diagnostics.get("output_grid", {}).get("cells", 0)
+    assert cells <= 128 * 64 + 1

@@ -130,26 +130,34 @@ def release_context(ledger: Path | None) -> Iterator[None]:
     from dpfair._warnings import FreeWarning, UncertifiedFairnessWarning
     from dpfair.session import ReproducibleSeedWarning
 
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always", ReproducibleSeedWarning)
-        warnings.simplefilter("always", UncertifiedFairnessWarning)
-        warnings.simplefilter("always", FreeWarning)
-        try:
-            yield
-        except (BudgetExceededError, IncompatibleBudgetError) as exc:
-            if ledger is None:
-                raise
-            raise type(exc)(f"ledger={ledger}: {exc}") from None
-        finally:
-            for w in seen:
-                if issubclass(w.category, ReproducibleSeedWarning):
-                    typer.echo(SEED_WARNING, err=True)
-                elif issubclass(w.category, UncertifiedFairnessWarning):
-                    typer.echo(f"warning: {' '.join(str(w.message).split())}", err=True)
-                elif issubclass(w.category, FreeWarning):  # dpfair._advice: one line each
-                    typer.echo(f"dpfair: warning: {' '.join(str(w.message).split())}", err=True)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    others: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", ReproducibleSeedWarning)
+            warnings.simplefilter("always", UncertifiedFairnessWarning)
+            warnings.simplefilter("always", FreeWarning)
+            try:
+                yield
+            except (BudgetExceededError, IncompatibleBudgetError) as exc:
+                if ledger is None:
+                    raise
+                raise type(exc)(f"ledger={ledger}: {exc}") from None
+            finally:
+                for w in seen:
+                    if issubclass(w.category, ReproducibleSeedWarning):
+                        typer.echo(SEED_WARNING, err=True)
+                    elif issubclass(w.category, UncertifiedFairnessWarning):
+                        typer.echo(f"warning: {' '.join(str(w.message).split())}", err=True)
+                    elif issubclass(w.category, FreeWarning):  # dpfair._advice: one line each
+                        typer.echo(f"dpfair: warning: {' '.join(str(w.message).split())}",
+                                   err=True)
+                    else:
+                        others.append(w)
+    finally:
+        # re-issued only after recording stops: re-issuing inside the recording context
+        # appended each warning to the list being read, an endless loop (issue 22).
+        for w in others:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def ledger_summary(session: Session, ledger: Path | None) -> dict[str, Any] | None:

@@ -163,6 +163,9 @@ def quantile_ci(
         privacy = record.charged if record is not None else first.privacy
         payload["privacy"] = privacy.to_dict()
         payload["seed"] = seed
+        # the free warnings (dpfair._advice, printed on stderr), as the median's JSON
+        payload["warnings"] = [w for res in families.values() for iv in _intervals(res)
+                               for w in iv.warnings]
         if charged:
             payload["ledger"] = charged
         spent = str(privacy)

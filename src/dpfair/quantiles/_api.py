@@ -12,11 +12,12 @@ from typing import Any, Final, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpfair._advice import little_privacy, on_public_bound
 from dpfair._errors import InvalidParameterError
 from dpfair._lazy import LazyModule
 from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval
-from dpfair._warnings import DPFairWarning
+from dpfair._warnings import FreeWarning
 from dpfair.mechanisms import (
     GaussianMechanism,
     NoisyBinaryTree,
@@ -73,8 +74,6 @@ NO_INFO_TREE_DEPTH: Final[int] = 7
 LOCALIZED_SEARCH_DEPTH: Final[int] = 7
 #: ExpMech on the localised range uses θ = |R₂|/K, so its tail constant is below K.
 LOCALIZED_EXPMECH_STEPS: Final[int] = 128
-#: ρ above which a warning says little privacy is left (ε ≈ 9.4 at δ = 1e-6).
-LARGE_RHO: Final[float] = 2.0
 
 
 def _r(budget: Budget) -> float:
@@ -82,8 +81,13 @@ def _r(budget: Budget) -> float:
     return float(budget.rho or 0.0)
 
 
-class QuantileWarning(DPFairWarning):
-    """A free (post-processing) warning about a released quantile interval."""
+class QuantileWarning(FreeWarning):
+    """A free (post-processing) warning about a released quantile interval.
+
+    A :class:`~dpfair._warnings.FreeWarning` (so the command line prints it as one
+    ``dpfair: warning:`` line); the texts of the first two kinds come from
+    :mod:`dpfair._advice`, shared with the median.
+    """
 
 
 # ---------------------------------------------------------------------------- non-private
@@ -146,6 +150,30 @@ def localization_depth(n: int, bounds: tuple[float, float]) -> int:
     while depth > 1 and (hi - lo) / 2.0**depth < scale * 2.0**-44:
         depth -= 1
     return depth
+
+
+#: Smallest stage-1 step for which the localised ExpMech grid is *regular*
+#: (:func:`localized_expmech_regular`): every width involved is a normal binary64 number.
+REGULAR_STEP: Final[float] = 2.0**-1000
+
+
+def localized_expmech_regular(n: int, bounds: tuple[float, float]) -> bool:
+    r"""Whether every range R₂ the localisation can output gives a regular ExpMech grid.
+
+    A public function of (n, R). With s₁ = |R|/2^{D₁} the stage-1 step, every R₂ has
+    width w = fl(U − L) ≥ s₁/2 (distinct stage-1 grid points, or one step of widening,
+    are ≥ s₁(1 − 2^-7) apart because s₁ ≥ 2^-44·scale, :func:`localization_depth`). If
+    s₁ ≥ :data:`REGULAR_STEP` = 2^-1000, then w·2^-7·2^-13 is a normal number, so
+    θ₂ = fl(w/K_E) = w·2^-7 exactly, every cell θ₂·2^{p}/Q (Q a power of two, the
+    coarsening doubles) is exact and w/cell = 128Q/2^p is an exact power of two: the grid
+    has M = max(1, 128Q/2^p) cells and band min(Q + 1, M), so its tail constant
+    (M − band)/band ≤ 127Q/(Q + 1) < K_E = 128 for EVERY R₂, coarsened or not. Below that
+    step (public bounds within ~2^-990 of zero width, subnormal arithmetic) the rounding
+    of θ₂ can leave more than K_E·Q cells (e.g. R₂ = [0, 12223·2^-1074]: C ≈ 187), so the
+    localised ExpMech is not used there (:func:`_release` runs the public-range method).
+    """
+    lo, hi = bounds
+    return (hi - lo) / 2.0 ** localization_depth(n, bounds) >= REGULAR_STEP
 
 
 def _clip_sorted(x: NDArray[np.float64], bounds: tuple[float, float],
@@ -355,8 +383,11 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     clipped into R₂, with a grid set by |R₂| — the data's private scale — instead of |R|:
 
     * ExpMech: θ₂ = |R₂|/K_E (K_E = 128). The cell grid's tail constant is then below
-      K_E *whatever R₂ is*, and the target ranks use C = K_E: they do not depend on the
-      data, so the conditional argument of :mod:`dpfair.median._expmech` holds as is
+      K_E *whatever R₂ is* — including grids coarsened for floating point — whenever the
+      public (n, R) pass :func:`localized_expmech_regular` (proof there; otherwise the
+      public-range ExpMech runs instead, a public choice), and the target ranks use
+      C = K_E exactly (never max(K_E, C_grid), which would depend on R₂): they do not
+      depend on the data, so the conditional argument of :mod:`dpfair.median._expmech` holds as is
       (P(fail) ≤ E[h(B)] with h the same bound for every R₂). The ranks use the exact
       worst-case conditional law of the draw, h(t) = x_t/(1 + x_t), x_t = C e^{−εt/2}
       (:func:`dpfair.quantiles._methods.expmech_lower_failure_exact`: the band's mass is
@@ -520,22 +551,13 @@ def localized_tree_depth(n: int, ps: Sequence[float], rho2: float, alpha_end: fl
 
 def _free_warnings(low: float, high: float, bounds: tuple[float, float], rho: float,
                    theta: float, localized: bool) -> tuple[str, ...]:
-    """Warnings computed from released and public values only (post-processing)."""
-    lo, hi = bounds
-    msgs: list[str] = []
-    if low <= lo or high >= hi:
-        side = "lower" if low <= lo else "upper"
-        msgs.append(
-            f"the {side} end sits on a public bound: the bounds may not contain the quantile "
-            "(or n, rho or alpha are too small for a two-sided interval); the interval is "
-            "only as trustworthy as the promise that the quantile lies inside the bounds."
-        )
-    if rho > LARGE_RHO:
-        eps = rho + 2.0 * math.sqrt(rho * math.log(1e6))
-        msgs.append(
-            f"rho={rho:g} is large: it implies only (epsilon={eps:.3g}, delta=1e-6)-DP, "
-            "little privacy is left."
-        )
+    """Warnings computed from released and public values only (post-processing).
+
+    The public-bound and little-privacy texts and thresholds are :mod:`dpfair._advice`'s
+    (the median's): ε > 10 at δ = 1e-6 by the library's own zCDP conversion.
+    """
+    msgs = [m for m in (on_public_bound(low, high, bounds, "quantile"),
+                        little_privacy(Budget.zcdp(rho))) if m]
     width = high - low
     if not localized and width > 0 and theta >= width / 3.0:  # localised grids adapt
         msgs.append(
@@ -562,10 +584,18 @@ def _release(src: Any, ps: list[float], r: float, bounds: tuple[float, float], a
              stacklevel: int = 4) -> QuantileIntervals:
     """Run the engine on a prepared source (sorted data or count queries) and package."""
     lo, hi = bounds
+    fallback: dict[str, Any] = {}
+    if loc and method == "expmech" and not localized_expmech_regular(src.n, (lo, hi)):
+        # public (n, R): stage-1 steps below 2^-1000 could give R₂ grids whose tail
+        # constant exceeds K_E, so the public-range ExpMech (its own public C) runs instead
+        loc = False
+        theta = _theta(method, (lo, hi), None)
+        fallback = {"localize_skipped": "bounds too narrow for a regular localised grid"}
     if loc:
         ends, spent, cdf, extra, thetas = _localized(src, ps, r, (lo, hi), a, method, gen)
     else:
         ends, spent, cdf, extra = _legacy(src, ps, r, (lo, hi), a, method, theta, gen)
+        extra = {**extra, **fallback}
         thetas = [theta] * len(ps)
     intervals = []
     for p, (low, high, diag), th in zip(ps, ends, thetas, strict=True):

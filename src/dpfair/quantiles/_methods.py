@@ -225,7 +225,18 @@ def expmech_quantile(
     a, b = bounds
     grid = CellGrid.for_bounds(bounds, granularity)
     mech = ExponentialMechanism.for_zcdp(rho / 2.0)
-    c = grid.tail_constant if tail_constant is None else max(tail_constant, grid.tail_constant)
+    if tail_constant is None:
+        c = grid.tail_constant
+    else:
+        # The caller's C must bound this grid's constant for EVERY range it may pass (the
+        # localised stage proves C_grid < K_E on regular ranges, _api._localized): taking
+        # max(C, C_grid) here would make the ranks depend on a data-chosen range.
+        if not grid.tail_constant <= tail_constant:
+            raise RuntimeError(
+                f"internal: tail_constant={tail_constant!r} is below the grid's "
+                f"{grid.tail_constant!r}; the public constant must bound every grid used."
+            )
+        c = float(tail_constant)
     k_low, k_high = expmech_targets(n, mech.epsilon, c, p, alpha_low, alpha_high, exact_tail)
     acct = Accountant(Budget.zcdp(rho))
     q = grid.per_theta
