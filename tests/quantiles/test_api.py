@@ -237,7 +237,9 @@ def test_regular_localised_grids_have_constant_below_128_even_when_coarsened():
 def test_narrow_public_bounds_skip_localised_expmech_with_public_constant():
     # Below the regularity step the public-range ExpMech runs: its constant is a function
     # of the public (R, θ) only, identical for data that put stage 1 anywhere.
-    bounds = (0.0, 2.0**-1010)
+    # (2^-985: narrow enough for the fallback, wide enough for the median's public
+    # minimum grid step 2^-1000, below which the release is refused)
+    bounds = (0.0, 2.0**-985)
     rng = np.random.default_rng(3)
     consts = []
     for loc in (0.1, 0.9):

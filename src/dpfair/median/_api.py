@@ -195,6 +195,10 @@ def confidence_interval(
 
 
 
+#: Smallest grid step accepted: steps near the subnormal range lose exactness (public check).
+_MIN_THETA = 2.0**-1000
+
+
 def _theta(method: str, bounds: tuple[float, float], granularity: float | None) -> float:
     """The grid step θ: the method's default fraction of |R|, or a checked ``granularity``
     (at most |R|/4, and at most 2^_MAX_DEPTH bins for the tree and search methods)."""
@@ -209,6 +213,12 @@ def _theta(method: str, bounds: tuple[float, float], granularity: float | None) 
                 f"granularity={granularity!r}: must be at most a quarter of the range width "
                 f"({width / 4.0:g}); pick a finer granularity."
             )
+    if not theta >= _MIN_THETA:
+        raise InvalidParameterError(
+            f"bounds={bounds!r}, granularity={theta:g}: the grid step is below 2^-1000, where "
+            "floating point loses the exactness the release needs (subnormal numbers); "
+            "rescale the data and the bounds (e.g. multiply both by a public power of two)."
+        )
     if method != "expmech" and grid_depth(width, theta) > _MAX_DEPTH:
         raise InvalidParameterError(
             f"granularity={theta:g}: needs more than 2^{_MAX_DEPTH} bins over the range "
