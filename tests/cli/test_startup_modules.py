@@ -109,7 +109,7 @@ def test_the_command_modules_load_nothing_heavy_at_import() -> None:
 def test_fdp_centre_setup_loads_no_scikit_learn_or_pandas(tmp_path: Path) -> None:
     # The protocol's config used to import a constant from the scikit-learn estimators;
     # setup, the site rounds and aggregate (10 of the walkthrough's 15 processes) now load
-    # neither scikit-learn nor pandas (finalize and predict still do, via FederatedModel).
+    # neither scikit-learn nor pandas (finalize and predict: the next test).
     from dpfair.fairclass.federated import generate_keypair
 
     (tmp_path / "keys").mkdir()
@@ -124,3 +124,21 @@ def test_fdp_centre_setup_loads_no_scikit_learn_or_pandas(tmp_path: Path) -> Non
     loaded = _loaded_after(_main(argv))
     assert (tmp_path / "setup.json").exists()
     assert not loaded & {"sklearn", "pandas", "pyarrow", "matplotlib", "scipy.stats"}, loaded
+
+
+def test_fdp_finalize_and_predict_read_the_released_model_without_scikit_learn() -> None:
+    # FederatedModel and the certificate's verdict live in federated/_released.py, apart
+    # from the scikit-learn estimator: reading and applying a released model is
+    # post-processing of public numbers and needs neither scikit-learn nor pandas.
+    finalize = ("from dpfair.fairclass import uncertified_message\n"
+                "from dpfair.fairclass.federated import (CENTRE, Centre, "
+                "certified_from_thresholds, load_signer, read_setup, seed_of, "
+                "uncertified_detail, write_message)")
+    predict = ("from dpfair.fairclass.federated import (FederatedModel, load_public_key, "
+               "read_message, read_site_data)\n"
+               "from dpfair.fairclass.metrics import (demographic_disparity, "
+               "equal_opportunity_difference, misclassification_error)")
+    for code in (finalize, predict):
+        loaded = _loaded_after(code)
+        assert not loaded & {"sklearn", "pandas", "pyarrow", "matplotlib"}, (code, loaded)
+

@@ -40,13 +40,13 @@ if TYPE_CHECKING:
     from dpfair.fairclass._budget import PrivacyLedger as PrivacyLedger
     from dpfair.fairclass._budget import plan_budget
     from dpfair.fairclass._certify import UncertifiedFairnessError
+    from dpfair.fairclass._certify import uncertified_message as uncertified_message
     from dpfair.fairclass._estimators import (
         CDPFairClassifier,
         FairPlugInClassifier,
         PlugInClassifier,
         PrivatePlugInClassifier,
     )
-    from dpfair.fairclass._estimators import uncertified_message as uncertified_message
     from dpfair.fairclass._model import ReleasedFold as ReleasedFold
     from dpfair.fairclass._model import bandwidth_rule
     from dpfair.fairclass._plan import CertificationPlan as CertificationPlan
@@ -83,7 +83,7 @@ _WHERE: dict[str, str] = {
     "FairPlugInClassifier": "dpfair.fairclass._estimators",
     "PlugInClassifier": "dpfair.fairclass._estimators",
     "PrivatePlugInClassifier": "dpfair.fairclass._estimators",
-    "uncertified_message": "dpfair.fairclass._estimators",  # for dpfair.cli.fdp
+    "uncertified_message": "dpfair.fairclass._certify",  # for dpfair.cli.fdp
     "ReleasedFold": "dpfair.fairclass._model",
     "bandwidth_rule": "dpfair.fairclass._model",
     "ThresholdResult": "dpfair.fairclass._threshold",

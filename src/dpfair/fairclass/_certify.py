@@ -67,6 +67,7 @@ __all__ = [
     "normal_laplace_cdf",
     "pass_probability",
     "refuse_uncertified",
+    "uncertified_message",
 ]
 
 #: Share of the per-side failure probability spent on "|L| ≤ ℓ" (the denominator noise
@@ -463,3 +464,13 @@ def refuse_uncertified(
             privacy_ledger=state.get("privacy_ledger_"),
             certificates=tuple(state.get("certificates_") or ()),
         )
+
+
+def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str:
+    """The text of :class:`~dpfair.UncertifiedFairnessWarning` (shared with the CLI)."""
+    return (
+        f"the fitted classifier is NOT certified to keep |DD| <= alpha={alpha:g} with "
+        f"probability >= {1 - fail_prob:g}{detail}: too little data or privacy budget for this "
+        "alpha. The model is fitted (certified_ is False); use more data, a larger epsilon or "
+        "alpha, and do not read alpha as a cap for this model."
+    )

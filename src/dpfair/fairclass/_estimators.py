@@ -38,7 +38,11 @@ from dpfair._rng import as_generator
 from dpfair._validation import check_positive
 from dpfair._warnings import UncertifiedFairnessWarning
 from dpfair.fairclass._budget import BudgetPlan, plan_budget
-from dpfair.fairclass._certify import check_on_uncertified, refuse_uncertified
+from dpfair.fairclass._certify import (
+    check_on_uncertified,
+    refuse_uncertified,
+    uncertified_message,
+)
 from dpfair.fairclass._linear import RADIUS_CHOICES, RADIUS_SHARE, FeatureMap
 from dpfair.fairclass._model import bandwidth_rule, row_uniforms
 from dpfair.fairclass._pipeline import ArraySource, FitSettings, Source, run_pipeline
@@ -73,16 +77,6 @@ def _check_bool(name: str, value: Any) -> bool:
 
 THRESHOLD_RULES = ("certified", "target")
 ESTIMATORS = ("auto", "kernel", "linear")
-
-
-def uncertified_message(alpha: float, fail_prob: float, detail: str = "") -> str:
-    """The text of :class:`~dpfair.UncertifiedFairnessWarning` (shared with the CLI)."""
-    return (
-        f"the fitted classifier is NOT certified to keep |DD| <= alpha={alpha:g} with "
-        f"probability >= {1 - fail_prob:g}{detail}: too little data or privacy budget for this "
-        "alpha. The model is fitted (certified_ is False); use more data, a larger epsilon or "
-        "alpha, and do not read alpha as a cap for this model."
-    )
 
 
 def _positive_field(fold: Any) -> dict[str, Any]:

@@ -37,13 +37,8 @@ if TYPE_CHECKING:
     from dpfair.fairclass.federated._centre import Centre
     from dpfair.fairclass.federated._classifier import (
         FDPFairClassifier,
-        FederatedModel,
         run_protocol,
     )
-    from dpfair.fairclass.federated._classifier import (
-        certified_from_thresholds as certified_from_thresholds,
-    )
-    from dpfair.fairclass.federated._classifier import uncertified_detail as uncertified_detail
     from dpfair.fairclass.federated._config import FDPConfig
     from dpfair.fairclass.federated._keys import Signer, generate_keypair, load_signer
     from dpfair.fairclass.federated._keys import key_fingerprint as key_fingerprint
@@ -59,6 +54,13 @@ if TYPE_CHECKING:
         write_message,
     )
     from dpfair.fairclass.federated._protocol import ProtocolConfig, SiteSpec, make_protocol
+    from dpfair.fairclass.federated._released import (
+        FederatedModel,
+    )
+    from dpfair.fairclass.federated._released import (
+        certified_from_thresholds as certified_from_thresholds,
+    )
+    from dpfair.fairclass.federated._released import uncertified_detail as uncertified_detail
     from dpfair.fairclass.federated._site import Site
     from dpfair.fairclass.federated._site import seed_of as seed_of
     from dpfair.fairclass.federated._site_budget import charge_round as charge_round
@@ -74,10 +76,10 @@ if TYPE_CHECKING:
 _WHERE: dict[str, str] = {
     "Centre": "dpfair.fairclass.federated._centre",
     "FDPFairClassifier": "dpfair.fairclass.federated._classifier",
-    "FederatedModel": "dpfair.fairclass.federated._classifier",
+    "FederatedModel": "dpfair.fairclass.federated._released",
     "run_protocol": "dpfair.fairclass.federated._classifier",
-    "certified_from_thresholds": "dpfair.fairclass.federated._classifier",
-    "uncertified_detail": "dpfair.fairclass.federated._classifier",
+    "certified_from_thresholds": "dpfair.fairclass.federated._released",
+    "uncertified_detail": "dpfair.fairclass.federated._released",
     "FDPConfig": "dpfair.fairclass.federated._config",
     "Signer": "dpfair.fairclass.federated._keys",
     "generate_keypair": "dpfair.fairclass.federated._keys",
