@@ -21,7 +21,6 @@ times another checkout's ``src`` (e.g. ``git archive 78ebd82 src | tar -x -C /tm
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -31,6 +30,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from _cli_env import add_arguments, environment
 
 ADULT_ROWS = 48_842
 
@@ -68,25 +69,9 @@ def _ages_csv(work: Path, dpfair: list[str], env: dict[str, str]) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--src", type=Path, default=None,
-                        help="a checkout's src directory to time (default: this dpfair)")
-    parser.add_argument("--no-bytecode-cache", action="store_true",
-                        help="every process compiles dpfair afresh (no .pyc)")
+    add_arguments(parser)
     args = parser.parse_args()
-    if args.src is None:
-        import dpfair
-
-        src = Path(dpfair.__file__).resolve().parents[1]
-    else:
-        src = args.src.resolve()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get(
-        "PYTHONPATH", "")]).rstrip(os.pathsep)}
-    cache = tempfile.TemporaryDirectory(prefix="dpfair-pycache-")
-    if args.no_bytecode_cache:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-    else:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = cache.name
+    env, cache, src = environment(args)  # keep `cache` alive while timing
     dpfair_cmd = [sys.executable, "-m", "dpfair.cli"]
     work = Path(tempfile.mkdtemp(prefix="dpfair-startup-"))
     ages = _ages_csv(work, dpfair_cmd, env)

@@ -23,7 +23,6 @@ environment with ``PYTHONDONTWRITEBYTECODE=1`` and no ``__pycache__`` pays).
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -31,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _cli_env import add_arguments, environment
 
 SITES = ("h1", "h2", "h3")
 
@@ -97,26 +98,10 @@ def _run_once(env: dict[str, str]) -> list[tuple[float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--src", type=Path, default=None,
-                        help="a checkout's src directory to time (default: this dpfair)")
-    parser.add_argument("--no-bytecode-cache", action="store_true",
-                        help="every process compiles dpfair afresh (no .pyc)")
+    add_arguments(parser)
     parser.add_argument("--smoke", action="store_true", help="one run, no warm-up")
     args = parser.parse_args()
-    if args.src is None:
-        import dpfair
-
-        src = Path(dpfair.__file__).resolve().parents[1]
-    else:
-        src = args.src.resolve()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get(
-        "PYTHONPATH", "")]).rstrip(os.pathsep)}
-    cache = tempfile.TemporaryDirectory(prefix="dpfair-pycache-")
-    if args.no_bytecode_cache:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-    else:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = cache.name
+    env, cache, src = environment(args)  # keep `cache` alive while timing
     runs = 1 if args.smoke else args.runs
     if not args.smoke and not args.no_bytecode_cache:
         _run_once(env)  # warm-up: fills the bytecode cache (not timed)

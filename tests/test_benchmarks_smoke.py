@@ -90,7 +90,8 @@ EXTRA: dict[str, tuple[str, Case]] = {
     "fdp_bench.py --no-cli": ("fdp_bench.py", Case(("--smoke", "--no-cli"))),
 }
 #: Python files in ``benchmarks/`` that are not scripts (imported by the workers).
-NOT_SCRIPTS = {"comparators/_common.py": "helpers shared by the workers, imported by them"}
+NOT_SCRIPTS = {"comparators/_common.py": "helpers shared by the workers, imported by them",
+               "_cli_env.py": "environment of the command-line timing benchmarks"}
 
 
 def _all_cases() -> list[object]:
