@@ -326,3 +326,26 @@ def test_attack_a_flipped_record_moves_the_eo_statistics_by_the_sensitivity(
     # the tails #{Z >= τ} (group 1) and #{Z <= τ} (group 0) move by at most 1 at every τ
     assert np.abs(np.cumsum(diff[1][::-1])).max() <= 1
     assert np.abs(np.cumsum(diff[0])).max() <= 1
+
+
+def test_equal_opportunity_data_error_charges_the_same_as_memory(data, frame, tmp_path) -> None:
+    """A fit that fails on the data after reading it (a feature outside its public box,
+    clip=False): the Session charges the planned budget on the aggregate path exactly as
+    in memory, and reports no detail of the row."""
+    bad = frame.copy()
+    bad.loc[int(np.flatnonzero(data.y == 1)[-1]), "x1"] = 5.0  # far outside the box
+    path = tmp_path / "bad.parquet"
+    bad.to_parquet(path, index=False)
+    charged = []
+    for agg in ("always", "never"):
+        s = Session(path, budget=Budget.approx(2.0, 1e-5), reproducible_seed=5)
+        with pytest.raises(Exception) as info:
+            _quiet(lambda s=s, agg=agg: s.fit_fair_classifier(
+                features=FEATURES, target="y", sensitive="a",
+                feature_bounds=data.feature_bounds, aggregate=agg, clip=False,
+                constraints="equal_opportunity", **SETTINGS))
+        assert "5.0" not in str(info.value)
+        assert len(s.records) == 1
+        charged.append((s.spent, s.records[-1].cost))
+    assert charged[0] == charged[1]
+    assert charged[0][0].epsilon == pytest.approx(SETTINGS["epsilon"])
