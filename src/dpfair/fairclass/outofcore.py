@@ -36,6 +36,13 @@ Pipeline (one fit; with ``cross_fit=True`` a second fit with the halves swapped)
    :func:`~dpfair.fairclass.private_fair_threshold` runs on the exact DD̂ step function of
    the rounded scores (:func:`~dpfair.fairclass._threshold.dd_steps_from_counts`), with the
    Laplace-noised group-1 count as public denominator, as in memory.
+3. **S2 under equal opportunity.** The score Z = (2a − 1)·p̃_{a,1}·(2 − 1/η̃_a(x)) needs
+   p̃_{a,1} = m̃_a/n_C from S2's own noisy positive-label counts, so S2 first reads the
+   (half, group, label) counts by one aggregate query
+   (:func:`~dpfair.data.fairclass_sql.half_cell_counts`) and, once m̃ is drawn, streams the
+   calibration half's rows with label 1 (one pass per S2 draw) and counts their rounded
+   scores per group (:class:`PositiveScoreHistogram`): the in-memory step function of the
+   rounded scores (``docs/proofs/equal_opportunity.md`` §4a).
 
 Privacy (unchanged; see ``docs/proofs/fairclass_cdp_fair.md`` §9)
 -----------------------------------------------------------------
@@ -502,7 +509,10 @@ def fit_cdp_fair_from_file(
     rounded to a public lattice of spacing 2/B — rounding acts on each record separately,
     so one replaced record changes one rounded score and the sensitivity 1/m̃₁ + 1/m̃₀ is
     unchanged. Rounding moves the curve horizontally by at most 1/B (2^-16 by default);
-    see the module docstring and ``docs/proofs/fairclass_cdp_fair.md`` §9.
+    see the module docstring and ``docs/proofs/fairclass_cdp_fair.md`` §9. Under
+    ``constraints="equal_opportunity"`` the positive-label counts are charged as in memory
+    and S2 streams the calibration half's positive-label rows once more per draw
+    (``docs/proofs/equal_opportunity.md`` §4a); the same seed gives the in-memory release.
 
     Examples
     --------
