@@ -349,3 +349,32 @@ def test_equal_opportunity_data_error_charges_the_same_as_memory(data, frame, tm
         charged.append((s.spent, s.records[-1].cost))
     assert charged[0] == charged[1]
     assert charged[0][0].epsilon == pytest.approx(SETTINGS["epsilon"])
+
+
+def test_dask_eo_statistics_equal_the_file_ones(data, frame, files) -> None:
+    """The Dask source's equal-opportunity aggregates (its own per-partition tasks) are the
+    file path's exact integers: the (half, group, label) counts and, at a fixed p̃, the
+    rounded-score histogram of the positive-label rows — so the attacker's bound above
+    holds for both."""
+    pytest.importorskip("dask", reason="the [dask] extra is not installed")
+    ddf = pytest.importorskip("dask.dataframe")
+    import dask
+
+    from dpfair.fairclass._split import draw_split
+    from dpfair.fairclass.outofcore import validate_request
+    from dpfair.session._dask_fair import DaskAggregates
+
+    fitted = _quiet(lambda: _estimator(data).fit(data.X, data.y, sensitive_features=data.A))
+    grid, fold = fitted.grid_, fitted.folds_[0]
+    positive = np.array([0.6, 0.1])
+    c_file, h_file, p_file = _eo_statistics(files["parquet"], data, grid, fold, positive)
+    req = validate_request(_estimator(data, constraints="equal_opportunity"),
+                           features=FEATURES, target="y", sensitive="a")
+    with dask.config.set(scheduler="synchronous"):
+        src = DaskAggregates(ddf.from_pandas(frame, npartitions=4), FEATURES, "y", "a", req)
+        split = draw_split("position", np.random.default_rng(5), src.n_rows())
+        cals, c_dask = src.opportunity_calibrations(grid, split, {1: fold})
+        h_dask = cals[1].histogram(positive)
+    np.testing.assert_array_equal(c_dask, c_file)
+    np.testing.assert_array_equal(h_dask, h_file)
+    assert cals[1].positive_counts() == p_file
