@@ -67,6 +67,24 @@ def test_equal_opportunity_reports_the_capped_gap(csvs):
     assert "test |EOD|" in table.stdout
 
 
+def test_equal_opportunity_from_aggregates(csvs):
+    """--constraints opportunity on the out-of-core path (--aggregate always; a file over
+    2^24 rows takes it under 'auto'): fitted from DuckDB aggregates, charged as in memory
+    (the positive-label counts in the ledger), the capped gap reported."""
+    res = runner.invoke(app, _args(csvs, "--constraints", "opportunity", "--aggregate",
+                                   "always", "--json"))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["aggregated"] is True and out["score_resolution"] == 2.0**-15
+    assert out["constraints"] == "equal_opportunity"
+    assert out["test_abs_eod"] is not None and 0.0 <= out["test_abs_eod"] <= 1.0
+    assert out["privacy_spent"]["epsilon"] == pytest.approx(1.0)
+    assert any("positive-label counts" in label for label in _labels(out))
+    mem = json.loads(runner.invoke(app, _args(csvs, "--constraints", "opportunity",
+                                              "--aggregate", "never", "--json")).stdout)
+    assert _labels(mem) == _labels(out)  # the same releases charged on both paths
+
+
 def test_raise_on_uncertified_exits_2_without_a_model_and_charges(csvs, tmp_path):
     ledger = tmp_path / "train.ledger"
     init = runner.invoke(app, ["ledger", "init", str(ledger), "--data",

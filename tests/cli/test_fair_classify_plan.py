@@ -56,3 +56,22 @@ def test_plan_needs_the_public_share(app, tmp_path):
     res = CliRunner().invoke(app, _args(train))
     assert res.exit_code != 0
     assert "--min-share" in res.output
+
+
+def test_plan_follows_constraints(app, tmp_path):
+    """--plan --constraints opportunity plans the equal-opportunity certificate (its share
+    is P(A = a, Y = 1)), not the demographic-parity one."""
+    train = tmp_path / "train.csv"
+    rng = np.random.default_rng(0)
+    block = np.column_stack([rng.uniform(size=(6000, 2)), rng.integers(0, 2, (6000, 2))])
+    np.savetxt(train, block, delimiter=",", header="x1,x2,y,a", comments="", fmt="%g")
+    res = CliRunner().invoke(app, _args(train, "--min-share", "0.2", "--constraints",
+                                        "opportunity", "--json"))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    want = plan_certification(6000, 1.0, 1e-7, 0.2, constraints="equal_opportunity")
+    assert out["constraints"] == "equal_opportunity"
+    assert out["margin"] == pytest.approx(want.margin)
+    assert out["margin"] > plan_certification(6000, 1.0, 1e-7, 0.2).margin
+    bad = CliRunner().invoke(app, _args(train, "--constraints", "opportunity"))
+    assert bad.exit_code != 0 and "P(A = a, Y = 1)" in bad.output

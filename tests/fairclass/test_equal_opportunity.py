@@ -12,12 +12,11 @@ import warnings
 import numpy as np
 import pytest
 
-from dpfair import InvalidDataError, InvalidParameterError, UncertifiedFairnessWarning
+from dpfair import InvalidDataError, UncertifiedFairnessWarning
 from dpfair.fairclass import (
     CDPFairClassifier,
     FairPlugInClassifier,
     equal_opportunity_difference,
-    fit_cdp_fair_from_file,
 )
 from dpfair.fairclass._budget import plan_budget
 from dpfair.fairclass._opportunity import OpportunityCalibration, s2_opportunity
@@ -156,17 +155,6 @@ def test_ledger_and_totals_under_equal_opportunity():
     assert np.array_equal(p1, p2)
     fold = clf.folds_[0]
     assert fold.positive.shape == (2,) and np.all((fold.positive > 0) & (fold.positive < 1))
-
-
-def test_out_of_core_refuses_equal_opportunity(tmp_path):
-    d = simulate(400, rng=0)
-    path = tmp_path / "d.csv"
-    rows = np.column_stack([d.X, d.y, d.A])
-    np.savetxt(path, rows, delimiter=",", header="x1,x2,y,a", comments="", fmt="%.6f")
-    clf = CDPFairClassifier(epsilon=1.0, delta=1e-6, alpha=0.1, feature_bounds=d.feature_bounds,
-                            random_state=0, constraints="equal_opportunity")
-    with pytest.raises(InvalidParameterError, match="equal_opportunity"):
-        fit_cdp_fair_from_file(path, clf, features=["x1", "x2"], target="y", sensitive="a")
 
 
 # ---------------------------------------------------------------------------- guarantee

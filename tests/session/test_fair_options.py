@@ -84,7 +84,6 @@ def test_on_uncertified_raise_charges_and_releases_no_model() -> None:
 @pytest.mark.parametrize(("kw", "match"), [
     ({"constraints": "parity"}, "constraints="),
     ({"on_uncertified": "ignore"}, "on_uncertified="),
-    ({"constraints": "equal_opportunity", "aggregate": "always"}, "aggregate='always'"),
     ({"constraints": "equal_opportunity", "aggregate": "sometimes"}, "aggregate="),
 ])
 def test_bad_options_are_refused_before_anything_is_read(kw: dict, match: str) -> None:

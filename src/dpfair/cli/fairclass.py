@@ -346,7 +346,8 @@ def fair_classify(
             "--min-share",
             help=(
                 "With --plan: a public lower bound on the smaller group's share P(A = a) "
-                "(from outside knowledge, never measured on TRAIN)."
+                "(with --constraints opportunity: P(A = a, Y = 1)), from outside "
+                "knowledge, never measured on TRAIN."
             ),
             show_default=False,
         ),
@@ -371,7 +372,7 @@ def fair_classify(
     if plan:
         with user_errors():
             _print_plan(train, epsilon, delta, alpha, fail_prob, min_group_share, cross_fit,
-                        as_json)
+                        as_json, constraints)
         return
     with user_errors():
         if aggregate not in ("auto", "always", "never"):
@@ -502,18 +503,27 @@ def fair_classify(
 
 
 def _print_plan(train: Path, epsilon: float, delta: float, alpha: float, fail_prob: float,
-                min_group_share: float | None, cross_fit: bool | None, as_json: bool) -> None:
+                min_group_share: float | None, cross_fit: bool | None, as_json: bool,
+                constraints: str = "parity") -> None:
     """``--plan``: the certification plan from TRAIN's row count (public) and the flags."""
     from dpfair.data import row_count
     from dpfair.fairclass import plan_certification
 
-    if min_group_share is None:
+    if constraints not in _CONSTRAINTS:
         raise InvalidParameterError(
-            "--plan needs --min-share: a public lower bound on the smaller group's "
-            "share P(A = a) (e.g. 0.3), from outside knowledge, not from TRAIN."
+            f"--constraints={constraints!r}: expected 'parity' or 'opportunity' (Fairlearn's "
+            "names demographic_parity and equal_opportunity work too)."
+        )
+    eo = _CONSTRAINTS[constraints] == "equal_opportunity"
+    if min_group_share is None:
+        share = "P(A = a, Y = 1) (e.g. 0.1)" if eo else "P(A = a) (e.g. 0.3)"
+        raise InvalidParameterError(
+            f"--plan needs --min-share: a public lower bound on the smaller group's "
+            f"share {share}, from outside knowledge, not from TRAIN."
         )
     n = row_count(train)  # public under replace-one neighbours
     result = plan_certification(n, epsilon, delta, min_group_share, fail_prob,
+                                constraints=_CONSTRAINTS[constraints],
                                 cross_fit=bool(cross_fit))
     p_alpha = result.certification_probability(alpha)
     payload = {**result.to_dict(), "alpha": alpha, "certification_probability": p_alpha}

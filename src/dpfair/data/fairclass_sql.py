@@ -17,8 +17,10 @@ knows a classifier. It returns plain arrays and :class:`GridAggregate`.
 * :func:`kernel_grid_weights` — the exact integer linear-binning weights of the rows
   per (group, label) on a public grid, in one streaming GROUP BY (module docstring of
   :mod:`dpfair.fairclass.aggregate` for exactness and privacy);
-* :func:`stream_batches` — the used columns of the rows of some halves in Arrow record
-  batches (memory O(batch)).
+* :func:`stream_batches` — the used columns of the rows of some halves (optionally the
+  positive-label rows only) in Arrow record batches (memory O(batch));
+* :func:`half_cell_counts` — rows per (half, group, label) in one aggregate query (the
+  positive-label counts of equal opportunity's S2).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "count_rows",
     "file_order_parquet",
     "group_label_counts",
+    "half_cell_counts",
     "kernel_grid_weights",
     "literal",
     "position_half_sizes",
@@ -209,14 +212,20 @@ def stream_batches(
     only_half: int | None,
     batch_size: int,
     name: str,
+    positive_of: str | None = None,
 ) -> Iterator[tuple[NDArray[np.float64], NDArray[np.intp]]]:
     """Arrow record batches of ``columns`` (as float64, shape (rows, k)) with each row's
-    half (``half_sql`` of ``file_row_number``); ``only_half`` keeps the rows of one half.
+    half (``half_sql`` of ``file_row_number``); ``only_half`` keeps the rows of one half,
+    ``positive_of`` (a label column) only the rows whose label is 1 (equal opportunity's
+    calibration rows). Row positions are those of the whole file either way.
 
     Memory O(batch). A DuckDB error is an :class:`InvalidDataError` naming the file.
     """
     cols = ", ".join(f"CAST({_quote(c)} AS DOUBLE)" for c in columns)
-    where = "" if only_half is None else f"WHERE {half_sql} = {int(only_half)}"
+    conditions = [] if only_half is None else [f"{half_sql} = {int(only_half)}"]
+    if positive_of is not None:
+        conditions.append(f"CAST({_quote(positive_of)} AS DOUBLE) = 1")
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
     source = scan_sql(pq, "parquet", file_row_number=True)
     sql = f"SELECT {cols}, {half_sql} AS half FROM {source} {where}"
     k = len(columns)
@@ -262,6 +271,44 @@ def group_label_counts(
     except duckdb.Error as exc:
         raise InvalidDataError(f"'{name}': could not be read ({_first_line(exc)}).") from None
     return [(int(h), a, int(c), lo, hi) for h, a, c, lo, hi in rows]
+
+def half_cell_counts(
+    con: duckdb.DuckDBPyConnection,
+    pq: Path,
+    *,
+    half_sql: str,
+    target: str,
+    sensitive: str,
+    only_half: int | None,
+    name: str,
+) -> NDArray[np.int64]:
+    """Rows per (half, group, label) of the Parquet file ``pq`` in one aggregate query
+    (``only_half``: of that half only; the other half's counts are 0).
+
+    The positive-label counts n_{a,1} of a calibration half are entries [h, a, 1]: inputs
+    of a mechanism (equal opportunity's S2 counts), never to be published as such. A group
+    or label that is not 0/1 (NULL included) is an :class:`InvalidDataError` naming the
+    columns; a DuckDB error one naming the file.
+    """
+    s, t = _quote(sensitive), _quote(target)
+    where = "" if only_half is None else f"WHERE {half_sql} = {int(only_half)}"
+    try:
+        rows = con.execute(
+            f"SELECT {half_sql} AS h, CAST({s} AS DOUBLE) AS a, CAST({t} AS DOUBLE) AS y, "
+            f"count(*) FROM {scan_sql(pq, 'parquet', file_row_number=True)} {where} "
+            "GROUP BY ALL"
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise InvalidDataError(f"'{name}': could not be read ({_first_line(exc)}).") from None
+    out = np.zeros((2, 2, 2), dtype=np.int64)
+    for h, a, y, c in rows:
+        if a not in (0.0, 1.0) or y not in (0.0, 1.0):
+            raise InvalidDataError(
+                f"'{name}': {target!r} and {sensitive!r} must be 0/1 without missing values."
+            )
+        out[int(h), int(a), int(y)] += int(c)
+    return out
+
 
 class HalfSql(Protocol):
     """A position split as SQL: the half (0/1) of the row at ``position``."""

@@ -645,7 +645,7 @@ class CDPFairClassifier(_PlugInBase):
         true-positive-rate difference P(Ŷ=1 | A=1, Y=1) − P(Ŷ=1 | A=0, Y=1). Equal
         opportunity uses a private TPR-difference curve on the calibration half (two
         private positive-label counts, same budget; ``docs/proofs/equal_opportunity.md``);
-        in memory only.
+        in memory and out of core (``fit_cdp_fair_from_file``, a Session, Dask).
     on_uncertified : {"warn", "raise"}, default="warn"
         A failed certificate: ``"warn"`` returns the model (``certified_`` False) with
         :class:`dpfair.UncertifiedFairnessWarning`; ``"raise"`` returns nothing and raises

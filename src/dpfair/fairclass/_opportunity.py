@@ -29,6 +29,7 @@ S2 is (ε_c + ε_e + ε_k)-DP, the same total as under demographic parity.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,7 +54,7 @@ from dpfair.fairclass._threshold import (
     threshold_law_from_steps,
 )
 
-__all__ = ["OpportunityCalibration", "s2_opportunity"]
+__all__ = ["OpportunityCalibration", "OpportunityInput", "s2_opportunity"]
 
 #: r < 1 always (one lattice step below 1), so clipping the score to [−1, 1] never
 #: changes a decision at a τ the mechanism can draw.
@@ -100,8 +101,32 @@ class OpportunityCalibration:
         return dd_steps(z[self.groups == 1], z[self.groups == 0])
 
 
+class OpportunityInput(Protocol):
+    """The calibration half as S2 under equal opportunity reads it: the rows in memory
+    (:class:`OpportunityCalibration`) or a file/cluster source streaming the lattice-rounded
+    scores of its positive-label rows once p̃ is released
+    (:class:`dpfair.fairclass.outofcore.PositiveScoreHistogram`)."""
+
+    @property
+    def n_cal(self) -> int:
+        """Rows of the calibration half, all labels (public)."""
+        ...
+
+    def positive_counts(self) -> tuple[int, int]:
+        """(n_{1,1}, n_{0,1}) (private)."""
+        ...
+
+    def steps(self, m1: float, m0: float) -> DDSteps:
+        """EOD̂ of the lattice-rounded scores with p̃_{a,1} = m̃_a/n_C, denominators m̃_a."""
+        ...
+
+    def exact_steps(self) -> DDSteps:
+        """EOD̂ with the true positive counts (non-private use only)."""
+        ...
+
+
 def s2_opportunity(
-    cal: OpportunityCalibration,
+    cal: OpportunityInput,
     entry: tuple[float, float],
     plan: BudgetPlan | None,
     rng: np.random.Generator,

@@ -11,7 +11,14 @@ statistics, exactly as the privacy proof does (``docs/proofs/fairclass_cdp_fair.
 * S2: per calibration half, the calibration scores Z computed from the *released* S1 fold,
   either raw (:class:`CalibrationScores`, in memory) or counted on the public score lattice
   (:class:`~dpfair.fairclass._threshold.ScoreHistogram`, out of core)
-  (:meth:`Source.score_histograms`).
+  (:meth:`Source.score_histograms`);
+* S2 under equal opportunity: per calibration half, its (half, group, label) counts and
+  its positive-label rows, whose score needs p̃_{a,1} = m̃_a/n_C from S2's own noisy counts
+  — so the source hands S2 an object that scores those rows once m̃ is drawn: their η̃ in
+  memory (:class:`~dpfair.fairclass._opportunity.OpportunityCalibration`), or one streamed
+  pass counting the lattice-rounded scores
+  (:class:`~dpfair.fairclass.outofcore.PositiveScoreHistogram`, out of core)
+  (:meth:`Source.opportunity_calibrations`).
 
 The linear group score (objective perturbation, ``_linear.py``) needs the training rows
 themselves: only a source with :meth:`ArraySource.rows` (arrays in memory) offers it.
@@ -69,7 +76,11 @@ from dpfair.fairclass._model import (
     make_grid,
     release_s1_from_weights,
 )
-from dpfair.fairclass._opportunity import OpportunityCalibration, s2_opportunity
+from dpfair.fairclass._opportunity import (
+    OpportunityCalibration,
+    OpportunityInput,
+    s2_opportunity,
+)
 from dpfair.fairclass._rule import OpportunityFold
 from dpfair.fairclass._split import HALF_LABELS, Split, draw_split
 from dpfair.fairclass._threshold import (
@@ -158,6 +169,19 @@ def fold_scores(
     return fold.scores(grid, U, A)
 
 
+def fold_eta(
+    fold: AnyFold, grid: KroneckerGaussianGrid | None, U: NDArray[np.float64],
+    A: NDArray[np.int8],
+) -> NDArray[np.float64]:
+    """η̃_{A_i}(U_i) of rows under a released fold (post-processing; the equal-opportunity
+    score is formed from it once p̃ is released)."""
+    if isinstance(fold, ReleasedFold):
+        if grid is None:
+            raise InvalidParameterError("a kernel fold needs its public grid.")
+        return np.asarray(fold.eta_at(grid, U, A), dtype=np.float64)
+    return np.asarray(fold.eta_at(grid, U, A), dtype=np.float64)
+
+
 class Source(Protocol):
     """Where the rows of a CDP-Fair fit live; read only through aggregates.
 
@@ -191,6 +215,13 @@ class Source(Protocol):
     ) -> tuple[dict[int, Calibration], NDArray[np.int64]]:
         """Per calibration half in ``folds``: its scores under that fold; and the
         (half, group, label) row counts of the streamed halves."""
+        ...
+
+    def opportunity_calibrations(
+        self, grid: KroneckerGaussianGrid | None, split: Split, folds: dict[int, AnyFold]
+    ) -> tuple[dict[int, OpportunityInput], NDArray[np.int64]]:
+        """Per calibration half in ``folds``: its positive-label rows as S2 under equal
+        opportunity reads them; and the (half, group, label) row counts of those halves."""
         ...
 
     def fitted_extras(self, n: int, half_sizes: tuple[int, int]) -> dict[str, Any]:
@@ -255,6 +286,19 @@ class ArraySource:
             U, A, y = self.rows(split, h)
             out[h] = CalibrationScores(fold_scores(fold, grid, U, A), A)
             np.add.at(counts, (np.full(A.size, h), A.astype(np.intp), y.astype(np.intp)), 1)
+        return out, counts
+
+    def opportunity_calibrations(
+        self, grid: KroneckerGaussianGrid | None, split: Split, folds: dict[int, AnyFold]
+    ) -> tuple[dict[int, OpportunityInput], NDArray[np.int64]]:
+        out: dict[int, OpportunityInput] = {}
+        counts = np.zeros((2, 2, 2), dtype=np.int64)
+        for h, fold in folds.items():
+            U, A, y = self.rows(split, h)
+            np.add.at(counts, (np.full(A.size, h), A.astype(np.intp), y.astype(np.intp)), 1)
+            pos = y == 1
+            out[h] = OpportunityCalibration(fold_eta(fold, grid, U[pos], A[pos]), A[pos],
+                                            int(y.size))
         return out, counts
 
     def fitted_extras(self, n: int, half_sizes: tuple[int, int]) -> dict[str, Any]:
@@ -441,12 +485,6 @@ def run_pipeline(
     plan, pairs = settings.plan, settings.pairs
     labels = [(HALF_LABELS[tr], HALF_LABELS[cal]) for tr, cal in pairs]
     opportunity = settings.constraints == "equal_opportunity"
-    if opportunity and not isinstance(source, ArraySource):
-        raise InvalidParameterError(
-            f"constraints='equal_opportunity': S2 needs the calibration rows' labels in "
-            f"memory; {name} is read through aggregates. Fit in memory, or use "
-            "constraints='demographic_parity'."
-        )
 
     # Public S1 set-up: the grid (kernel) or the logistic plan (linear).
     grid: KroneckerGaussianGrid | None = None
@@ -519,9 +557,13 @@ def run_pipeline(
 
     # S2 input: one pass over the calibration half (or both halves when cross-fit).
     cals: dict[int, Calibration] = {}
+    eo_cals: dict[int, OpportunityInput] = {}
     if any(entry is not None for entry in alphas):
         pre = {cal: fold for fold, (_tr, cal) in zip(s1, pairs, strict=True)}
-        cals, streamed = source.score_histograms(grid, split, pre)
+        if opportunity:
+            eo_cals, streamed = source.opportunity_calibrations(grid, split, pre)
+        else:
+            cals, streamed = source.score_histograms(grid, split, pre)
         for _tr, cal in pairs:
             if settings.cross_fit:
                 if not np.array_equal(streamed[cal], counts[cal]):
@@ -533,17 +575,6 @@ def run_pipeline(
         if int(counts[pairs[0][1]].sum()) != sizes[pairs[0][1]]:
             raise InvalidDataError(f"'{name}': the data changed while they were being read.")
         check_counts(counts)
-    eo_cals: dict[int, OpportunityCalibration] = {}
-    if opportunity and any(entry is not None for entry in alphas):
-        assert isinstance(source, ArraySource)
-        for fold, (_tr, cal) in zip(s1, pairs, strict=True):
-            Uc, Ac, yc = source.rows(split, cal)
-            pos = yc == 1
-            eo_cals[cal] = OpportunityCalibration(
-                np.asarray(fold.eta_at(grid, Uc[pos], Ac[pos]),  # type: ignore[arg-type]
-                           dtype=np.float64), Ac[pos],
-                int(yc.size),
-            )
 
     # S2 on each calibration half, once per alpha.
     beta = settings.fail_prob if plan is not None else None

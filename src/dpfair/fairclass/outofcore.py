@@ -36,6 +36,13 @@ Pipeline (one fit; with ``cross_fit=True`` a second fit with the halves swapped)
    :func:`~dpfair.fairclass.private_fair_threshold` runs on the exact DD̂ step function of
    the rounded scores (:func:`~dpfair.fairclass._threshold.dd_steps_from_counts`), with the
    Laplace-noised group-1 count as public denominator, as in memory.
+3. **S2 under equal opportunity.** The score Z = (2a − 1)·p̃_{a,1}·(2 − 1/η̃_a(x)) needs
+   p̃_{a,1} = m̃_a/n_C from S2's own noisy positive-label counts, so S2 first reads the
+   (half, group, label) counts by one aggregate query
+   (:func:`~dpfair.data.fairclass_sql.half_cell_counts`) and, once m̃ is drawn, streams the
+   calibration half's rows with label 1 (one pass per S2 draw) and counts their rounded
+   scores per group (:class:`PositiveScoreHistogram`): the in-memory step function of the
+   rounded scores (``docs/proofs/equal_opportunity.md`` §4a).
 
 Privacy (unchanged; see ``docs/proofs/fairclass_cdp_fair.md`` §9)
 -----------------------------------------------------------------
@@ -81,7 +88,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,7 +99,7 @@ from numpy.typing import NDArray
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair.data.fairclass_sql import as_parquet as _as_parquet
 from dpfair.data.fairclass_sql import connect as _connect
-from dpfair.data.fairclass_sql import count_rows, stream_batches
+from dpfair.data.fairclass_sql import count_rows, half_cell_counts, stream_batches
 from dpfair.data.fairclass_sql import literal as _lit  # noqa: F401  (FDP file site)
 from dpfair.data.sql import quote as _quote  # noqa: F401  (FDP file site)
 from dpfair.fairclass._estimators import (
@@ -100,9 +107,17 @@ from dpfair.fairclass._estimators import (
     fit_from_source,
     prepare_out_of_core,
 )
-from dpfair.fairclass._pipeline import AnyFold, Calibration, FitSettings, fold_scores
+from dpfair.fairclass._opportunity import OpportunityInput
+from dpfair.fairclass._pipeline import (
+    AnyFold,
+    Calibration,
+    FitSettings,
+    fold_eta,
+    fold_scores,
+)
+from dpfair.fairclass._rule import opportunity_scores
 from dpfair.fairclass._split import PositionSplit, Split
-from dpfair.fairclass._threshold import ScoreHistogram
+from dpfair.fairclass._threshold import DDSteps, ScoreHistogram, dd_steps_from_counts
 from dpfair.fairclass.aggregate import GridAggregate, kernel_grid_weights
 from dpfair.mechanisms import KroneckerGaussianGrid
 
@@ -111,8 +126,9 @@ from dpfair.mechanisms import KroneckerGaussianGrid
 if TYPE_CHECKING:  # the connection is opened and used by dpfair.data.fairclass_sql
     import duckdb
 
-__all__ = ["AnyFold", "Calibration", "FitRequest", "OutOfCoreFit", "ScoreHistogram", "Split",
-           "fit_cdp_fair_from_file", "fit_from_source", "validate_request"]
+__all__ = ["AnyFold", "Calibration", "FitRequest", "OpportunityInput", "OutOfCoreFit",
+           "PositiveScoreHistogram", "ScoreHistogram", "Split", "fit_cdp_fair_from_file",
+           "fit_from_source", "positive_score_counts", "validate_request"]
 
 @dataclass(frozen=True)
 class OutOfCoreFit:
@@ -217,6 +233,81 @@ def score_rows(
             hist[h][a] += np.bincount(k[a_sel == a], minlength=req.bins + 1)
 
 
+def positive_score_counts(
+    req: FitRequest,
+    grid: KroneckerGaussianGrid | None,
+    fold: AnyFold,
+    positive: NDArray[np.float64],
+    U: NDArray[np.float64],
+    A: NDArray[np.int8],
+) -> NDArray[np.int64]:
+    """(2, B + 1) counts of the lattice-rounded equal-opportunity scores of validated
+    positive-label rows (unit-box U, group A) under ``fold`` and the released
+    p̃ = ``positive`` = (p̃_{0,1}, p̃_{1,1}): row by row, so counts of a partition of the rows
+    add up (the in-memory :class:`~dpfair.fairclass._opportunity.OpportunityCalibration`
+    rounds the same per-row scores)."""
+    k = ScoreHistogram.round_scores(opportunity_scores(fold_eta(fold, grid, U, A), A, positive),
+                                    req.bins)
+    return np.stack([np.bincount(k[A == a], minlength=req.bins + 1) for a in (0, 1)])
+
+
+@dataclass(frozen=True, eq=False)
+class PositiveScoreHistogram:
+    """A calibration half held out of core, as S2 under equal opportunity reads it.
+
+    The score of a positive-label row, Z = (2a − 1)·p̃_{a,1}·(2 − 1/η̃_a(x)), needs the
+    p̃_{a,1} = m̃_a/n_C that S2 releases from its own noisy counts, so the histogram of the
+    lattice-rounded scores cannot be counted before S2 runs: :meth:`steps` counts it — one
+    streaming pass over that half's positive-label rows (``histogram``) — once m̃ is
+    drawn. Its step function is that of the in-memory
+    :class:`~dpfair.fairclass._opportunity.OpportunityCalibration` (same per-row scores,
+    same rounding, :func:`~dpfair.fairclass._threshold.dd_steps_from_counts`).
+
+    Privacy: given (η̃, m̃) each record lands in at most one bin of one group's histogram
+    (none when its label is 0), so a replaced record moves each tail count by at most 1:
+    the sensitivity 1/m̃₁ + 1/m̃₀ of ``docs/proofs/equal_opportunity.md`` §2.
+
+    Attributes
+    ----------
+    n_cal : int
+        Rows of the calibration half, all labels (public).
+    counts : (int, int)
+        (n_{1,1}, n_{0,1}) from the aggregate query (private; the noisy counts' input).
+    bins : int
+        B of the score lattice.
+    histogram : callable
+        p̃ (shape (2,)) → (2, B + 1) counts of the rounded scores, group 0 then 1.
+    name : str
+        The source, for error messages.
+    """
+
+    n_cal: int
+    counts: tuple[int, int]
+    bins: int
+    histogram: Callable[[NDArray[np.float64]], NDArray[np.int64]]
+    name: str
+
+    def positive_counts(self) -> tuple[int, int]:
+        """(n_{1,1}, n_{0,1}): positive-label rows of groups 1 and 0 (private)."""
+        return self.counts
+
+    def _steps(self, positive: NDArray[np.float64], m1: float | None,
+               m0: float | None) -> DDSteps:
+        hist = ScoreHistogram(self.bins, np.asarray(self.histogram(positive), dtype=np.int64))
+        if (int(hist.counts[1].sum()), int(hist.counts[0].sum())) != self.counts:
+            raise InvalidDataError(f"'{self.name}': the data changed while they were being read.")
+        return dd_steps_from_counts(hist.values, hist.counts[1], hist.counts[0], m1, m0)
+
+    def steps(self, m1: float, m0: float) -> DDSteps:
+        """EOD̂ of the rounded scores with p̃_{a,1} = m̃_a/n_C and denominators m̃₁, m̃₀."""
+        return self._steps(np.array([m0 / self.n_cal, m1 / self.n_cal]), m1, m0)
+
+    def exact_steps(self) -> DDSteps:
+        """EOD̂ with the true positive counts (non-private use only; rounded scores)."""
+        n1, n0 = self.counts
+        return self._steps(np.array([n0 / self.n_cal, n1 / self.n_cal]), None, None)
+
+
 def _position_split(split: Split) -> PositionSplit:
     if not isinstance(split, PositionSplit):
         raise InvalidParameterError(
@@ -269,23 +360,66 @@ class _ParquetAggregates:
             batch_size=self.batch_size, name=name,
         )
         for arr, half in batches:
-            # Defensive: the S1 pass has already validated every row of the file.
-            if not np.all(np.isfinite(arr)):
-                raise InvalidDataError(f"'{name}': NULL/NaN/infinite values in the columns used.")
-            a_col, y_col = arr[:, d], arr[:, d + 1]
-            if not np.all(((a_col == 0) | (a_col == 1)) & ((y_col == 0) | (y_col == 1))):
-                raise InvalidDataError(
-                    f"'{name}': {req.target!r} and {req.sensitive!r} must be 0/1."
-                )
-            U = (arr[:, :d] - req.lows) / (req.highs - req.lows)
-            if req.clip:
-                U = np.clip(U, 0.0, 1.0)
-            elif np.any((U < 0.0) | (U > 1.0)):
-                raise InvalidDataError(f"'{name}': a feature lies outside its public bounds.")
-            A = a_col.astype(np.int8)
-            np.add.at(counts, (half, A.astype(np.intp), y_col.astype(np.intp)), 1)
+            U, A = self._validated(arr)
+            np.add.at(counts, (half, A.astype(np.intp), arr[:, d + 1].astype(np.intp)), 1)
             score_rows(req, grid, folds, U, A, half, hist)
         return {h: ScoreHistogram(req.bins, c) for h, c in hist.items()}, counts
+
+    def opportunity_calibrations(
+        self, grid: KroneckerGaussianGrid | None, split: Split, folds: dict[int, AnyFold],
+    ) -> tuple[dict[int, OpportunityInput], NDArray[np.int64]]:
+        """One aggregate query for the (half, group, label) counts of the calibration
+        halves; per half a :class:`PositiveScoreHistogram` that streams its positive-label
+        rows once S2 has drawn m̃."""
+        req, pos = self.req, _position_split(split)
+        only = None if len(folds) == 2 else next(iter(folds))
+        counts = half_cell_counts(self.con, self.pq, half_sql=pos.sql("file_row_number"),
+                                  target=req.target, sensitive=req.sensitive, only_half=only,
+                                  name=self.name)
+        out: dict[int, OpportunityInput] = {}
+        for h, fold in folds.items():
+            def histogram(positive: NDArray[np.float64], h: int = h,
+                          fold: AnyFold = fold) -> NDArray[np.int64]:
+                return self._positive_histogram(grid, pos, h, fold, positive)
+
+            out[h] = PositiveScoreHistogram(
+                int(counts[h].sum()), (int(counts[h, 1, 1]), int(counts[h, 0, 1])), req.bins,
+                histogram, self.name,
+            )
+        return out, counts
+
+    def _positive_histogram(self, grid: KroneckerGaussianGrid | None, split: PositionSplit,
+                            half: int, fold: AnyFold,
+                            positive: NDArray[np.float64]) -> NDArray[np.int64]:
+        """One streaming pass over the positive-label rows of ``half``."""
+        hist = np.zeros((2, self.req.bins + 1), dtype=np.int64)
+        batches = stream_batches(
+            self.con, self.pq, [*self.req.names, self.req.sensitive],
+            half_sql=split.sql("file_row_number"), only_half=half,
+            batch_size=self.batch_size, name=self.name, positive_of=self.req.target,
+        )
+        for arr, _half in batches:
+            U, A = self._validated(arr, with_label=False)
+            hist += positive_score_counts(self.req, grid, fold, positive, U, A)
+        return hist
+
+    def _validated(self, arr: NDArray[np.float64], *, with_label: bool = True
+                   ) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
+        """(unit-box U, group A) of one batch (features, group[, label]), validated.
+
+        Defensive: the S1 pass has already validated every row of the file."""
+        req, name, d = self.req, self.name, len(self.req.names)
+        if not np.all(np.isfinite(arr)):
+            raise InvalidDataError(f"'{name}': NULL/NaN/infinite values in the columns used.")
+        binary = arr[:, d:] if with_label else arr[:, d : d + 1]
+        if not np.all((binary == 0) | (binary == 1)):
+            raise InvalidDataError(f"'{name}': {req.target!r} and {req.sensitive!r} must be 0/1.")
+        U = (arr[:, :d] - req.lows) / (req.highs - req.lows)
+        if req.clip:
+            U = np.clip(U, 0.0, 1.0)
+        elif np.any((U < 0.0) | (U > 1.0)):
+            raise InvalidDataError(f"'{name}': a feature lies outside its public bounds.")
+        return U, arr[:, d].astype(np.int8)
 
     def fitted_extras(self, n: int, half_sizes: tuple[int, int]) -> dict[str, Any]:
         return {"outofcore_": OutOfCoreFit(str(self.path), n, half_sizes, self.req.bins,
@@ -375,7 +509,10 @@ def fit_cdp_fair_from_file(
     rounded to a public lattice of spacing 2/B — rounding acts on each record separately,
     so one replaced record changes one rounded score and the sensitivity 1/m̃₁ + 1/m̃₀ is
     unchanged. Rounding moves the curve horizontally by at most 1/B (2^-16 by default);
-    see the module docstring and ``docs/proofs/fairclass_cdp_fair.md`` §9.
+    see the module docstring and ``docs/proofs/fairclass_cdp_fair.md`` §9. Under
+    ``constraints="equal_opportunity"`` the positive-label counts are charged as in memory
+    and S2 streams the calibration half's positive-label rows once more per draw
+    (``docs/proofs/equal_opportunity.md`` §4a); the same seed gives the in-memory release.
 
     Examples
     --------

@@ -11,6 +11,10 @@ tree on the cluster:
   kernel grid (``4 · grid.size`` numbers) and the (group, label) counts;
 * S2 — per calibration half and group, the histogram of the calibration scores rounded to
   the public lattice (``2 · (B + 1)`` counters), computed from the *released* S1 fold.
+  Under ``constraints="equal_opportunity"``: the (half, group, label) counts of the
+  calibration half, then — once S2 has drawn the noisy positive-label counts m̃ and so
+  p̃_{a,1} = m̃_a/n_C — the histogram of the rounded scores of its positive-label rows
+  (one more pass per S2 draw, :class:`~dpfair.fairclass.outofcore.PositiveScoreHistogram`).
 
 Only these aggregates (and the partition lengths, to number the rows) come back to the
 session; no row does. Rows are numbered by their position in the DataFrame (partition
@@ -42,10 +46,13 @@ from dpfair.fairclass.outofcore import (
     AnyFold,
     Calibration,
     FitRequest,
+    OpportunityInput,
     OutOfCoreFit,
+    PositiveScoreHistogram,
     ScoreHistogram,
     Split,
     fit_from_source,
+    positive_score_counts,
     score_rows,
     validate_request,
 )
@@ -125,6 +132,29 @@ def _scores_task(part: Any, offset: int, names: Sequence[Hashable], target: Hash
     return hist, counts, problems
 
 
+def _cells_task(part: Any, offset: int, names: Sequence[Hashable], target: Hashable,
+                sensitive: Hashable, req: FitRequest, split: Split,
+                halves: tuple[int, ...]) -> tuple[Any, ...]:
+    """Rows per (half, group, label) of the validated rows of ``halves``."""
+    _U, a, y, problems, ok = _rows(part, names, target, sensitive, req)
+    half = split.labels(offset, len(part))
+    keep = ok & np.isin(half, halves)
+    counts = np.zeros((2, 2, 2), dtype=np.int64)
+    np.add.at(counts, (half[keep], a[keep].astype(np.intp), y[keep].astype(np.intp)), 1)
+    return counts, problems
+
+
+def _positive_scores_task(part: Any, offset: int, names: Sequence[Hashable],
+                          target: Hashable, sensitive: Hashable, req: FitRequest,
+                          grid: KroneckerGaussianGrid | None, split: Split, half: int,
+                          fold: AnyFold, positive: NDArray[np.float64]) -> tuple[Any, ...]:
+    """Rounded equal-opportunity scores of the positive-label rows of ``half``."""
+    U, a, y, problems, ok = _rows(part, names, target, sensitive, req)
+    keep = ok & (split.labels(offset, len(part)) == half) & (y == 1)
+    hist = positive_score_counts(req, grid, fold, positive, U[keep], a[keep].astype(np.int8))
+    return hist, problems
+
+
 def _raise_problems(name: str, problems: dict[str, int], req: FitRequest) -> None:
     parts = []
     if problems["missing"]:
@@ -194,6 +224,30 @@ class DaskAggregates:
         hist, counts, problems = self._run(_scores_task, grid, split, folds)
         _raise_problems(self.name, problems, self.req)
         return {h: ScoreHistogram(self.req.bins, c) for h, c in hist.items()}, counts
+
+    def opportunity_calibrations(
+        self, grid: KroneckerGaussianGrid | None, split: Split,
+        folds: dict[int, AnyFold],
+    ) -> tuple[dict[int, OpportunityInput], NDArray[np.int64]]:
+        """The (half, group, label) counts of the calibration halves (one pass on the
+        cluster); per half a :class:`PositiveScoreHistogram` whose scores are counted on
+        the cluster once S2 has drawn m̃ (one more pass)."""
+        counts, problems = self._run(_cells_task, split, tuple(folds))
+        _raise_problems(self.name, problems, self.req)
+        out: dict[int, OpportunityInput] = {}
+        for h, fold in folds.items():
+            def histogram(positive: NDArray[np.float64], h: int = h,
+                          fold: AnyFold = fold) -> NDArray[np.int64]:
+                hist, problems = self._run(_positive_scores_task, grid, split, h, fold,
+                                           positive)
+                _raise_problems(self.name, problems, self.req)
+                return np.asarray(hist, dtype=np.int64)
+
+            out[h] = PositiveScoreHistogram(
+                int(counts[h].sum()), (int(counts[h, 1, 1]), int(counts[h, 0, 1])),
+                self.req.bins, histogram, self.name,
+            )
+        return out, counts
 
 
 def fit_cdp_fair_from_dask(

@@ -823,10 +823,10 @@ class Session:
             ``cross_fit_budget``, ``s1_share``, ``count_share``, ``threshold_count_share``,
             ``threshold_rule``, ``fail_prob``, ``check_share``, ``estimator``,
             ``categories``, ``grid_resolution``, ``max_grid_nodes``, ``constraints``,
-            ``on_uncertified``, ``radius``). ``constraints="equal_opportunity"`` needs the labels of
-            the calibration rows in memory: with it ``aggregate="auto"`` reads the
-            columns into memory, and ``aggregate="always"`` (or a Dask DataFrame without
-            ``aggregate="never"``) is refused before anything is read or charged.
+            ``on_uncertified``, ``radius``). ``constraints="equal_opportunity"`` works on
+            every path: from aggregates it adds, per S2 draw, one pass over the
+            calibration half's positive-label rows (the score needs S2's released
+            p̃_{a,1}); the same seed gives the in-memory release.
 
         Notes
         -----
@@ -868,15 +868,7 @@ class Session:
                 "model, certified_ False, and warn) or 'raise' (return nothing; the budget "
                 "is still charged)."
             )
-        opportunity = constraints == "equal_opportunity"
-        if opportunity and (_check_aggregate(aggregate) == "always" or (
-                self._source.kind == "dask" and aggregate != "never")):
-            raise InvalidParameterError(
-                f"constraints='equal_opportunity' with aggregate={aggregate!r}: S2 needs the "
-                "calibration rows' labels in memory, which an aggregate fit does not have; "
-                "pass aggregate='never' (the columns are read into memory) or "
-                "constraints='demographic_parity'. Nothing was read or charged."
-            )
+        agg = _check_aggregate(aggregate)  # before anything is read or charged
         if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
             raise InvalidParameterError(
                 f"features={features!r}: expected a list of column names."
@@ -899,9 +891,6 @@ class Session:
                                              "threshold_count_share") if k in options}
         planned = plan_budget(eps, dl, cross_fit=bool(cross_fit), has_s2=True,
                               constraints=constraints, **plan_opts).limit
-        # equal opportunity is fitted in memory (docstring); the check above refused
-        # the explicit aggregate requests
-        agg = "never" if opportunity else _check_aggregate(aggregate)
         source = self._source
         gen = self._random_source()
         used: list[bool] = []

@@ -82,13 +82,22 @@ def test_config_and_setup_carry_the_constraint_signed():
         _setup(constraints="parity")
 
 
-def test_file_site_refuses_equal_opportunity(tmp_path):
+def test_file_site_runs_equal_opportunity_as_the_in_memory_site(tmp_path):
+    """The out-of-core FileSite no longer refuses equal opportunity: its round 2 counts
+    the positive-label rows (message equality: tests/fairclass/federated/test_filesite.py)."""
     from dpfair.fairclass.federated._filesite import FileSite
 
-    cfg = _setup(S=1, n=200)
-    with pytest.raises(InvalidParameterError, match="positive-label rows"):
-        FileSite("site-1", tmp_path / "x.csv", features=["x1", "x2"], target="y",
-                 sensitive="a", config=cfg)
+    cfg = _setup(S=1, n=600)
+    d = simulate(600, rng=8)
+    np.savetxt(tmp_path / "x.csv", np.column_stack([d.X, d.A, d.y]), delimiter=",",
+               header="x1,x2,a,y", comments="", fmt="%.17g")
+    with FileSite("site-1", tmp_path / "x.csv", features=["x1", "x2"], target="y",
+                  sensitive="a", config=cfg, random_state=1) as fs:
+        model = Centre(cfg, random_state=0).aggregate([fs.round1()])
+        r2 = fs.round2(model)
+    mem = Site("site-1", d.X, d.y, d.A, config=cfg, random_state=1)
+    mem.round1()
+    np.testing.assert_array_equal(r2.array("trees"), mem.round2(model).array("trees"))
 
 
 # ---------------------------------------------------------------------------- p̃
@@ -379,12 +388,17 @@ def test_cli_equal_opportunity_end_to_end(tmp_path):
                 "--sensitive", "a", "--state", f"{sid}/state.json", "--out",
                 f"{sid}.r{k}.json"]
 
+    # h1 streams its file out of core (FileSite: round 2 counts the positive-label rows
+    # from the streamed batches), h2 loads it; round 2 follows round 1's choice
     for sid in sites:
-        _cli(*site_args(sid, 1), cwd=t)
+        extra = ("--aggregate", "always") if sid == "h1" else ()
+        out = _cli(*site_args(sid, 1), *extra, cwd=t)
+        assert out["aggregated"] is (sid == "h1")
     _cli("centre", "aggregate", "h1.r1.json", "h2.r1.json", "--setup", "setup.json", "--key",
          "keys/centre.key", "--out", "model.json", cwd=t)
     for sid in sites:
-        _cli(*site_args(sid, 2), "--model", "model.json", cwd=t)
+        out = _cli(*site_args(sid, 2), "--model", "model.json", cwd=t)
+        assert out["aggregated"] is (sid == "h1")
     fin = _cli("centre", "finalize", "h1.r2.json", "h2.r2.json", "--setup", "setup.json",
                "--key", "keys/centre.key", "--model", "model.json", "--out", "released.json",
                "--seed", "0", cwd=t)

@@ -13,6 +13,7 @@ seed draw the same round-1 and round-2 noise and split their rows by the same po
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -34,10 +35,11 @@ from dpfair.fairclass.federated.cli import _standalone
 N = 1200
 
 
-def _cfg(cross_fit: bool) -> ProtocolConfig:
+def _cfg(cross_fit: bool, constraints: str = "demographic_parity") -> ProtocolConfig:
     specs = [("site-1", N, 2.0, 1e-6), ("site-2", N, 2.0, 1e-6)]
     return make_protocol(
-        specs, feature_bounds=[(0, 1), (0, 1)], alpha=0.1, cross_fit=cross_fit
+        specs, feature_bounds=[(0, 1), (0, 1)], alpha=0.1, cross_fit=cross_fit,
+        constraints=constraints,
     )
 
 
@@ -67,9 +69,11 @@ def _assert_same(file_msg: Envelope, mem_msg: Envelope, approx: tuple[str, ...] 
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("constraints", ["demographic_parity", "equal_opportunity"])
 @pytest.mark.parametrize("cross_fit", [False, True])
-def test_file_site_messages_equal_in_memory(tmp_path: Path, cross_fit: bool) -> None:
-    cfg = _cfg(cross_fit)
+def test_file_site_messages_equal_in_memory(tmp_path: Path, cross_fit: bool,
+                                            constraints: str) -> None:
+    cfg = _cfg(cross_fit, constraints)
     d = simulate(N, rng=3)
     path = tmp_path / "site.parquet"
     _write_parquet(path, d)
@@ -188,3 +192,52 @@ def test_file_site_names_a_missing_or_non_numeric_column(tmp_path: Path) -> None
         FileSite("site-1", csv, features=["x1", "x3"], **kw)
     with pytest.raises(bad, match=re.escape("'x2' of 's.csv' is VARCHAR")):
         FileSite("site-1", csv, features=["x1", "x2"], **kw)
+
+
+@pytest.mark.parametrize("flip", ["label", "group"])
+def test_attack_file_site_round2_label_flip_moves_one_positive_count(
+    tmp_path: Path, flip: str
+) -> None:
+    """Attacker (equal opportunity): two site files differing in one calibration record's
+    label (y flips 1 -> 0) or group. Round 2's input — the leaf counts of the positive-label
+    rows — changes by exactly one unit in one leaf of one tree for a label flip, and by one
+    unit in each tree for a group flip (squared node change <= M + 1 resp. 2(M + 1), the
+    stated sensitivity); exact integers, read through the file path."""
+    from dpfair.fairclass.federated._site import model_folds
+    from dpfair.mechanisms.tree import node_counts
+
+    cfg = _cfg(False, "equal_opportunity")
+    d = simulate(N, rng=3)
+    path = tmp_path / "site.parquet"
+    _write_parquet(path, d)
+    with FileSite("site-1", path, features=["x1", "x2"], target="y", sensitive="a",
+                  config=cfg, random_state=11, batch_rows=97) as fs:
+        r1 = fs.round1()
+        o = simulate(N, rng=4)
+        model = Centre(cfg, random_state=0).aggregate(
+            [r1, Site("site-2", o.X, o.y, o.A, config=cfg, random_state=5).round1()])
+        fold = model_folds(model, cfg)[0]
+        cal = fs.halves_in_memory()[1]
+        base = fs._calibration_leaves([(1, fold)], cfg.grid())[0]
+    i = int(cal[np.flatnonzero(d.y[cal] == 1)[0]])
+    y2, A2 = d.y.copy(), d.A.copy()
+    if flip == "label":
+        y2[i] = 0
+    else:
+        A2[i] = 1 - A2[i]
+    d2 = dataclasses.replace(d, y=y2, A=A2)
+    path2 = tmp_path / "neighbour.parquet"
+    _write_parquet(path2, d2)
+    with FileSite("site-1", path2, features=["x1", "x2"], target="y", sensitive="a",
+                  config=cfg, random_state=11, batch_rows=97) as fs2:
+        fs2.round1()
+        got = fs2._calibration_leaves([(1, fold)], cfg.grid())[0]
+    assert got[1] == base[1]  # n_cal: public, unchanged
+    diff = [np.asarray(g, dtype=np.int64) - np.asarray(b, dtype=np.int64)
+            for g, b in zip(got[0], base[0], strict=True)]
+    l1 = sum(int(np.abs(x).sum()) for x in diff)
+    assert l1 == (1 if flip == "label" else 2)
+    sq = sum(float(np.sum((np.concatenate(node_counts(g)) - np.concatenate(node_counts(b)))
+                          .astype(float) ** 2)) for g, b in zip(got[0], base[0], strict=True))
+    M = cfg.depth
+    assert sq == (M + 1 if flip == "label" else 2 * (M + 1))

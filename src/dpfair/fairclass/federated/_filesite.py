@@ -18,6 +18,9 @@ every message field is produced by the inherited ``round1``/``round2`` code, unc
 * **Round 2.** The calibration rows are streamed in Arrow record batches; Z is computed
   per row from the broadcast model and the leaf counts on the 2^M dyadic bins of [−1, 1]
   are summed over batches (counts of a partition add up: exactly the in-memory counts).
+  Under ``constraints="equal_opportunity"`` only the rows with label 1 enter the leaf
+  counts (:func:`~dpfair.fairclass.federated._opportunity.positive_rows`, as in memory);
+  every row is still read, validated and counted per group for the "file changed" check.
 
 Memory: O(grid + 2^M + batch). A CSV file is first copied, in file order, to a temporary
 Parquet file of the used columns (kept for the lifetime of the object; :meth:`close`).
@@ -46,6 +49,7 @@ from dpfair.data.fairclass_sql import (
 from dpfair.fairclass._model import ReleasedFold
 from dpfair.fairclass.aggregate import kernel_grid_weights
 from dpfair.fairclass.federated._messages import ProtocolError
+from dpfair.fairclass.federated._opportunity import positive_rows
 from dpfair.fairclass.federated._protocol import ProtocolConfig
 from dpfair.fairclass.federated._site import (
     Site,
@@ -119,12 +123,6 @@ class FileSite(Site):
             raise InvalidParameterError(
                 f"site {site_id!r}: the out-of-core FileSite supports the kernel estimator "
                 f"only; load the rows and use Site for estimator={config.estimator!r}."
-            )
-        if config.is_opportunity:
-            raise InvalidParameterError(
-                f"site {site_id!r}: the out-of-core FileSite counts every calibration row; "
-                "constraints='equal_opportunity' needs the positive-label rows only. Load "
-                "the rows and use Site, or use constraints='demographic_parity'."
             )
         spec = self._init_party(site_id, config)
         names = [features] if isinstance(features, str) else [str(f) for f in features]
@@ -266,7 +264,7 @@ class FileSite(Site):
         try:
             with connect(self._memory_limit, self._threads) as con:
                 for arr, hv in stream_batches(
-                    con, self._pq, [*self._features, self._sensitive],
+                    con, self._pq, [*self._features, self._sensitive, self._target],
                     half_sql=self.split.sql("file_row_number"), only_half=only,
                     batch_size=self._batch_rows, name=name,
                 ):
@@ -274,9 +272,11 @@ class FileSite(Site):
                         raise InvalidDataError(
                             f"'{name}': NULL/NaN/infinite values in the columns used."
                         )
-                    a_col = arr[:, d]
+                    a_col, y_col = arr[:, d], arr[:, d + 1]
                     if not np.all((a_col == 0) | (a_col == 1)):
                         raise InvalidDataError(f"'{name}': {self._sensitive!r} must be 0/1.")
+                    if not np.all((y_col == 0) | (y_col == 1)):
+                        raise InvalidDataError(f"'{name}': {self._target!r} must be 0/1.")
                     # The in-memory site's scale_to_unit_box, row by row.
                     U = (arr[:, :d] - lows) / (highs - lows)
                     if self._clip:
@@ -287,8 +287,11 @@ class FileSite(Site):
                         )
                     A = a_col.astype(np.int8)
                     np.add.at(seen, (hv, A.astype(np.intp)), 1)
+                    # Y = 1 only under equal opportunity (the in-memory site's rule)
+                    keep = np.zeros(A.size, dtype=bool)
+                    keep[positive_rows(y_col, self.config)] = True
                     for h, fold in folds:
-                        sel = hv == h
+                        sel = (hv == h) & keep
                         if not sel.any():
                             continue
                         c0, c1 = score_leaf_counts(fold, grid, U[sel], A[sel], depth)

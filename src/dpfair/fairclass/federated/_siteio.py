@@ -143,9 +143,10 @@ def make_site(
     """Open the site on its file: streamed (``out_of_core``) or loaded in memory.
 
     The rff and linear estimators need the rows in memory (their round 1 maps every row):
-    for them the site is always loaded (same position split, so the same halves), and so
-    it is under equal opportunity (round 2 counts the positive-label rows only)."""
-    if out_of_core and not cfg.is_mapped and not cfg.is_opportunity:
+    for them the site is always loaded (same position split, so the same halves). Under
+    equal opportunity the streamed site counts the positive-label rows in round 2, as the
+    loaded one does."""
+    if out_of_core and not cfg.is_mapped:
         return FileSite(
             site_id,
             data,
