@@ -85,11 +85,13 @@ __all__ = [
     "linear_function_sensitivity",
     "linear_sigmas",
     "noise_sd",
+    "noisy_histogram",
     "norm_bins",
     "norm_histogram",
     "numeric_mask",
     "private_radius",
     "radius_fraction",
+    "radius_noise_variance",
     "reference_radius",
     "release_linear_stats",
     "resolve_radius",
@@ -353,37 +355,80 @@ def norm_histogram(norms: NDArray[np.float64], ladder: NDArray[np.float64]) -> N
     return np.bincount(b, minlength=np.asarray(ladder).size + 1).astype(np.int64)
 
 
+def _isotonic(y: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The weighted least-squares non-decreasing fit of y (pool adjacent violators)."""
+    vals: list[float] = []
+    wts: list[float] = []
+    sizes: list[int] = []
+    for yi, wi in zip(y.tolist(), w.tolist(), strict=True):
+        vals.append(yi)
+        wts.append(wi)
+        sizes.append(1)
+        while len(vals) > 1 and vals[-2] > vals[-1]:
+            wt = wts[-2] + wts[-1]
+            v = (vals[-2] * wts[-2] + vals[-1] * wts[-1]) / wt
+            size = sizes[-2] + sizes[-1]
+            del vals[-1], wts[-1], sizes[-1]
+            vals[-1], wts[-1], sizes[-1] = v, wt, size
+    return np.repeat(np.array(vals), sizes)
+
+
 def choose_rung(noisy: NDArray[np.float64], n: int, quantile: float = RADIUS_QUANTILE) -> int:
     """The rung j* whose estimated count of norms above r_j is nearest to q·n (post-processing).
 
     h̃ is first projected onto Σ_b h_b = n (n public): ĥ = h̃ − (Σh̃ − n)/(L + 1), the
-    least-squares estimate under iid noise; then Â_j = Σ_{b ≤ j} ĥ_b estimates
-    #{‖v‖ > r_j} with variance σ_r²(j + 1)(L − j)/(L + 1), and j* = argmin_j |Â_j − q·n|
-    (the first, i.e. largest, radius on ties)."""
+    least-squares estimate under iid noise; Â_j = Σ_{b ≤ j} ĥ_b then estimates
+    A_j = #{‖v‖ > r_j} with variance ∝ (j + 1)(L − j). A_j is non-decreasing in j (the
+    radii decrease), so Â is replaced by its weighted isotonic fit (weights 1/variance),
+    which averages the random walk of the cumulative noise where A is flat (far from the
+    median) — there the plain argmin would often pick a far rung at small sites. Then
+    j* = argmin_j |Â_j − q·n| (the first, i.e. largest, radius on ties).
+    """
     h = np.asarray(noisy, dtype=np.float64)
     n_bins = h.size
     h = h - (float(h.sum()) - float(n)) / n_bins
     above = np.cumsum(h)[:-1]  # Â_j, j = 0..L−1
-    return int(np.argmin(np.abs(above - quantile * float(n))))
+    j = np.arange(n_bins - 1, dtype=np.float64)
+    fit = _isotonic(above, n_bins / ((j + 1.0) * (n_bins - 1.0 - j)))
+    return int(np.argmin(np.abs(fit - quantile * float(n))))
+
+
+def radius_noise_variance(sigma: float) -> int:
+    """The sampler's variance parameter S (units 2^-6) of each histogram bin: the least
+    S ≥ ⌈σ_r²·4^6⌉ + smoothing on the sampler's scale (what :func:`private_radius` draws)."""
+    return int(_round_to_scale(lattice_variance(float(sigma), CELL_BITS) + SMOOTHING_VARIANCE))
 
 
 def private_radius(
-    norms: NDArray[np.float64], box_radius: float, sigma: float, rng: np.random.Generator
+    hist: NDArray[np.int64], box_radius: float, sigma: float, rng: np.random.Generator
 ) -> tuple[int, float]:
     """Each site's private clip radius: (j*, r_{j*}) from a noisy histogram of its row norms.
 
-    The histogram of :func:`norm_histogram` over CDP-Fair's public ladder
-    r_j = r_box·2^(−j/8), j = 0..63 (:func:`dpfair.fairclass._linear.radius_ladder`), plus
-    exact discrete Gaussian noise of sd ≥ σ_r per bin (on 2^-6·ℤ, as the cell counts):
-    L2 sensitivity √2, so the release is (√2/σ_r)-GDP. The rung is post-processing
-    (:func:`choose_rung`: the noisy median). n = len(norms) is public (the half's size).
+    ``hist`` is the exact :func:`norm_histogram` of the half's rows over CDP-Fair's public
+    ladder r_j = r_box·2^(−j/8), j = 0..63 (:func:`dpfair.fairclass._linear.radius_ladder`).
+    Released: h·2^6 + Z, Z exact discrete Gaussian N_ℤ(0, S) per bin with
+    S = :func:`radius_noise_variance` ≥ σ_r²·4^6 (so sd ≥ σ_r in counts). Replacing one
+    record moves one unit between two bins: L2 sensitivity √2, and the release is a shift
+    of data-independent noise by at most √2·2^6/√S ≤ √2/σ_r in Mahalanobis norm, i.e.
+    (√2/σ_r)-GDP (up to the discrete sampler's lattice slack, inside the site's plan). The
+    rung is post-processing (:func:`choose_rung`: the noisy median); n = Σ_b h_b (the half's
+    size) is public.
     """
     ladder = radius_ladder(box_radius)
-    assert ladder.size == RADIUS_LADDER_STEPS
-    h = norm_histogram(norms, ladder)
-    noisy = h * 2**CELL_BITS + _noise(sigma, CELL_BITS, h.shape, rng)
-    j = choose_rung(noisy.astype(np.float64) / float(2**CELL_BITS), int(np.asarray(norms).size))
+    assert ladder.size == RADIUS_LADDER_STEPS and hist.size == ladder.size + 1
+    noisy = noisy_histogram(hist, sigma, rng)
+    j = choose_rung(noisy.astype(np.float64) / float(2**CELL_BITS), int(hist.sum()))
     return j, float(ladder[j])
+
+
+def noisy_histogram(
+    hist: NDArray[np.int64], sigma: float, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """h·2^6 + Z in units of 2^-6 (Z iid N_ℤ(0, S), S = :func:`radius_noise_variance`):
+    the released histogram of :func:`private_radius`, an exact translate of
+    data-independent noise."""
+    z = sample_discrete_gaussian(radius_noise_variance(sigma), hist.shape, rng)
+    return np.asarray(hist, dtype=np.int64) * 2**CELL_BITS + np.asarray(z, dtype=np.int64)
 
 
 def ladder_rung(radius: float, box_radius: float) -> int | None:

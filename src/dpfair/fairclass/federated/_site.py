@@ -70,6 +70,7 @@ from dpfair.mechanisms import (
     NoisyBinaryTree,
     leaf_counts,
 )
+from dpfair.privacy import Budget
 
 __all__ = ["Site", "flatten_levels", "mixed_seed", "split_of", "unflatten_levels"]
 
@@ -432,16 +433,24 @@ class Site:
 
     def _release_radius(self, half: int, sigma: float, rng: np.random.Generator) -> float:
         """The site's private clip radius on one training half (μ_r = √2/σ_r, charged)."""
+        from dpfair.fairclass.federated._linear import default_radius, private_radius
+
+        box = default_radius(self.config.feature_map())
+        return private_radius(self._radius_histogram(half), box, sigma, rng)[1]
+
+    def _radius_histogram(self, half: int) -> NDArray[np.int64]:
+        """The exact histogram of the half's centred row norms over the public ladder."""
+        from dpfair.fairclass._linear import radius_ladder
         from dpfair.fairclass.federated._linear import (
             centred_norms,
             default_radius,
+            norm_histogram,
             numeric_mask,
-            private_radius,
         )
 
         fmap = self.config.feature_map()
         norms = centred_norms(self._U[self._halves[half]], numeric_mask(fmap))
-        return private_radius(norms, default_radius(fmap), sigma, rng)[1]
+        return norm_histogram(norms, radius_ladder(default_radius(fmap)))
 
     def _linear_training_stats(
         self, half: int, radius: float | None = None
@@ -477,9 +486,14 @@ class Site:
                 "diagonal moment and half that variance off the diagonal (lattice 2^-24)"
             )
             if self.config.private_radius:
-                self._charge_radius(sig)
-                # the count and the statistics: the rest of μ₁ (adaptive composition)
+                # the count and the statistics: the rest of μ₁ (adaptive composition); the
+                # whole round is checked on every half before its first record is written
                 mu_rest = math.hypot(1.0 / plan.sigma_count, sig.mu_stats)
+                for tr, _cal in folds_of(self.config.cross_fit):
+                    self.ledger.ledger.check(
+                        Budget.gdp(math.hypot(sig.mu_radius, mu_rest)), rows=_HALVES[tr],
+                        label=f"round 1 (radius + linear statistics) on {_HALVES[tr]}")
+                self._charge_radius(sig)
                 for k, (tr, _cal) in enumerate(folds_of(self.config.cross_fit), start=1):
                     self.ledger.charge(
                         f"fold {k} / round 1 / count + 4 {what} at the site's radius",
