@@ -5,11 +5,24 @@ the quadratic (second-order Taylor at θ = 0) approximation of the logistic loss
 
     η̃(x, a) = sigmoid(θ · ψ(x, a)),   ψ(x, a) = (1, a, w(x)),
 
-where w(x) is the *public* row map: numeric columns centred at the midpoint of their
-public box and scaled by its half-width (so each lies in [−1, 1]), one-hot columns 0/1 over
-their public category lists (:class:`~dpfair.fairclass._linear.FeatureMap`), the vector
-then clipped to the public L2 radius r and divided by r, so ‖w‖₂ ≤ 1. Derivation, choice
-and proof: ``docs/proofs/fdp_linear.md``.
+where w(x) is the row map: numeric columns centred at the midpoint of their public box
+and scaled by its half-width (so each lies in [−1, 1]), one-hot columns 0/1 over their
+public category lists (:class:`~dpfair.fairclass._linear.FeatureMap`), the vector v(x)
+then clipped to the L2 radius r and divided by r, so ‖w‖₂ ≤ 1. r is public ("box":
+√(k + c), or a number) or, by default (``radius="auto"``), each site's own r_s released in
+round 1 (below). Derivation, choice and proof: ``docs/proofs/fdp_linear.md``.
+
+**Private radius (``radius="auto"``, per fold, before the statistics).** The site bins its
+rows' computed norms ‖v‖ on CDP-Fair's public ladder r_j = r_box·2^(−j/8), j = 0..63
+(:func:`norm_histogram`: an exact int64 histogram of 65 bins, L2 sensitivity √2 —
+replacing one record moves one unit between two bins) and releases it plus exact discrete
+Gaussian noise of sd ≥ σ_r per bin (:func:`private_radius`, lattice 2^-6): μ_r = √2/σ_r.
+Its clip radius r_s is the isotonic noisy-median rung (:func:`choose_rung`,
+post-processing); the statistics below are then computed in units of r_s (‖w‖ ≤ 1 again,
+so the same sensitivities for every r_s) and r_s is sent in the signed round-1 message.
+By adaptive composition μ₁² = μ_c² + μ_r² + μ_L², with μ_r² = radius_share·μ₁² (public,
+in the setup): with f = radius_share/(1 − count_share), μ_L = μ_f·√(1 − f) and
+σ_r = √2/(μ_f·√f) (:func:`linear_sigmas`).
 
 **Released per fold (on the training half T, together with the group-1 count ñ₁ of
 ``_protocol.py``).** With Q(x) ∈ ℤ^p the row w(x) on the lattice 2^-q·ℤ^p
@@ -33,7 +46,10 @@ the shares of μ_L² are :data:`SHARES`. With the count (μ_c) this is one round
 μ₁² = μ_c² + μ_L², exactly the kernel estimator's μ₁ (``_protocol.site_plan`` with
 ``function_sensitivity`` = :data:`LINEAR_FUNCTION_SENSITIVITY`, so σ_f = σ_S).
 
-**Centre (post-processing).** Sums over sites of the released statistics give
+**Centre (post-processing).** With per-site radii the centre first rewrites site s's
+statistics in units of the common r̄ = exp(Σ n_s log r_s/Σ n_s) (:func:`reference_radius`):
+sums·(r_s/r̄), moments·(r_s/r̄)², moment noise variance σ_M,s²·(r_s/r̄)⁴; the released
+score clips rows at r̄. Sums over sites of the released statistics give
 Σψψᵀ and Σ(y − 1/2)ψ of the pooled training halves plus noise of public variance; the
 model is θ̃ = ((M̂ + Λ)/4)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
 "linear probability" fit scaled by 4), with the off-diagonal of the noisy w-block shrunk by
