@@ -358,7 +358,8 @@ def test_linear_fit_sanity_and_post_processing():
 
 def _cap_check(reps: int, eps: float) -> None:
     """Population |DD| ≤ α with probability ≥ 1 − β (β = 0.05) per certified release;
-    every rep draws fresh site data; exact binomial bound with false alarm < 1e-6."""
+    every rep draws fresh site data; exact binomial bound with false alarm < 1e-6. The
+    default radius is each site's private one (``radius="auto"``)."""
     res = [_fit(eps, 0.1, 1000 + r) for r in range(reps)]
     certified = [abs(dd) for dd, _e, clf in res if clf.certified_]
     ok = sum(v <= 0.1 for v in certified)

@@ -378,3 +378,23 @@ def test_same_seed_same_radius_in_process_and_over_the_file_cli(tmp_path):
     for k in ref.arrays:
         np.testing.assert_array_equal(msg.arrays[k], ref.arrays[k])
     assert msg.fields["radius"][0] in radius_ladder(default_radius(cfg.feature_map()))
+
+
+def test_cli_setup_radius_options(tmp_path):
+    """``--radius auto|box|R`` and ``--radius-share``: box is the public √(k + c), a number
+    is public, auto carries its share; a bad value or a share without auto is refused."""
+    t = tmp_path
+    (t / "keys").mkdir()
+    for party in ("centre", "h1"):
+        _cli("keygen", "--out", f"keys/{party}", cwd=t)
+    base = ["centre", "setup", "--key", "keys/centre.key", "--site", "h1:1000:1.0:1e-6",
+            "--site-key", "h1=keys/h1.pub", *[b for _ in range(4) for b in
+                                              ("--bounds", "0", "--bounds", "1")],
+            "--alpha", "0.2", "--estimator", "linear", "--out", "setup.json"]
+    assert _cli(*base, "--radius", "box", cwd=t)["radius"] == pytest.approx(2.0)
+    assert _cli(*base, "--radius", "0.75", cwd=t)["radius"] == 0.75
+    info = _cli(*base, "--radius-share", "0.1", cwd=t)
+    assert info["radius"] == "auto" and info["radius_share"] == 0.1
+    for bad in (["--radius", "median"], ["--radius", "-1"],
+                ["--radius", "1.0", "--radius-share", "0.1"], ["--radius-share", "0.9"]):
+        assert "radius" in _cli(*base, *bad, cwd=t, code=2)["error"]
