@@ -328,6 +328,11 @@ class ProtocolConfig:
         The pinned Ed25519 public key of the centre and of every site (``"ed25519:…"``);
         every later message is verified against these. Empty only for in-memory use
         without messages.
+    radius : float or "auto"
+        Linear estimator: the public clip radius, or "auto" (each site releases its own in
+        round 1, ``federated/_linear.py``); 0.0 for the other estimators.
+    radius_share : float
+        With ``radius="auto"``: the radius release's share of each site's μ₁² (else 0).
     """
 
     protocol_id: str
