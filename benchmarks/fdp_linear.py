@@ -16,10 +16,13 @@ Settings (issue 19, item 3):
 Methods (the same α, ε and δ everywhere):
 
 * ``fdp linear`` — ``FDPFairClassifier(estimator="linear")`` over the sites (the real
-  signed protocol in one process), default radius (√(k + c): no clipping); on the synthetic
-  design also ``fdp linear (r = √d/4)``: the public radius of a design whose features have
-  sd ≈ box/8 (a public fact of this design, not read from the data), and the same at
-  ε = 1000 per site (the quadratic surrogate's own bias, nearly without privacy noise).
+  signed protocol in one process), default radius ``"auto"``: each site releases its own
+  clip radius (noisy median of its row norms, 4% of its round-1 μ₁², charged to its
+  ledger); ``fdp linear (radius box)``: r = √(k + c), no clipping (the default before the
+  private radius); on the synthetic design also ``fdp linear (r = √d/4)``: the public
+  radius of a design whose features have sd ≈ box/8 (a public fact of this design, not
+  read from the data), and the same at ε = 1000 per site (the quadratic surrogate's own
+  bias, nearly without privacy noise).
 * ``cdp linear (pooled)`` — ``CDPFairClassifier(estimator="linear")`` on all sites' rows
   pooled in one server at the sites' (ε, δ) (today's main: objective perturbation with the
   unit-box map).
@@ -132,6 +135,8 @@ def run_synthetic(reps: int, scale: float = 1.0, n_test: int = 50_000) -> list[d
             "synthetic d=20, 4 sites", sites, test, U_pool, U_test, eps=1.0, delta=1e-5,
             alphas=(0.1,),
             fdp_variants=[("fdp linear", {"feature_bounds": bounds}),
+                          ("fdp linear (radius box)", {"feature_bounds": bounds,
+                                                       "radius": "box"}),
                           (f"fdp linear (r = sqrt(d)/4 = {radius:.3f})",
                            {"feature_bounds": bounds, "radius": radius}),
                           ("fdp linear (same r, eps = 1000)",
@@ -167,7 +172,8 @@ def run_adult(n_splits: int, n_sites: int, n_rows: int | None = None) -> list[di
         rows += _run_methods(
             f"adult, {n_sites} sites", sites, (d.X[te], d.A[te], d.y[te]), U[pool], U[te],
             eps=1.0, delta=delta, alphas=(0.05, 0.1),
-            fdp_variants=[("fdp linear", kw)], cdp_kw=kw, seed=split,
+            fdp_variants=[("fdp linear", kw), ("fdp linear (radius box)", {**kw, "radius": "box"})],
+            cdp_kw=kw, seed=split,
         )
         print(f"  adult S={n_sites} split {split + 1}/{n_splits} done", file=sys.stderr,
               flush=True)

@@ -4,7 +4,7 @@ in units of the lattice 2^-q, 4^-q; THREATS.md rules 3, 6).
 An attacker who controls one record of a site picks it to maximise the computed row w(x)/r:
 every numeric value at its public maximum (or minimum, or one ulp inside) *together with*
 one-hot entries of every categorical column, at radii where the clipping's division rounds
-either way (radius on, an ulp above and below the row's computed norm; the default radius
+either way (radius on, an ulp above and below the row's computed norm; the "box" radius
 √(k + c) where no row is clipped). Through the site's own round-1 code path the exact
 integer gaps of every block must stay within 4·4^q (sums), 2 (cells) and 2·16^q (moments,
 Frobenius), for neighbours that keep the record's cell and ones that move it. Then: a
@@ -73,7 +73,7 @@ def _extreme_records():
 _FULL = math.sqrt(K + 2)  # the norm of an all-extreme record: every numeric at ±1, two one-hots
 
 
-@pytest.mark.parametrize("radius", [None, _FULL, float(np.nextafter(_FULL, 0.0)),
+@pytest.mark.parametrize("radius", ["box", _FULL, float(np.nextafter(_FULL, 0.0)),
                                     float(np.nextafter(_FULL, 9.0)), 1.0, 0.25])
 def test_today_one_hot_plus_numeric_max_stays_within_the_sensitivity(radius):
     rng = np.random.default_rng(5)

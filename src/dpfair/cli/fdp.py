@@ -29,6 +29,7 @@ anything that determines a release's noise.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -184,6 +185,23 @@ def _read_state(path: Path, site_id: str, protocol_id: str) -> dict[str, Any]:
     if int(st["split_entropy"]) >= 2**128:
         raise InvalidParameterError(f"{where}: malformed split entropy.")
     return st
+
+
+def _parse_radius(text: str) -> float | str:
+    """``--radius``: "auto", "box" or a positive number (validated by the setup)."""
+    if text in ("auto", "box"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidParameterError(
+            f"--radius={text!r}: expected 'auto', 'box' or a positive number."
+        ) from None
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidParameterError(
+            f"--radius={text!r}: expected 'auto', 'box' or a positive number."
+        )
+    return value
 
 
 def _parse_categories(items: list[str]) -> dict[int, list[str]]:
@@ -359,9 +377,17 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         radius: Annotated[
+            str | None,
+            typer.Option("--radius", help="--estimator linear: auto (default: each site "
+                         "releases its own clip radius, a noisy median of its row norms "
+                         "charged to its ledger), box (no clipping) or a public number "
+                         "(half-widths of the box)."),
+        ] = None,
+        radius_share: Annotated[
             float | None,
-            typer.Option("--radius", help="Public L2 radius of the centred rows (--estimator "
-                         "linear; half-widths of the box; default: no clipping)."),
+            typer.Option("--radius-share", help="With --radius auto: the radius release's "
+                         "share of round 1's budget mu_1^2 (default 0.04); public, signed in "
+                         "the setup."),
         ] = None,
         constraints: Annotated[
             str,
@@ -406,7 +432,8 @@ def register(app: typer.Typer) -> None:
                 estimator=estimator,
                 features_dim=features_dim if estimator == "rff" else None,
                 categories=cats or None,
-                radius=radius,
+                radius=None if radius is None else _parse_radius(radius),
+                radius_share=radius_share,
                 constraints=constraints,
             )
             write_message(out, cfg.to_envelope(), signer)
@@ -421,6 +448,7 @@ def register(app: typer.Typer) -> None:
                        if cfg.is_rff else {}),
                     **({"estimator": "linear", "radius": cfg.radius, "width":
                         cfg.linear_width} if cfg.is_linear else {}),
+                    **({"radius_share": cfg.radius_share} if cfg.private_radius else {}),
                     **cfg.constraint_fields(),
                     "key_fingerprints": {p: key_fingerprint(k) for p, k in cfg.keys},
                 }

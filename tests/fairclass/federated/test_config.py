@@ -139,7 +139,18 @@ def test_config_resolves_auto_and_cross_fit() -> None:
     # "linear" is its own estimator since issue 19 (no longer an alias of "rff")
     lin = FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear")
     assert lin.is_linear and lin.is_mapped and not lin.is_rff and lin.features_dim is None
-    assert lin.radius == pytest.approx(math.sqrt(2.0))
+    assert lin.radius == "auto" and lin.radius_share == pytest.approx(0.04)
+    box = FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", radius="box")
+    assert box.radius == pytest.approx(math.sqrt(2.0)) and box.radius_share is None
+    with pytest.raises(InvalidParameterError, match="radius_share"):
+        FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", radius=1.0,
+                  radius_share=0.04)
+    with pytest.raises(InvalidParameterError, match="radius_share"):
+        FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", radius_share=0.6)
+    with pytest.raises(InvalidParameterError, match="radius_share"):
+        FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="kernel", radius_share=0.04)
+    with pytest.raises(InvalidParameterError, match="radius"):
+        FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", radius="median")
     with pytest.raises(InvalidParameterError, match="features_dim"):
         FDPConfig(feature_bounds=[(0, 1)] * 2, estimator="linear", features_dim=8)
     with pytest.raises(InvalidParameterError, match="radius"):

@@ -373,14 +373,16 @@ def test_node_config_errors_name_the_key():
     assert node.state_dir == Path(".") and node.max_delta == 1e-6
 
 
-def test_flower_run_with_the_linear_estimator(sites, keys, tmp_path):
-    """estimator="linear" over Flower: the new round-1 blocks (cells, moments) and the
-    coefficient model cross the transport unchanged — the released model is the core's —
-    and each site's ledger recorded the run once."""
+@pytest.mark.parametrize("radius", [1.0, "auto"])
+def test_flower_run_with_the_linear_estimator(sites, keys, tmp_path, radius):
+    """estimator="linear" over Flower: the new round-1 blocks (cells, moments; with
+    radius="auto" each site's released radius) and the coefficient model (with the common
+    radius) cross the transport unchanged — the released model is the core's — and each
+    site's ledger recorded the run once."""
     setup = signed_setup(
         tmp_path / "setup-linear.json", keys,
         sites=[SiteSpec(sid, N, EPS, DELTA) for sid in SITES],
-        feature_bounds=[(0.0, 1.0), (0.0, 1.0)], alpha=0.2, estimator="linear", radius=1.0,
+        feature_bounds=[(0.0, 1.0), (0.0, 1.0)], alpha=0.2, estimator="linear", radius=radius,
     )
     out = tmp_path / "released-linear.json"
     seeds = [4, 5, 6]
@@ -388,6 +390,7 @@ def test_flower_run_with_the_linear_estimator(sites, keys, tmp_path):
         run(_grid(sites, keys, seeds), _conf(setup, keys, out, seed=2))
     flower = read_message(out, keys={"centre": keys["centre"][2]}, kind="released_model")
     assert flower.fields["estimator"] == "linear" and "theta" in flower.arrays
+    assert ("radius" in flower.arrays) == (radius == "auto")
     same_message(flower, core_reference(setup, keys, [d for _s, _p, d in sites], seeds, 2))
     for sid, path, _d in sites:
         assert (path.parent / f"{sid}.fdp-ledger").exists()

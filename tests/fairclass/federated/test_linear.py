@@ -24,6 +24,7 @@ from dpfair.fairclass.federated._keys import Signer
 from dpfair.fairclass.federated._linear import (
     LINEAR_LATTICE_BITS,
     MAX_LINEAR_WIDTH,
+    RADIUS_SHARE,
     SHARES,
     lattice_rows,
     linear_cell_stats,
@@ -100,7 +101,7 @@ def test_statistics_have_the_stated_sensitivity_as_computed(seed):
     """Replace one record — by an extreme one, by another cell, or by the same record with
     its last bits changed (floating-point neighbours) — the exact integer gaps are within
     (2·2^q)² for the sums, 2 for the cells and 2·16^q for the moments."""
-    cfg = _cfg()
+    cfg = _cfg(radius="box")
     rng = np.random.default_rng(seed)
     X, y, A = _design(200, rng)
     fmap = cfg.feature_map()
@@ -128,7 +129,7 @@ def test_statistics_have_the_stated_sensitivity_as_computed(seed):
 def test_release_is_an_exact_translate_of_data_independent_noise():
     """Same noise stream, two different data sets: released − exact statistics agree to the
     bit (the noise does not depend on the data; the scaling to w units is exact)."""
-    cfg = _cfg()
+    cfg = _cfg(radius="box")
     fmap = cfg.feature_map()
     sig = linear_sigmas(cfg.plan("h0").sigma_function)
     out = []
@@ -143,38 +144,62 @@ def test_release_is_an_exact_translate_of_data_independent_noise():
         np.testing.assert_array_equal(a, b)
 
 
-def test_the_three_blocks_spend_exactly_round_one_after_the_count():
-    """μ₁² = 1/σ_c² + 4/σ_S² + 2/σ_n² + 2/σ_M², in the public shares."""
+@pytest.mark.parametrize("radius", ["box", "auto"])
+def test_the_three_blocks_spend_exactly_round_one_after_the_count(radius):
+    """μ₁² = 1/σ_c² + [2/σ_r²] + 4/σ_S² + 2/σ_n² + 2/σ_M², in the public shares: with
+    ``radius="auto"`` the radius histogram (Δ = √2) takes radius_share·μ₁² and the three
+    blocks split the rest; with a public radius nothing is spent on it."""
     for cross_fit in (False, True):
-        plan = _cfg(cross_fit=cross_fit).plan("h1")
-        sig = linear_sigmas(plan.sigma_function)
-        assert math.hypot(1 / plan.sigma_count, sig.mu) == pytest.approx(plan.mu_round1,
-                                                                         rel=1e-12)
-        mu2 = sig.mu**2
-        for part, share in zip((4 / sig.sums**2, 2 / sig.cells**2, 2 / sig.moments**2),
+        for share in ((0.04, 0.1) if radius == "auto" else (None,)):
+            cfg = _cfg(cross_fit=cross_fit, radius=radius, radius_share=share)
+            plan = cfg.plan("h1")
+            sig = cfg.linear_sigmas("h1")
+            assert math.hypot(1 / plan.sigma_count, sig.mu) == pytest.approx(
+                plan.mu_round1, rel=1e-12)
+            assert math.hypot(1 / plan.sigma_count, sig.mu) <= plan.mu_round1
+            mu_r2 = 2 / sig.radius**2 if sig.radius else 0.0
+            assert mu_r2 == pytest.approx((share or 0.0) * plan.mu_round1**2, rel=1e-12)
+            mu2 = sig.mu_stats**2
+            for part, s in zip((4 / sig.sums**2, 2 / sig.cells**2, 2 / sig.moments**2),
                                SHARES, strict=True):
-            assert part == pytest.approx(share * mu2, rel=1e-12)
+                assert part == pytest.approx(s * mu2, rel=1e-12)
+            if radius == "box":  # the public-radius sds are those of the plan alone
+                assert sig == linear_sigmas(plan.sigma_function)
 
 
 # ---------------------------------------------------------------------------- ledger
+@pytest.mark.parametrize("radius", ["auto", 1.0])
 @pytest.mark.parametrize("cross_fit", [True, False])
-def test_linear_site_ledger_spends_exactly_the_budget(cross_fit):
-    cfg = _cfg(S=2, eps=1.5, cross_fit=cross_fit)
+def test_linear_site_ledger_spends_exactly_the_budget(cross_fit, radius):
+    """Each site spends exactly (ε_s, δ_s) over both rounds; with ``radius="auto"`` the
+    radius release is its own record per fold (μ_r² = radius_share·μ₁² on the training
+    half) and, composed with the statistics and round 2, still exactly the budget."""
+    cfg = _cfg(S=2, eps=1.5, cross_fit=cross_fit, radius=radius)
     rng = np.random.default_rng(6)
     sites = [Site(s, *_design(600, rng), config=cfg, random_state=i)
              for i, s in enumerate(cfg.site_ids)]
     centre = Centre(cfg, random_state=0)
     model = centre.aggregate([s.round1() for s in sites])
     centre.finalize([s.round2(model) for s in sites])
+    auto = radius == "auto"
     for s in sites:
         spent = s.ledger.spent
         assert spent.epsilon == pytest.approx(1.5, rel=1e-6) and spent.delta == 1e-6
-        labels = [r["label"] for r in s.ledger.to_dict()["records"]]
-        assert sum("round 1" in x for x in labels) == cfg.n_folds
+        records = s.ledger.to_dict()["records"]
+        labels = [r["label"] for r in records]
+        assert sum("round 1" in x for x in labels) == cfg.n_folds * (2 if auto else 1)
         assert sum("round 2" in x for x in labels) == cfg.n_folds
-        assert all("linear sufficient statistics" in x for x in labels if "round 1" in x)
+        stats = [r for r in records if "linear sufficient statistics" in r["label"]]
+        radii = [r for r in records if "clip radius" in r["label"]]
+        assert len(stats) == cfg.n_folds and len(radii) == (cfg.n_folds if auto else 0)
+        mu1 = s.plan.mu_round1
+        for r in radii:  # ρ = μ²/2 per record
+            assert r["rho"] == pytest.approx(RADIUS_SHARE * mu1**2 / 2, rel=1e-9)
+        for r in stats:
+            assert r["rho"] == pytest.approx((1 - (RADIUS_SHARE if auto else 0)) * mu1**2 / 2,
+                                             rel=1e-9)
         expected = s.plan.mu_total if cross_fit else s.plan.mu_round1
-        assert all(m == pytest.approx(expected, rel=1e-9)
+        assert all(m == pytest.approx(expected, rel=1e-9) and m <= expected * (1 + 1e-12)
                    for m in s.ledger.mu_by_rows().values())
 
 
@@ -231,8 +256,10 @@ def test_centre_refuses_wrong_missing_or_poisoned_linear_blocks():
     with pytest.raises(ProtocolError, match="expected count and sums"):
         Centre(kern).aggregate(r1)
     model = centre.aggregate(r1)
-    assert set(model.arrays) == {"theta", "pi"}
+    assert set(model.arrays) == {"theta", "pi", "radius"}  # radius="auto": the common r̄
     assert model.arrays["theta"].shape == (1, cfg.linear_width + 2)
+    public = _cfg(radius=1.0)
+    assert set(Centre(public).aggregate(_round1(public)).arrays) == {"theta", "pi"}
 
 
 def test_sites_refuse_a_model_of_another_estimator():
@@ -331,7 +358,8 @@ def test_linear_fit_sanity_and_post_processing():
 
 def _cap_check(reps: int, eps: float) -> None:
     """Population |DD| ≤ α with probability ≥ 1 − β (β = 0.05) per certified release;
-    every rep draws fresh site data; exact binomial bound with false alarm < 1e-6."""
+    every rep draws fresh site data; exact binomial bound with false alarm < 1e-6. The
+    default radius is each site's private one (``radius="auto"``)."""
     res = [_fit(eps, 0.1, 1000 + r) for r in range(reps)]
     certified = [abs(dd) for dd, _e, clf in res if clf.certified_]
     ok = sum(v <= 0.1 for v in certified)

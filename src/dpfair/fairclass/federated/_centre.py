@@ -379,7 +379,7 @@ class Centre:
         π̃ as for the other estimators (post-processing; ``federated/_linear.py``)."""
         from dpfair.fairclass.federated._linear import (
             fit_theta,
-            linear_sigmas,
+            reference_radius,
             structural_zeros,
         )
 
@@ -390,17 +390,25 @@ class Centre:
         cells = np.zeros((nf, 2, 2))
         moments = np.zeros((nf, p * (p + 1) // 2))
         n_rows, n1_tot, pi1 = np.zeros(nf), np.zeros(nf), np.zeros(nf)
-        mom_var = 0.0
+        mom_var = np.zeros(nf)
         n_total = 0
+        checked = {sid: self._check_round1_linear(sid, by_site[sid]) for sid in cfg.site_ids}
+        # per-site radii (radius="auto"): site s's statistics are in units of its r_s; in
+        # units of the common r̄ they are (r_s/r̄)·sums and (r_s/r̄)²·moments, with noise
+        # variance (r_s/r̄)⁴·σ_M,s² per moment (post-processing of released numbers)
+        radii = np.array([checked[sid][5] for sid in cfg.site_ids])  # (S, nf)
+        rows = np.array([checked[sid][4] for sid in cfg.site_ids], dtype=np.float64)
+        r_bar = np.array([reference_radius(radii[:, k], rows[:, k]) for k in range(nf)])
         for w, sid in zip(nu, cfg.site_ids, strict=True):
-            count, s, c, m, n_train = self._check_round1_linear(sid, by_site[sid])
-            mom_var += linear_sigmas(cfg.plan(sid).sigma_function).moments ** 2
+            count, s, c, m, n_train, r_s = checked[sid]
+            scale = np.asarray(r_s, dtype=np.float64) / r_bar
+            mom_var += scale**4 * cfg.linear_sigmas(sid).moments ** 2
             for k in range(nf):
                 nt = float(n_train[k])
                 n1 = min(max(float(count[k]), 1.0), nt - 1.0)
-                sums[k] += s[k]
+                sums[k] += scale[k] * s[k]
                 cells[k] += c[k]
-                moments[k] += m[k]
+                moments[k] += scale[k] ** 2 * m[k]
                 n_rows[k] += nt
                 n1_tot[k] += n1
                 pi1[k] += w * n1 / nt
@@ -410,14 +418,15 @@ class Centre:
         pi = np.column_stack((1.0 - p1, p1))
         zeros = structural_zeros(cfg.feature_map())
         theta = np.stack([
-            fit_theta(sums[k], cells[k], moments[k], n_rows[k], n1_tot[k], math.sqrt(mom_var),
-                      zeros)
+            fit_theta(sums[k], cells[k], moments[k], n_rows[k], n1_tot[k],
+                      math.sqrt(mom_var[k]), zeros)
             for k in range(nf)
         ])
         weights = {"weights": {s: float(w) for s, w in zip(cfg.site_ids, nu, strict=True)}}
         self.model_ = Envelope(
             "model", cfg.protocol_id, "centre", fields=weights,
             arrays={"theta": theta, "pi": pi,
+                    **({"radius": r_bar} if cfg.private_radius else {}),
                     **self._shares(linear_positive_shares, cells, pi, n_total)},
         )
         return self.model_
@@ -425,20 +434,21 @@ class Centre:
     def _check_round1_linear(
         self, sid: str, msg: Envelope
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
-               NDArray[np.float64], list[Any]]:
+               NDArray[np.float64], list[Any], list[float]]:
         """A site's linear round-1 release, checked against the setup (every σ, N_s, the
-        shapes) and for plausibility: every true value lies in a public range (|w_j| ≤ 1,
-        ‖w‖ ≤ 1), so a value beyond k noise sds of it is refused (module docstring)."""
+        shapes, the site's radius per fold) and for plausibility: every true value lies in
+        a public range (|w_j| ≤ 1, ‖w‖ ≤ 1 in units of the site's radius), so a value
+        beyond k noise sds of it is refused (module docstring)."""
         from dpfair.fairclass.federated._linear import (
             CELL_BITS,
             LINEAR_LATTICE_BITS,
-            linear_sigmas,
             noise_sd,
         )
 
         cfg = self.config
         nf, plan = cfg.n_folds, cfg.plan(sid)
-        sig = linear_sigmas(plan.sigma_function)
+        sig = cfg.linear_sigmas(sid)
+        radii = self._check_site_radius(sid, msg)
         if set(msg.arrays) != {"count", "sums", "cells", "moments"}:
             raise ProtocolError(
                 sid, "arrays", "the setup uses estimator='linear': expected count, sums, "
@@ -449,6 +459,7 @@ class Centre:
             ("sigma_function", plan.sigma_function),
             ("sigma_cells", sig.cells),
             ("sigma_moments", sig.moments),
+            *((("sigma_radius", sig.radius),) if cfg.private_radius else ()),
         ):
             got = msg.number(name, positive=True)
             if not _close(got, expected):
@@ -485,7 +496,32 @@ class Centre:
                              f"each diagonal moment of fold {k + 1}")
             _check_plausible(sid, "moments", moments[k][~diag], -nt, nt, sd_o + lat, kk,
                              f"each off-diagonal moment of fold {k + 1}")
-        return count, sums, cells, moments, n_train
+        return count, sums, cells, moments, n_train, radii
+
+    def _check_site_radius(self, sid: str, msg: Envelope) -> list[float]:
+        """The site's clip radius per fold: with ``radius="auto"`` the signed ``radius``
+        field, each value a rung of the public ladder (else refused); otherwise the
+        setup's public radius, and a ``radius`` field is refused."""
+        from dpfair.fairclass.federated._linear import default_radius, ladder_rung
+
+        cfg = self.config
+        if not cfg.private_radius:
+            extra = sorted({"radius", "sigma_radius"} & set(msg.fields))
+            if extra:
+                raise ProtocolError(sid, f"fields.{extra[0]}", "the setup's radius is the "
+                                    f"public {cfg.radius!r}; a site radius is refused.")
+            return [float(cfg.radius)] * cfg.n_folds
+        raw = msg.get("radius", list)
+        box = default_radius(cfg.feature_map())
+        ok = len(raw) == cfg.n_folds and all(
+            isinstance(r, (int, float)) and not isinstance(r, bool)
+            and math.isfinite(float(r)) and ladder_rung(float(r), box) is not None
+            for r in raw
+        )
+        if not ok:
+            raise ProtocolError(sid, "fields.radius", f"{raw!r}: expected {cfg.n_folds} "
+                                "rung(s) of the public radius ladder r_box·2^(-j/8).")
+        return [float(r) for r in raw]
 
     def _check_round1(
         self, sid: str, msg: Envelope
@@ -501,7 +537,8 @@ class Centre:
                 sid, "arrays", f"estimator {cfg.estimator!r} of the setup: expected count "
                 "and sums."
             )
-        extra = sorted({"sigma_cells", "sigma_moments"} & set(msg.fields))
+        extra = sorted({"sigma_cells", "sigma_moments", "radius", "sigma_radius"}
+                       & set(msg.fields))
         if extra:
             raise ProtocolError(
                 sid, f"fields.{extra[0]}", f"not a field of estimator {cfg.estimator!r}."
@@ -659,11 +696,14 @@ class Centre:
             check_linear_model,
             check_model,
             check_rff_model,
+            linear_model_radius,
         )
 
         if cfg.is_linear:
             theta, pi = check_linear_model(model, cfg)
             score_arrays = {"theta": theta, "pi": pi}
+            if cfg.private_radius:
+                score_arrays["radius"] = linear_model_radius(model, cfg)
         elif cfg.is_rff:
             coef, ridge, pi = check_rff_model(model, cfg)
             score_arrays = {"coef": coef, "ridge": ridge, "pi": pi}

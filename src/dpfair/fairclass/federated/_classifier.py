@@ -194,9 +194,15 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         ``feature_bounds`` and are one-hot encoded over the public list (rff and linear).
     features_dim : int or None, default=None
         D of the rff estimator (even, at most 4096); None: 2048.
-    radius : float or None, default=None
-        The linear estimator's public L2 radius of the centred rows, in half-widths of the
-        public box (one-hot blocks count 1); None: √(k + c), no clipping.
+    radius : "auto", "box", float or None, default=None
+        The linear estimator's L2 clip radius of the centred rows, in half-widths of the
+        public box (one-hot blocks count 1). "auto" (also None): each site releases its own
+        radius in round 1 — the noisy median of its row norms on a public ladder, a
+        Gaussian-DP histogram (sensitivity √2) charged to that site's ledger inside its
+        (ε_s, δ_s) — and calibrates its statistics' noise to it (in units of r_s the rows
+        have norm ≤ 1); "box": √(k + c), no clipping; a number: a public radius.
+    radius_share : float or None, default=None
+        With ``radius="auto"``: the radius release's share of round 1's μ₁² (None: 0.04).
     constraints : {"demographic_parity", "equal_opportunity"}, default="demographic_parity"
         The disparity capped at α (Fairlearn's keywords): |DD| or, with
         "equal_opportunity", |EOD| = |TPR₁ − TPR₀|. Same per-site budget and ledger: the
@@ -281,7 +287,8 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         estimator: str = "auto",
         categories: Any = None,
         features_dim: int | None = None,
-        radius: float | None = None,
+        radius: float | str | None = None,
+        radius_share: float | None = None,
         constraints: str = "demographic_parity",
         rho: float | None = None,
     ) -> None:
@@ -308,6 +315,7 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         self.categories = categories
         self.features_dim = features_dim
         self.radius = radius
+        self.radius_share = radius_share
         self.constraints = constraints
         self.rho = rho
 

@@ -37,9 +37,11 @@ from dpfair.fairclass._linear import FeatureMap
 from dpfair.fairclass._rff import MAX_FEATURES_DIM, MAX_MAP_WIDTH, RFF_SENSITIVITY
 from dpfair.fairclass._validation import AUTO_KERNEL_MAX_D, check_alpha, check_feature_bounds
 from dpfair.fairclass.federated._linear import (
-    LINEAR_FUNCTION_SENSITIVITY,
     MAX_LINEAR_WIDTH,
-    check_radius,
+    RADIUS_SHARE,
+    linear_function_sensitivity,
+    radius_fraction,
+    resolve_radius,
 )
 from dpfair.fairclass.federated._monotone import CORRECTIONS, THRESHOLD_RULES
 
@@ -133,12 +135,18 @@ class FDPConfig:
         of round 1) and the sites' round-2 trees count their positive-label rows
         (``federated/_opportunity.py``, ``docs/proofs/equal_opportunity.md`` §5); it needs
         the confidence rule.
-    radius : float or None, default None
-        Linear estimator only: the public L2 radius r of the centred rows w(x), in
-        half-widths of the public box (numeric coordinates lie in [−1, 1], each one-hot
-        block has norm 1); rows are clipped to it. None: √(k + c), the largest possible
-        norm (no clipping). A smaller public r (e.g. from the features' known spread)
-        spends the noise on typical rows.
+    radius : "auto", "box", float or None, default None
+        Linear estimator only: the L2 radius r of the centred rows v(x), in half-widths of
+        the public box (numeric coordinates lie in [−1, 1], each one-hot block has norm 1);
+        rows are clipped to it. "auto" (also None): each site releases its own radius in
+        round 1 — the noisy median of its row norms on CDP-Fair's public ladder, a
+        Gaussian-DP noisy histogram charged to the site's ledger (``radius_share`` of
+        μ₁²; ``docs/proofs/fdp_linear.md`` §7). "box": √(k + c), the largest possible norm
+        (no clipping). A number: a public radius (e.g. from the features' known spread).
+    radius_share : float or None, default None
+        With ``radius="auto"``: the radius release's share of round 1's μ₁² (None:
+        ``RADIUS_SHARE`` = 0.04); in (0, 0.5) with count_share + radius_share < 1.
+        Public, in the signed setup: every party derives the same noise scales from it.
 
     Raises
     ------
@@ -168,7 +176,8 @@ class FDPConfig:
     estimator: str = "kernel"
     features_dim: int | None = None
     categories: Any = None
-    radius: float | None = None
+    radius: float | str | None = None
+    radius_share: float | None = None
     constraints: str = "demographic_parity"
 
     def __post_init__(self) -> None:
@@ -239,7 +248,8 @@ class FDPConfig:
         """L2 sensitivity of the round-1 function sums (√2 kernel grid, 2 RFF; for the
         linear estimator the factor that makes σ_f its sums' σ_S)."""
         if self.is_linear:
-            return LINEAR_FUNCTION_SENSITIVITY
+            share = float(self.radius_share or 0.0) if self.radius == "auto" else 0.0
+            return linear_function_sensitivity(radius_fraction(share, self.count_share))
         return RFF_SENSITIVITY if self.is_rff else KERNEL_SUM_RKHS_SENSITIVITY
 
 
@@ -300,6 +310,10 @@ def _check_estimator(c: FDPConfig) -> dict[str, Any]:
         # many or categorical features: the linear score (one round of noisy sufficient
         # statistics; measured better than random features on Adult and at d = 20)
         est = "kernel" if (not c.categories and numeric and d <= AUTO_KERNEL_MAX_D) else "linear"
+    if est != "linear" and c.radius_share is not None:
+        raise InvalidParameterError(
+            "radius_share: only the linear estimator with radius='auto' releases a radius."
+        )
     if est == "rff":
         if c.radius is not None:
             raise InvalidParameterError("radius: only the linear estimator clips rows to a radius.")
@@ -320,8 +334,10 @@ def _check_estimator(c: FDPConfig) -> dict[str, Any]:
                 "moments per fold). Merge rare categories."
             )
         cats = tuple(sorted((int(j), tuple(v)) for j, v in fmap.categories.items()))
+        radius = resolve_radius(c.radius, fmap)
         return {"estimator": est, "feature_bounds": fmap.bounds, "categories": cats,
-                "features_dim": None, "radius": check_radius(c.radius, fmap)}
+                "features_dim": None, "radius": radius,
+                "radius_share": _radius_share(c, radius)}
     if c.radius is not None:
         raise InvalidParameterError("radius: only the linear estimator clips rows to a radius.")
     if c.categories:
@@ -334,6 +350,26 @@ def _check_estimator(c: FDPConfig) -> dict[str, Any]:
     lows, highs = check_feature_bounds(c.feature_bounds, max(d, 1))
     bounds = tuple(zip(lows.tolist(), highs.tolist(), strict=True))
     return {"estimator": est, "feature_bounds": bounds, "categories": (), "features_dim": None}
+
+
+def _radius_share(c: FDPConfig, radius: float | str) -> float | None:
+    """The radius release's share of μ₁² (``radius="auto"`` only; default RADIUS_SHARE)."""
+    if radius != "auto":
+        if c.radius_share is not None:
+            raise InvalidParameterError(
+                f"radius_share={c.radius_share!r}: only radius='auto' releases a radius (the "
+                f"radius here is the public {radius!r}); drop radius_share."
+            )
+        return None
+    share = RADIUS_SHARE if c.radius_share is None else c.radius_share
+    v = check_in_open_interval("radius_share", share, 0.0, 0.5)
+    count = float(c.count_share)
+    if count + v >= 1.0:
+        raise InvalidParameterError(
+            f"radius_share={share!r} with count_share={c.count_share!r}: together they must "
+            "stay below 1 (the rest of round 1 pays the sufficient statistics)."
+        )
+    return v
 
 
 def _check_rff(

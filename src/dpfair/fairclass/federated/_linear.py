@@ -5,11 +5,24 @@ the quadratic (second-order Taylor at θ = 0) approximation of the logistic loss
 
     η̃(x, a) = sigmoid(θ · ψ(x, a)),   ψ(x, a) = (1, a, w(x)),
 
-where w(x) is the *public* row map: numeric columns centred at the midpoint of their
-public box and scaled by its half-width (so each lies in [−1, 1]), one-hot columns 0/1 over
-their public category lists (:class:`~dpfair.fairclass._linear.FeatureMap`), the vector
-then clipped to the public L2 radius r and divided by r, so ‖w‖₂ ≤ 1. Derivation, choice
-and proof: ``docs/proofs/fdp_linear.md``.
+where w(x) is the row map: numeric columns centred at the midpoint of their public box
+and scaled by its half-width (so each lies in [−1, 1]), one-hot columns 0/1 over their
+public category lists (:class:`~dpfair.fairclass._linear.FeatureMap`), the vector v(x)
+then clipped to the L2 radius r and divided by r, so ‖w‖₂ ≤ 1. r is public ("box":
+√(k + c), or a number) or, by default (``radius="auto"``), each site's own r_s released in
+round 1 (below). Derivation, choice and proof: ``docs/proofs/fdp_linear.md``.
+
+**Private radius (``radius="auto"``, per fold, before the statistics).** The site bins its
+rows' computed norms ‖v‖ on CDP-Fair's public ladder r_j = r_box·2^(−j/8), j = 0..63
+(:func:`norm_histogram`: an exact int64 histogram of 65 bins, L2 sensitivity √2 —
+replacing one record moves one unit between two bins) and releases it plus exact discrete
+Gaussian noise of sd ≥ σ_r per bin (:func:`private_radius`, lattice 2^-6): μ_r = √2/σ_r.
+Its clip radius r_s is the isotonic noisy-median rung (:func:`choose_rung`,
+post-processing); the statistics below are then computed in units of r_s (‖w‖ ≤ 1 again,
+so the same sensitivities for every r_s) and r_s is sent in the signed round-1 message.
+By adaptive composition μ₁² = μ_c² + μ_r² + μ_L², with μ_r² = radius_share·μ₁² (public,
+in the setup): with f = radius_share/(1 − count_share), μ_L = μ_f·√(1 − f) and
+σ_r = √2/(μ_f·√f) (:func:`linear_sigmas`).
 
 **Released per fold (on the training half T, together with the group-1 count ñ₁ of
 ``_protocol.py``).** With Q(x) ∈ ℤ^p the row w(x) on the lattice 2^-q·ℤ^p
@@ -33,7 +46,10 @@ the shares of μ_L² are :data:`SHARES`. With the count (μ_c) this is one round
 μ₁² = μ_c² + μ_L², exactly the kernel estimator's μ₁ (``_protocol.site_plan`` with
 ``function_sensitivity`` = :data:`LINEAR_FUNCTION_SENSITIVITY`, so σ_f = σ_S).
 
-**Centre (post-processing).** Sums over sites of the released statistics give
+**Centre (post-processing).** With per-site radii the centre first rewrites site s's
+statistics in units of the common r̄ = exp(Σ n_s log r_s/Σ n_s) (:func:`reference_radius`):
+sums·(r_s/r̄), moments·(r_s/r̄)², moment noise variance σ_M,s²·(r_s/r̄)⁴; the released
+score clips rows at r̄. Sums over sites of the released statistics give
 Σψψᵀ and Σ(y − 1/2)ψ of the pooled training halves plus noise of public variance; the
 model is θ̃ = ((M̂ + Λ)/4)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
 "linear probability" fit scaled by 4), with the off-diagonal of the noisy w-block shrunk by
@@ -53,7 +69,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
-from dpfair.fairclass._linear import FeatureMap
+from dpfair.fairclass._linear import (
+    RADIUS_LADDER_STEPS,
+    RADIUS_QUANTILE,
+    FeatureMap,
+    radius_ladder,
+)
 from dpfair.fairclass._rule import PlugInRule
 from dpfair.mechanisms import (
     SMOOTHING_VARIANCE,
@@ -66,17 +87,30 @@ __all__ = [
     "LINEAR_FUNCTION_SENSITIVITY",
     "LINEAR_LATTICE_BITS",
     "MAX_LINEAR_WIDTH",
+    "RADIUS_SHARE",
     "SHARES",
     "LinearSigmas",
     "ReleasedFedLinearFold",
+    "centred_norms",
+    "choose_rung",
     "default_radius",
     "fit_theta",
+    "ladder_rung",
     "lattice_rows",
     "linear_cell_stats",
+    "linear_function_sensitivity",
     "linear_sigmas",
     "noise_sd",
+    "noisy_histogram",
+    "norm_bins",
+    "norm_histogram",
     "numeric_mask",
+    "private_radius",
+    "radius_fraction",
+    "radius_noise_variance",
+    "reference_radius",
     "release_linear_stats",
+    "resolve_radius",
     "row_map",
     "structural_zeros",
 ]
@@ -88,8 +122,16 @@ LINEAR_LATTICE_BITS = 12
 CELL_BITS = 6
 #: Shares of μ_L² (round 1's budget after the group count): sums, cells, moments.
 SHARES = (0.5, 0.05, 0.45)
-#: σ_f of the site plan is σ_S = 2/(μ_f·√share_S): the "function sensitivity" 2/√share_S.
+#: σ_f of the site plan is σ_S = 2/(μ_f·√share_S): the "function sensitivity" 2/√share_S
+#: (public radius; with ``radius="auto"`` see :func:`linear_function_sensitivity`).
 LINEAR_FUNCTION_SENSITIVITY = 2.0 / math.sqrt(SHARES[0])
+#: Default share of round 1's μ₁² spent on each site's private radius (``radius="auto"``):
+#: the statistics' noise sds grow by 1/√(1 − f), f = share/(1 − count_share) (≈ 2% at the
+#: default), while the noisy median of the row norms is already within a few ladder rungs
+#: at the smallest site sizes of the benchmarks (``docs/proofs/fdp_linear.md`` §7).
+RADIUS_SHARE = 0.04
+#: Public choices of the radius besides a number.
+RADIUS_CHOICES = ("auto", "box")
 #: Public limit on p (the moments are p(p+1)/2 numbers per fold).
 MAX_LINEAR_WIDTH = 512
 #: Ridge Λ = RIDGE_FACTOR·σ_M,agg·√p on the w coordinates (σ_M,agg: the aggregate noise sd
@@ -143,6 +185,36 @@ def check_radius(radius: Any, fmap: FeatureMap) -> float:
     return r
 
 
+def resolve_radius(radius: Any, fmap: FeatureMap) -> float | str:
+    """The setup's radius: ``"auto"`` (also for None: each site's private radius,
+    :func:`private_radius`), ``"box"`` → :func:`default_radius` (no clipping), or a public
+    number (:func:`check_radius`)."""
+    if radius is None or (isinstance(radius, str) and radius == "auto"):
+        return "auto"
+    if isinstance(radius, str):
+        if radius == "box":
+            return default_radius(fmap)
+        raise InvalidParameterError(
+            f"radius={radius!r}: expected 'auto' (each site releases its own radius), 'box' "
+            "(no clipping) or a public number."
+        )
+    return check_radius(radius, fmap)
+
+
+def radius_fraction(radius_share: float, count_share: float) -> float:
+    """f = radius_share/(1 − count_share): the radius release's share of μ_f² (round 1
+    after the group count); 0 for a public radius (radius_share = 0)."""
+    return float(radius_share) / (1.0 - float(count_share)) if radius_share else 0.0
+
+
+def linear_function_sensitivity(fraction: float = 0.0) -> float:
+    """2/√(share_S·(1 − f)): the plan's "function sensitivity" that makes σ_f = σ_S when a
+    share f of μ_f² goes to the radius release (f = 0: :data:`LINEAR_FUNCTION_SENSITIVITY`)."""
+    if fraction == 0.0:
+        return LINEAR_FUNCTION_SENSITIVITY
+    return 2.0 / math.sqrt(SHARES[0] * (1.0 - float(fraction)))
+
+
 def row_map(
     U: NDArray[np.float64], numeric: NDArray[np.bool_], radius: float
 ) -> NDArray[np.float64]:
@@ -154,6 +226,24 @@ def row_map(
     norms = np.sqrt(np.einsum("ij,ij->i", W, W))
     scale = np.minimum(1.0, radius / np.maximum(norms, 1e-300)) / radius
     return W * scale[:, None]
+
+
+def centred_norms(U: NDArray[np.float64], numeric: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """‖v(x_i)‖₂ of the centred rows (before clipping), computed as :func:`row_map` does."""
+    W = np.array(U, dtype=np.float64, copy=True)
+    W[:, numeric] = 2.0 * W[:, numeric] - 1.0
+    return np.asarray(np.sqrt(np.einsum("ij,ij->i", W, W)))
+
+
+def reference_radius(radii: Any, rows: Any) -> float:
+    """The centre's common radius r̄ = exp(Σ_s n_s·log r_s / Σ_s n_s) of one fold
+    (post-processing of the released r_s): the statistics of site s are rescaled by
+    r_s/r̄ and the released score clips rows at r̄. Equals r when every r_s = r."""
+    r = np.asarray(radii, dtype=np.float64)
+    w = np.asarray(rows, dtype=np.float64)
+    if np.all(r == r[0]):
+        return float(r[0])
+    return float(np.exp(np.sum(w * np.log(r)) / np.sum(w)))
 
 
 def lattice_rows(V: NDArray[np.float64], bits: int = LINEAR_LATTICE_BITS) -> NDArray[np.int64]:
@@ -206,16 +296,29 @@ def linear_cell_stats(
 class LinearSigmas:
     """Noise sds (in w units) of one site's linear statistics, from its μ_f (public).
 
-    ``moments`` is the diagonal's σ_M; each off-diagonal moment has σ_M/√2."""
+    ``moments`` is the diagonal's σ_M; each off-diagonal moment has σ_M/√2. ``radius`` is
+    σ_r of each bin of the noisy norm histogram (:func:`private_radius`; 0 when the radius
+    is public: nothing released)."""
 
     sums: float
     cells: float
     moments: float
+    radius: float = 0.0
+
+    @property
+    def mu_stats(self) -> float:
+        """μ_L = sqrt(4/σ_S² + 2/σ_n² + 2/σ_M²) (module docstring)."""
+        return math.sqrt(4.0 / self.sums**2 + 2.0 / self.cells**2 + 2.0 / self.moments**2)
+
+    @property
+    def mu_radius(self) -> float:
+        """μ_r = √2/σ_r of the norm histogram (0 for a public radius)."""
+        return math.sqrt(2.0) / self.radius if self.radius > 0 else 0.0
 
     @property
     def mu(self) -> float:
-        """μ_L = sqrt(4/σ_S² + 2/σ_n² + 2/σ_M²) (module docstring)."""
-        return math.sqrt(4.0 / self.sums**2 + 2.0 / self.cells**2 + 2.0 / self.moments**2)
+        """μ_f = sqrt(μ_r² + μ_L²): everything of round 1 but the group count."""
+        return math.hypot(self.mu_radius, self.mu_stats)
 
 
 #: The sds are inflated by this factor so that the few roundings in deriving them from
@@ -223,15 +326,132 @@ class LinearSigmas:
 _SIGMA_SLACK = 1.0 + 2.0**-40
 
 
-def linear_sigmas(sigma_function: float) -> LinearSigmas:
-    """The three sds from the plan's σ_f = 2/(μ_f·√share_S) (each ≥ its exact value)."""
-    mu_f = LINEAR_FUNCTION_SENSITIVITY / float(sigma_function)
+def linear_sigmas(sigma_function: float, fraction: float = 0.0) -> LinearSigmas:
+    """The sds from the plan's σ_f (each ≥ its exact value).
+
+    With a share f of μ_f² on the radius (:func:`radius_fraction`; 0 for a public radius),
+    the plan's σ_f = 2/(μ_f·√(share_S·(1 − f))) (:func:`linear_function_sensitivity`), so
+
+        μ_L = μ_f·√(1 − f),  σ_S = 2/(μ_L√share_S) = σ_f,  σ_n = √2/(μ_L√share_n),
+        σ_M = √2/(μ_L√share_M),  σ_r = √2/(μ_f·√f),
+
+    and μ_r² + μ_L² = f·μ_f² + (1 − f)·μ_f² = μ_f² (all sds times 1 + 2^-40, so the
+    roundings can only lower the spent μ)."""
+    f = float(fraction)
+    if not 0.0 <= f < 1.0:
+        raise InvalidParameterError(f"fraction={fraction!r}: must lie in [0, 1).")
+    mu_f = linear_function_sensitivity(f) / float(sigma_function)
+    mu_l = mu_f * math.sqrt(1.0 - f)
     _s_sum, s_cell, s_mom = SHARES  # σ_S = σ_f by construction of the plan
     return LinearSigmas(
         sums=float(sigma_function) * _SIGMA_SLACK,
-        cells=math.sqrt(2.0) / (mu_f * math.sqrt(s_cell)) * _SIGMA_SLACK,
-        moments=math.sqrt(2.0) / (mu_f * math.sqrt(s_mom)) * _SIGMA_SLACK,
+        cells=math.sqrt(2.0) / (mu_l * math.sqrt(s_cell)) * _SIGMA_SLACK,
+        moments=math.sqrt(2.0) / (mu_l * math.sqrt(s_mom)) * _SIGMA_SLACK,
+        radius=math.sqrt(2.0) / (mu_f * math.sqrt(f)) * _SIGMA_SLACK if f > 0 else 0.0,
     )
+
+
+# ---------------------------------------------------------------------------- private radius
+def norm_bins(norms: NDArray[np.float64], ladder: NDArray[np.float64]) -> NDArray[np.intp]:
+    """b(x) = #{j : r_j ≥ ‖v(x)‖} ∈ {0, …, L} on the decreasing public ladder r_0 > … > r_{L-1}.
+
+    Bin 0 holds norms above r_0 = r_box (only through rounding), bin b ∈ [1, L − 1] the
+    norms in (r_b, r_{b−1}], bin L those ≤ r_{L−1}. A fixed function of one record's computed
+    norm (whatever its last bits), so replacing one record moves one unit between two bins.
+    """
+    asc = np.asarray(ladder, dtype=np.float64)[::-1]
+    below = np.searchsorted(asc, np.asarray(norms, dtype=np.float64), side="left")
+    return np.asarray(asc.size - below, dtype=np.intp)
+
+
+def norm_histogram(norms: NDArray[np.float64], ladder: NDArray[np.float64]) -> NDArray[np.int64]:
+    """h_b = #{i : b(x_i) = b}, b = 0..L (exact int64; Σ_b h_b = n). Replace-one L2
+    sensitivity √2: one count down, another up (0 if the bin is the same)."""
+    b = norm_bins(norms, ladder)
+    return np.bincount(b, minlength=np.asarray(ladder).size + 1).astype(np.int64)
+
+
+def _isotonic(y: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The weighted least-squares non-decreasing fit of y (pool adjacent violators)."""
+    vals: list[float] = []
+    wts: list[float] = []
+    sizes: list[int] = []
+    for yi, wi in zip(y.tolist(), w.tolist(), strict=True):
+        vals.append(yi)
+        wts.append(wi)
+        sizes.append(1)
+        while len(vals) > 1 and vals[-2] > vals[-1]:
+            wt = wts[-2] + wts[-1]
+            v = (vals[-2] * wts[-2] + vals[-1] * wts[-1]) / wt
+            size = sizes[-2] + sizes[-1]
+            del vals[-1], wts[-1], sizes[-1]
+            vals[-1], wts[-1], sizes[-1] = v, wt, size
+    return np.repeat(np.array(vals), sizes)
+
+
+def choose_rung(noisy: NDArray[np.float64], n: int, quantile: float = RADIUS_QUANTILE) -> int:
+    """The rung j* whose estimated count of norms above r_j is nearest to q·n (post-processing).
+
+    h̃ is first projected onto Σ_b h_b = n (n public): ĥ = h̃ − (Σh̃ − n)/(L + 1), the
+    least-squares estimate under iid noise; Â_j = Σ_{b ≤ j} ĥ_b then estimates
+    A_j = #{‖v‖ > r_j} with variance ∝ (j + 1)(L − j). A_j is non-decreasing in j (the
+    radii decrease), so Â is replaced by its weighted isotonic fit (weights 1/variance),
+    which averages the random walk of the cumulative noise where A is flat (far from the
+    median) — there the plain argmin would often pick a far rung at small sites. Then
+    j* = argmin_j |Â_j − q·n| (the first, i.e. largest, radius on ties).
+    """
+    h = np.asarray(noisy, dtype=np.float64)
+    n_bins = h.size
+    h = h - (float(h.sum()) - float(n)) / n_bins
+    above = np.cumsum(h)[:-1]  # Â_j, j = 0..L−1
+    j = np.arange(n_bins - 1, dtype=np.float64)
+    fit = _isotonic(above, n_bins / ((j + 1.0) * (n_bins - 1.0 - j)))
+    return int(np.argmin(np.abs(fit - quantile * float(n))))
+
+
+def radius_noise_variance(sigma: float) -> int:
+    """The sampler's variance parameter S (units 2^-6) of each histogram bin: the least
+    S ≥ ⌈σ_r²·4^6⌉ + smoothing on the sampler's scale (what :func:`private_radius` draws)."""
+    return int(_round_to_scale(lattice_variance(float(sigma), CELL_BITS) + SMOOTHING_VARIANCE))
+
+
+def private_radius(
+    hist: NDArray[np.int64], box_radius: float, sigma: float, rng: np.random.Generator
+) -> tuple[int, float]:
+    """Each site's private clip radius: (j*, r_{j*}) from a noisy histogram of its row norms.
+
+    ``hist`` is the exact :func:`norm_histogram` of the half's rows over CDP-Fair's public
+    ladder r_j = r_box·2^(−j/8), j = 0..63 (:func:`dpfair.fairclass._linear.radius_ladder`).
+    Released: h·2^6 + Z, Z exact discrete Gaussian N_ℤ(0, S) per bin with
+    S = :func:`radius_noise_variance` ≥ σ_r²·4^6 (so sd ≥ σ_r in counts). Replacing one
+    record moves one unit between two bins: L2 sensitivity √2, and the release is a shift
+    of data-independent noise by at most √2·2^6/√S ≤ √2/σ_r in Mahalanobis norm, i.e.
+    (√2/σ_r)-GDP (up to the discrete sampler's lattice slack, inside the site's plan). The
+    rung is post-processing (:func:`choose_rung`: the noisy median); n = Σ_b h_b (the half's
+    size) is public.
+    """
+    ladder = radius_ladder(box_radius)
+    assert ladder.size == RADIUS_LADDER_STEPS and hist.size == ladder.size + 1
+    noisy = noisy_histogram(hist, sigma, rng)
+    j = choose_rung(noisy.astype(np.float64) / float(2**CELL_BITS), int(hist.sum()))
+    return j, float(ladder[j])
+
+
+def noisy_histogram(
+    hist: NDArray[np.int64], sigma: float, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """h·2^6 + Z in units of 2^-6 (Z iid N_ℤ(0, S), S = :func:`radius_noise_variance`):
+    the released histogram of :func:`private_radius`, an exact translate of
+    data-independent noise."""
+    z = sample_discrete_gaussian(radius_noise_variance(sigma), hist.shape, rng)
+    return np.asarray(hist, dtype=np.int64) * 2**CELL_BITS + np.asarray(z, dtype=np.int64)
+
+
+def ladder_rung(radius: float, box_radius: float) -> int | None:
+    """The index j with r = r_j of the public ladder (relative tolerance 1e-12), or None."""
+    ladder = radius_ladder(box_radius)
+    hit = np.flatnonzero(np.abs(ladder - float(radius)) <= 1e-12 * ladder)
+    return int(hit[0]) if hit.size else None
 
 
 def _noise(

@@ -18,9 +18,11 @@ With ``estimator="rff"`` (optional setup fields ``estimator``, ``features_dim`` 
 Fourier feature sums, and ``model``/``released_model`` carry ``coef`` (aggregated sums) and
 ``ridge`` instead of ``eta`` (:data:`ARRAY_VARIANTS`). With ``estimator="linear"``
 (optional setup fields ``estimator``, ``radius``, ``categories``) round 1 also carries
-``cells`` and ``moments`` (and the fields ``sigma_cells``, ``sigma_moments``), and
-``model``/``released_model`` carry the coefficients ``theta`` instead of ``eta``
-(``federated/_linear.py``).
+``cells`` and ``moments`` (and the fields ``sigma_cells``, ``sigma_moments``; with the
+setup's ``radius: "auto"`` and ``radius_share`` also ``radius``, the site's released clip
+radius per fold, and ``sigma_radius``), and ``model``/``released_model`` carry the
+coefficients ``theta`` instead of ``eta`` (with ``radius: "auto"`` also the array
+``radius``, the common clip radius per fold) (``federated/_linear.py``).
 
 Document (schema ``dpfair.fdp``, version :data:`SCHEMA_VERSION`), canonical JSON::
 
@@ -164,12 +166,12 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
             }
         ),
         frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius",
-                   "constraints"}),
+                   "radius_share", "constraints"}),
         frozenset(),
     ),
     "round1": (
         frozenset({"n_train", "sigma_count", "sigma_function"}),
-        frozenset({"sigma_cells", "sigma_moments"}),
+        frozenset({"sigma_cells", "sigma_moments", "radius", "sigma_radius"}),
         frozenset({"count", "sums"}),
     ),
     "model": (frozenset({"weights"}), frozenset(), frozenset({"eta", "pi"})),
@@ -196,7 +198,7 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
             }
         ),
         frozenset({"estimator", "features_dim", "rff_seed", "categories", "radius",
-                   "constraints"}),
+                   "radius_share", "constraints"}),
         frozenset({"eta", "pi", "tau", "dd_curve", "dd_sd"}),
     ),
 }
@@ -205,13 +207,16 @@ SCHEMAS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 #: and ratio regularisers ("ridge") instead of η̃ on a grid. The shapes (D ≤ the public
 #: ``MAX_FEATURES_DIM``) follow from the signed setup and are checked before decoding.
 #: The linear estimator (``federated/_linear.py``) adds ``cells`` and ``moments`` to round 1
-#: and broadcasts its coefficients ``theta`` (p + 2 per fold, p ≤ ``MAX_LINEAR_WIDTH``).
+#: and broadcasts its coefficients ``theta`` (p + 2 per fold, p ≤ ``MAX_LINEAR_WIDTH``);
+#: with ``radius="auto"`` also the common clip radius ``radius`` (one per fold).
 ARRAY_VARIANTS: dict[str, tuple[frozenset[str], ...]] = {
     "round1": (frozenset({"count", "sums", "cells", "moments"}),),
-    "model": (frozenset({"coef", "ridge", "pi"}), frozenset({"theta", "pi"})),
+    "model": (frozenset({"coef", "ridge", "pi"}), frozenset({"theta", "pi"}),
+              frozenset({"theta", "pi", "radius"})),
     "released_model": (
         frozenset({"coef", "ridge", "pi", "tau", "dd_curve", "dd_sd"}),
         frozenset({"theta", "pi", "tau", "dd_curve", "dd_sd"}),
+        frozenset({"theta", "pi", "radius", "tau", "dd_curve", "dd_sd"}),
     ),
 }
 #: Under equal opportunity (setup field ``constraints``; ``federated/_opportunity.py``) the

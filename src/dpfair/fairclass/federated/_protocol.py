@@ -17,7 +17,10 @@ With ``estimator="rff"`` the four functions are the sums of D random Fourier fea
 With ``estimator="linear"`` they are the cell sums, cell counts and second moments of the
 centred, radius-clipped rows (``federated/_linear.py``, ``docs/proofs/fdp_linear.md``): one
 Gaussian mechanism of μ_f² = 4/σ_S² + 2/σ_n² + 2/σ_M², split by fixed public shares,
-σ_f = σ_S; same μ₁ and ledger.
+σ_f = σ_S; same μ₁ and ledger. With ``radius="auto"`` each site first releases a noisy
+histogram of its row norms (Δ = √2, μ_r² = radius_share·μ₁², its clip radius r_s is the
+noisy median) and the statistics get the rest: μ₁² = μ_c² + μ_r² + μ_L² (adaptive
+composition), the same μ₁.
 
 Round 2 on C (given the broadcast model, which is a post-processing of round-1 releases):
     two noisy binary trees of depth M with noisy roots, one per group, σ_t per node:
@@ -62,7 +65,12 @@ from dpfair.fairclass._rff import RFF_SENSITIVITY, rff_frequencies
 from dpfair.fairclass._validation import check_budget
 from dpfair.fairclass.federated._config import MAX_AXIS_NODES, MAX_DEPTH, FDPConfig
 from dpfair.fairclass.federated._keys import parse_public_key
-from dpfair.fairclass.federated._linear import LINEAR_FUNCTION_SENSITIVITY
+from dpfair.fairclass.federated._linear import (
+    LinearSigmas,
+    linear_function_sensitivity,
+    linear_sigmas,
+    radius_fraction,
+)
 from dpfair.fairclass.federated._messages import (
     CENTRE,
     MAX_MESSAGE_BYTES,
@@ -320,6 +328,11 @@ class ProtocolConfig:
         The pinned Ed25519 public key of the centre and of every site (``"ed25519:…"``);
         every later message is verified against these. Empty only for in-memory use
         without messages.
+    radius : float or "auto"
+        Linear estimator: the public clip radius, or "auto" (each site releases its own in
+        round 1, ``federated/_linear.py``); 0.0 for the other estimators.
+    radius_share : float
+        With ``radius="auto"``: the radius release's share of each site's μ₁² (else 0).
     """
 
     protocol_id: str
@@ -345,7 +358,8 @@ class ProtocolConfig:
     features_dim: int = 0
     rff_seed: int = 0
     categories: tuple[tuple[int, tuple[Any, ...]], ...] = ()
-    radius: float = 0.0
+    radius: float | str = 0.0
+    radius_share: float = 0.0
     constraints: str = "demographic_parity"
 
     @property
@@ -367,6 +381,22 @@ class ProtocolConfig:
     def is_mapped(self) -> bool:
         """True when rows go through the public feature map (rff or linear, no grid)."""
         return self.estimator in ("rff", "linear")
+
+    @property
+    def private_radius(self) -> bool:
+        """True when each site releases its own clip radius (linear, ``radius="auto"``)."""
+        return self.is_linear and self.radius == "auto"
+
+    @property
+    def radius_fraction(self) -> float:
+        """The radius release's share f of μ_f² (0 for a public radius)."""
+        if not self.private_radius:
+            return 0.0
+        return radius_fraction(self.radius_share, self.count_share)
+
+    def linear_sigmas(self, site_id: str) -> LinearSigmas:
+        """The noise sds of ``site_id``'s linear round 1 (public: from the setup)."""
+        return linear_sigmas(self.plan(site_id).sigma_function, self.radius_fraction)
 
     @property
     def linear_width(self) -> int:
@@ -409,6 +439,7 @@ class ProtocolConfig:
             features_dim=self.features_dim if self.is_rff else None,
             categories=self.categories,
             radius=self.radius if self.is_linear else None,
+            radius_share=self.radius_share if self.private_radius else None,
             constraints=self.constraints,
         )
 
@@ -416,7 +447,7 @@ class ProtocolConfig:
         """L2 sensitivity of the round-1 function sums (√2 kernel, 2 RFF; linear: the
         factor 2/√share that makes σ_f the sums' σ_S, ``_linear.py``)."""
         if self.is_linear:
-            return LINEAR_FUNCTION_SENSITIVITY
+            return linear_function_sensitivity(self.radius_fraction)
         return RFF_SENSITIVITY if self.is_rff else KERNEL_SUM_RKHS_SENSITIVITY
 
     def feature_map(self, clip: bool = False) -> FeatureMap:
@@ -502,6 +533,8 @@ class ProtocolConfig:
                 "released_model": {"theta": (nf, p + 2), "pi": (nf, 2), "tau": (nf,),
                                    "dd_curve": curve, "dd_sd": curve},
             }
+            if self.private_radius and kind in ("model", "released_model"):
+                return {**lin_table[kind], "radius": (nf,)}  # the common radius r̄ per fold
             return lin_table[kind]
         if self.is_rff:
             dim = self.features_dim
@@ -592,6 +625,7 @@ class ProtocolConfig:
             return {
                 "estimator": self.estimator,
                 "radius": self.radius,
+                **({"radius_share": self.radius_share} if self.private_radius else {}),
                 "categories": [[int(j), list(c)] for j, c in self.categories],
             }
         if not self.is_rff:
@@ -659,8 +693,8 @@ def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
     grid_shape = env.get("grid_shape", list)
     est = env.get("estimator", str) if "estimator" in env.fields else "kernel"
     rff_kw: dict[str, Any] = {}
-    foreign = {"rff": ("radius",), "linear": ("features_dim", "rff_seed")}.get(
-        est, ("radius", "features_dim", "rff_seed", "categories"))
+    foreign = {"rff": ("radius", "radius_share"), "linear": ("features_dim", "rff_seed")}.get(
+        est, ("radius", "radius_share", "features_dim", "rff_seed", "categories"))
     extra = sorted(set(foreign) & set(env.fields))
     if extra:
         raise ProtocolError(
@@ -678,7 +712,13 @@ def _fdp_config_from_envelope(env: Envelope) -> FDPConfig:
         rff_kw = {"categories": {int(c[0]): list(c[1]) for c in raw_cats}}
         if est == "rff":
             rff_kw["features_dim"] = env.get("features_dim", int)
+        elif env.fields.get("radius") == "auto":
+            rff_kw["radius"] = "auto"
+            rff_kw["radius_share"] = env.number("radius_share", positive=True)
         else:
+            if "radius_share" in env.fields:
+                raise ProtocolError(env.sender, "fields.radius_share",
+                                    "only a setup with radius 'auto' has a radius share.")
             rff_kw["radius"] = env.number("radius", positive=True)
     if not (
         (est in ("rff", "linear") and not grid_shape)
@@ -791,9 +831,17 @@ def make_protocol(
         features_dim=int(cfg.features_dim or 0),
         rff_seed=_check_rff_seed(rff_seed) if cfg.is_rff else 0,
         categories=cfg.categories,
-        radius=float(cfg.radius) if cfg.is_linear and cfg.radius is not None else 0.0,
+        radius=_setup_radius(cfg),
+        radius_share=float(cfg.radius_share or 0.0) if cfg.is_linear else 0.0,
         constraints=cfg.constraints,
     )
+
+
+def _setup_radius(cfg: FDPConfig) -> float | str:
+    """The setup's radius: "auto" or the public number (0.0 for the other estimators)."""
+    if not cfg.is_linear or cfg.radius is None:
+        return 0.0
+    return "auto" if cfg.radius == "auto" else float(cfg.radius)
 
 
 def _as_config(config: FDPConfig | None, params: dict[str, Any]) -> FDPConfig:

@@ -175,10 +175,11 @@ class FederatedModel:
 
         raw_bounds = env.get("feature_bounds", list)
         raw_cats = env.get("categories", list)
+        auto = env.fields.get("radius") == "auto"  # per-fold common radius r̄ in the arrays
         try:
             cats = {int(c[0]): list(c[1]) for c in raw_cats}
             fmap = FeatureMap.build(raw_bounds, cats, len(raw_bounds))
-            radius = check_radius(env.number("radius", positive=True), fmap)
+            radius = None if auto else check_radius(env.number("radius", positive=True), fmap)
         except (InvalidParameterError, TypeError, IndexError, ValueError) as exc:
             raise ProtocolError(env.sender, "fields.feature_bounds", str(exc)) from None
         if fmap.width > MAX_LINEAR_WIDTH:
@@ -187,10 +188,21 @@ class FederatedModel:
         nf = tau.size
         theta = env.array("theta", (nf, fmap.width + 2))
         pi = env.array("pi", (nf, 2))
+        if auto:
+            radii = env.array("radius", (nf,))
+            try:
+                radii = np.array([check_radius(float(r), fmap) for r in radii])
+            except InvalidParameterError as exc:
+                raise ProtocolError(env.sender, "arrays.radius", str(exc)) from None
+        else:
+            if "radius" in env.arrays:
+                raise ProtocolError(env.sender, "arrays.radius",
+                                    "a per-fold radius with a public radius field.")
+            radii = np.full(nf, radius)
         mask = numeric_mask(fmap)
         folds = tuple(
             ReleasedFedLinearFold(theta=theta[k], pi=pi[k], tau=float(tau[k]), numeric=mask,
-                                  radius=radius)
+                                  radius=float(radii[k]))
             for k in range(nf)
         )
         empty = np.zeros(0)

@@ -38,6 +38,7 @@ its half (``docs/proofs/fairclass_fdp_fair.md``).
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from typing import Any
 
@@ -69,6 +70,7 @@ from dpfair.mechanisms import (
     NoisyBinaryTree,
     leaf_counts,
 )
+from dpfair.privacy import Budget
 
 __all__ = ["Site", "flatten_levels", "mixed_seed", "split_of", "unflatten_levels"]
 
@@ -392,34 +394,69 @@ class Site:
     def _round1_linear(self) -> Envelope:
         """Round 1 with the linear estimator (``federated/_linear.py``): per fold the noisy
         group-1 count (Δ = 1) and the cell sums, cell counts and second moments of the
-        lattice rows — one μ₁-GDP release, μ₁² = 1/σ_c² + μ_L², charged before any noise."""
-        from dpfair.fairclass.federated._linear import linear_sigmas, release_linear_stats
+        lattice rows — one μ₁-GDP release, μ₁² = 1/σ_c² + μ_L², charged before any noise.
+
+        With ``radius="auto"`` each fold first releases the site's own clip radius r_s
+        (:func:`~dpfair.fairclass.federated._linear.private_radius`: a noisy histogram of
+        the half's row norms on the public ladder, Δ = √2, μ_r = √2/σ_r), then clips its
+        rows to r_s and releases the statistics in units of r_s (‖w‖ ≤ 1, so the same
+        sensitivities and noise in w units): μ₁² = 1/σ_c² + μ_r² + μ_L² by adaptive
+        composition. r_s (a post-processing of the histogram) is sent, signed, in the
+        message's ``radius`` field; the histogram itself is not sent."""
+        from dpfair.fairclass.federated._linear import release_linear_stats
 
         cfg, plan = self.config, self.plan
         folds = folds_of(cfg.cross_fit)
+        sig = cfg.linear_sigmas(self.site_id)
         self._charge_round1()
         rng = self._noise(STREAM_ROUND1)
-        sig = linear_sigmas(plan.sigma_function)
-        counts, sums, cells, moments, n_train = [], [], [], [], []
+        counts, sums, cells, moments, n_train, radii = [], [], [], [], [], []
         for tr, _cal in folds:
-            n1, stats, n_rows = self._linear_training_stats(tr)
+            r = self._release_radius(tr, sig.radius, rng) if cfg.private_radius else None
+            n1, stats, n_rows = self._linear_training_stats(tr, r)
             counts.append(float(n1) + _lattice_noise(n_rows, plan.sigma_count, rng))
             s, c, m = release_linear_stats(*stats, n_rows, sig, rng)
             sums.append(s)
             cells.append(c)
             moments.append(m)
             n_train.append(n_rows)
+            radii.append(r)
         env = self._round1_envelope(counts, sums, n_train)
         env.arrays["cells"] = np.stack(cells)
         env.arrays["moments"] = np.stack(moments)
         env.fields["sigma_cells"] = sig.cells
         env.fields["sigma_moments"] = sig.moments
+        if cfg.private_radius:
+            env.fields["radius"] = radii
+            env.fields["sigma_radius"] = sig.radius
         return env
 
+    def _release_radius(self, half: int, sigma: float, rng: np.random.Generator) -> float:
+        """The site's private clip radius on one training half (μ_r = √2/σ_r, charged)."""
+        from dpfair.fairclass.federated._linear import default_radius, private_radius
+
+        box = default_radius(self.config.feature_map())
+        return private_radius(self._radius_histogram(half), box, sigma, rng)[1]
+
+    def _radius_histogram(self, half: int) -> NDArray[np.int64]:
+        """The exact histogram of the half's centred row norms over the public ladder."""
+        from dpfair.fairclass._linear import radius_ladder
+        from dpfair.fairclass.federated._linear import (
+            centred_norms,
+            default_radius,
+            norm_histogram,
+            numeric_mask,
+        )
+
+        fmap = self.config.feature_map()
+        norms = centred_norms(self._U[self._halves[half]], numeric_mask(fmap))
+        return norm_histogram(norms, radius_ladder(default_radius(fmap)))
+
     def _linear_training_stats(
-        self, half: int
+        self, half: int, radius: float | None = None
     ) -> tuple[int, tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]], int]:
-        """(group-1 count, exact integer (sums, cells, moments) of the lattice rows, rows)."""
+        """(group-1 count, exact integer (sums, cells, moments) of the lattice rows, rows),
+        the rows clipped to ``radius`` (default: the setup's public radius)."""
         from dpfair.fairclass.federated._linear import (
             lattice_rows,
             linear_cell_stats,
@@ -430,21 +467,39 @@ class Site:
         rows = self._halves[half]
         U, A, y = self._U[rows], self._A[rows], self._y[rows]
         fmap = self.config.feature_map()
-        Q = lattice_rows(row_map(U, numeric_mask(fmap), self.config.radius))
+        r = self.config.radius if radius is None else radius
+        if not isinstance(r, float):
+            raise InvalidParameterError(
+                "_linear_training_stats: radius='auto' needs the site's released radius."
+            )
+        Q = lattice_rows(row_map(U, numeric_mask(fmap), r))
         return int(np.sum(A == 1)), linear_cell_stats(Q, A, y), int(rows.size)
 
     def _charge_round1(self) -> None:
         plan = self.plan
         if self.config.is_linear:
-            from dpfair.fairclass.federated._linear import linear_sigmas
-
-            sig = linear_sigmas(plan.sigma_function)
+            sig = self.config.linear_sigmas(self.site_id)
             what = "linear sufficient statistics (cell sums, cell counts, moments)"
             noise = (
                 f"N(0, {sig.sums:.6g}^2) per sum coordinate (lattice 2^-12), "
                 f"N(0, {sig.cells:.6g}^2) per cell count, N(0, {sig.moments:.6g}^2) per "
                 "diagonal moment and half that variance off the diagonal (lattice 2^-24)"
             )
+            if self.config.private_radius:
+                # the count and the statistics: the rest of μ₁ (adaptive composition); the
+                # whole round is checked on every half before its first record is written
+                mu_rest = math.hypot(1.0 / plan.sigma_count, sig.mu_stats)
+                for tr, _cal in folds_of(self.config.cross_fit):
+                    self.ledger.ledger.check(
+                        Budget.gdp(math.hypot(sig.mu_radius, mu_rest)), rows=_HALVES[tr],
+                        label=f"round 1 (radius + linear statistics) on {_HALVES[tr]}")
+                self._charge_radius(sig)
+                for k, (tr, _cal) in enumerate(folds_of(self.config.cross_fit), start=1):
+                    self.ledger.charge(
+                        f"fold {k} / round 1 / count + 4 {what} at the site's radius",
+                        _HALVES[tr], mu_rest, f"N(0, {plan.sigma_count:.6g}^2) and {noise}",
+                    )
+                return
         else:
             what = "D random-Fourier-feature sums" if self.config.is_rff else "kernel sums"
             noise = (
@@ -458,6 +513,16 @@ class Site:
                 _HALVES[tr],
                 plan.mu_round1,
                 f"N(0, {plan.sigma_count:.6g}^2) and {noise}",
+            )
+
+    def _charge_radius(self, sig: Any) -> None:
+        """Charge each fold's radius release (μ_r-GDP on its training half)."""
+        for k, (tr, _cal) in enumerate(folds_of(self.config.cross_fit), start=1):
+            self.ledger.charge(
+                f"fold {k} / round 1 / clip radius: noisy histogram of the row norms on the "
+                "public ladder (noisy median)",
+                _HALVES[tr], sig.mu_radius,
+                f"N(0, {sig.radius:.6g}^2) per bin of 65 (lattice 2^-6)",
             )
 
     def resume_after_round1(self) -> None:
@@ -620,10 +685,11 @@ def _estimator_folds(model: Envelope, cfg: ProtocolConfig) -> list[Any]:
         from dpfair.fairclass.federated._linear import ReleasedFedLinearFold, numeric_mask
 
         theta, pi = check_linear_model(model, cfg)
+        radius = linear_model_radius(model, cfg)
         mask = numeric_mask(cfg.feature_map())
         return [
             ReleasedFedLinearFold(theta=theta[k], pi=pi[k], tau=0.0, numeric=mask,
-                                  radius=cfg.radius)
+                                  radius=float(radius[k]))
             for k in range(cfg.n_folds)
         ]
     if cfg.is_rff:
@@ -646,9 +712,11 @@ def check_linear_model(
     if model.protocol_id != cfg.protocol_id:
         raise ProtocolError(model.sender, "protocol_id", "belongs to another run.")
     nf = cfg.n_folds
-    if score_arrays(model) != {"theta", "pi"}:
+    expected = {"theta", "pi", "radius"} if cfg.private_radius else {"theta", "pi"}
+    if score_arrays(model) != expected:
         raise ProtocolError(
-            model.sender, "arrays", "the setup uses estimator='linear': expected theta, pi."
+            model.sender, "arrays", "the setup uses estimator='linear': expected "
+            + ", ".join(sorted(expected)) + "."
         )
     theta = model.array("theta", (nf, cfg.linear_width + 2))
     pi = model.array("pi", (nf, 2))
@@ -657,6 +725,25 @@ def check_linear_model(
     if np.any((pi <= 0) | (pi >= 1)):
         raise ProtocolError(model.sender, "arrays.pi", "values outside (0, 1).")
     return theta, pi
+
+
+def linear_model_radius(model: Envelope, cfg: ProtocolConfig) -> NDArray[np.float64]:
+    """The clip radius of each fold's released score: the model's ``radius`` array (the
+    centre's common radius r̄ of the sites' released radii, inside the public ladder's
+    range) with ``radius="auto"``, else the setup's public radius."""
+    nf = cfg.n_folds
+    if not cfg.private_radius:
+        return np.full(nf, float(cfg.radius))
+    from dpfair.fairclass._linear import radius_ladder
+    from dpfair.fairclass.federated._linear import default_radius
+
+    radius = model.array("radius", (nf,))
+    ladder = radius_ladder(default_radius(cfg.feature_map()))
+    lo, hi = float(ladder[-1]) * (1 - 1e-12), float(ladder[0]) * (1 + 1e-12)
+    if np.any((radius < lo) | (radius > hi)):
+        raise ProtocolError(model.sender, "arrays.radius",
+                            f"outside the public ladder's range [{lo:.6g}, {hi:.6g}].")
+    return radius
 
 
 def check_rff_model(
