@@ -19,6 +19,7 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval
 from dpfair._warnings import FreeWarning
 from dpfair.mechanisms import (
+    ExponentialMechanism,
     GaussianMechanism,
     NoisyBinaryTree,
     leaf_counts_sorted,
@@ -33,10 +34,12 @@ from dpfair.median._binsearch import grid_depth
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 from dpfair.quantiles._methods import (
+    _query_noise,
     binsearch_quantile,
     binsearch_targets,
     cdf_quantiles,
     expmech_quantile,
+    expmech_targets,
     grid_point,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
@@ -72,8 +75,8 @@ LOCALIZE_MARGIN_SDS: Final[float] = 4.0
 NO_INFO_TREE_DEPTH: Final[int] = 7
 #: Depth of the localised NoisyBinSearch (2^7 bins over the localised range).
 LOCALIZED_SEARCH_DEPTH: Final[int] = 7
-#: ExpMech on the localised range uses θ = |R₂|/K, so its tail constant is below K.
-LOCALIZED_EXPMECH_STEPS: Final[int] = 128
+#: Share of ρ spent by the localised ExpMech's split search (:func:`centre_search`).
+EXPMECH_SPLIT_RHO_FRACTION: Final[float] = 0.05
 
 
 def _r(budget: Budget) -> float:
@@ -445,14 +448,38 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     thetas: list[float] = []
     extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": frac1 * alpha, "depth": d1}}
     if method == "expmech":
-        for p, r2, st, a2q in zip(ps, ranges, stage1, a2s, strict=True):
-            theta2 = (r2[1] - r2[0]) / LOCALIZED_EXPMECH_STEPS
+        rho_c = EXPMECH_SPLIT_RHO_FRACTION * rho
+        centres: list[tuple[float, float] | None] = []
+        for p, st in zip(ps, stage1, strict=True):
+            if None in st["target_ranks"]:  # public: no split without both stage-1 ends
+                centres.append(None)
+                continue
+            bracket, sc = centre_search(count1, src.n, round(src.n * p), rho_c / k, bounds, d1,
+                                        gen)
+            acct.charge(sc, label="localize/split")
+            centres.append(bracket)
+        rho2 = rho - _r(acct.spent)
+        eps2 = ExponentialMechanism.for_zcdp(rho2 / k / 2.0).epsilon
+        for p, r2, st, a2q, v in zip(ps, ranges, stage1, a2s, centres, strict=True):
+            k_l1, k_u1 = st["target_ranks"]
+            if v is None:
+                width_ranks = 2.0 * ((k_u1 if k_u1 is not None else src.n)
+                                     - (k_l1 if k_l1 is not None else 0))
+            else:
+                width_ranks = float(k_u1 - k_l1)
+            steps = localized_expmech_steps(src.n, p, eps2, a2q, width_ranks)
+            r_low, r_high = expmech_split(r2, v, step1 / 2.0)
+            t_low = (r_low[1] - r_low[0]) / steps
+            t_high = (r_high[1] - r_high[0]) / steps
             low, high, s, d = expmech_quantile(
-                src.clipped_view(r2), p, rho2 / k, r2, a2q, a2q, theta2, gen,
-                tail_constant=float(LOCALIZED_EXPMECH_STEPS), exact_tail=True)
+                src.clipped_view(r_low), p, rho2 / k, r_low, a2q, a2q, t_low, gen,
+                tail_constant=steps / 2.0, exact_tail=True, padded=True,
+                upper=(src.clipped_view(r_high), r_high, t_high))
+            theta2 = max(t_low, t_high)
             if _r(s) > 0:
                 acct.charge(s, label="expmech")
-            out.append((low, high, {"stage1": st, "range": r2, **d}))
+            out.append((low, high, {"stage1": st, "range": r2, "ranges": (r_low, r_high),
+                                    "split": v, "steps": steps, **d}))
             thetas.append(theta2)
     elif method == "binsearch":
         for p, r2, st, a2q in zip(ps, ranges, stage1, a2s, strict=True):
@@ -480,6 +507,94 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
                for (lw, hg), st in zip(ends, stage1, strict=True)]
         thetas = [(hull[1] - hull[0]) / 2.0**depth] * k
     return out, acct.spent, cdf, extra, thetas
+
+
+def centre_search(count_at: Callable[[int], int], n: int, target: int, rho_c: float,
+                  bounds: tuple[float, float], depth: int, gen: np.random.Generator
+                  ) -> tuple[tuple[float, float], Budget]:
+    """The split search of the localised ExpMech: ((g_j, g_{j+1}), privacy spent).
+
+    NoisyBinSearch for the rank ``target`` on the stage-1 grid (depth ``depth`` over
+    ``bounds``): ``depth`` count queries #{x ≤ g}, each with the median's exact discrete
+    Gaussian noise at ρ_c/depth-zCDP (sensitivity 1), so ρ_c in total; the result is the
+    final bracket [g_lo, g_lo+1] (a post-processing of the noisy counts). It only
+    places the split of :func:`expmech_split`; no coverage statement depends on it.
+    """
+    mech = GaussianMechanism.for_zcdp(rho_c / depth, l2_sensitivity=1.0)
+    z = _query_noise(n, mech.sigma).sample(depth, gen)
+    lo, hi = 0, 1 << depth
+    for step in range(depth):
+        mid = (lo + hi) // 2
+        if float(count_at(mid)) + float(z[step]) <= target:
+            lo = mid
+        else:
+            hi = mid
+    total = 0.0
+    for _ in range(depth):  # sequential composition, in query order
+        total += float(mech.privacy.rho or 0.0)
+    return (grid_point(bounds, depth, lo), grid_point(bounds, depth, hi)), Budget.zcdp(total)
+
+
+def expmech_split(r2: tuple[float, float], centre: tuple[float, float] | None,
+                  min_width: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    r"""(lower end's range, upper end's range) of the localised ExpMech.
+
+    With R₂ = [L₁, U₁] and the split bracket [v_lo, v_hi] of :func:`centre_search`, the
+    lower end's draw runs on [L₁, min(U₁, v_hi)] and the upper end's on
+    [max(L₁, v_lo), U₁]; a sub-range narrower than ``min_width`` (half a stage-1 step, so
+    that the grid stays regular, :func:`localized_expmech_regular`) or a missing bracket
+    gives R₂ itself. A function of released values only (post-processing).
+
+    Why any split is valid: the lower end L fails iff L > x_q. The draw runs on the data
+    clipped into [L₁, b'] and L is clipped into [L₁, b'] as well. If x_q ≥ b', L ≤ b' ≤ x_q
+    never fails; if L₁ ≤ x_q < b', clipping keeps every x_i ≤ x_q at or below x_q and every
+    x_i > x_q above it, so B = #{x_i ≤ x_q} is unchanged and the conditional argument of
+    :mod:`dpfair.median._expmech` applies as is; if x_q < L₁ the end may fail, which is the
+    stage-1 event P(L₁ > x_q) ≤ α₁/2 already in the union bound. The top b' of the lower
+    end's range is therefore free: it only has to lie above the rank-k_L draw for the
+    interval to be narrow (v_hi is at rank ≈ n·q, ~40 ranks above k_L at the paper
+    setting), and it shrinks the range, hence θ₂ = |range|/K_E, to about half. The upper
+    end is the mirror image (its range's bottom a' is free, its top U₁ must be ≥ x_q).
+    """
+    lo, hi = r2
+    if centre is None:
+        return r2, r2
+    v_lo, v_hi = centre
+    top = min(hi, v_hi)
+    bottom = max(lo, v_lo)
+    low_range = (lo, top) if top - lo >= min_width else r2
+    high_range = (bottom, hi) if hi - bottom >= min_width else r2
+    return low_range, high_range
+
+
+#: Candidate numbers of steps K_E of the localised ExpMech grid (public): 2^(i/4), 16..2048.
+EXPMECH_STEPS: Final[tuple[int, ...]] = tuple(sorted({round(2.0 ** (i / 4.0))
+                                                        for i in range(16, 45)}))
+
+
+@functools.lru_cache(maxsize=256)
+def localized_expmech_steps(n: int, p: float, epsilon: float, alpha_end: float,
+                            width_ranks: float) -> int:
+    r"""K_E of the localised ExpMech for level p: the minimiser of a public width model.
+
+    The released ends sit, in ranks, about (n·p − k_L) + (k_U − n·p) apart (the target
+    ranks, which use the tail constant C = K_E/2 and so move outward as K_E grows, by
+    about 2 ln(C)/ε each) plus the grid shift of each end, θ₂ = |range|/K_E, i.e. about
+    W/K_E ranks for a range that holds W ranks. So K_E minimises
+    (k_U − k_L) + ``width_ranks``/K_E over :data:`EXPMECH_STEPS`, where ``width_ranks``
+    (both ends' W) comes from the stage-1 and split target ranks — public values. The
+    choice spends no privacy and the coverage argument holds for every fixed K_E.
+    """
+    best, best_cost = EXPMECH_STEPS[0], math.inf
+    centre = n * p
+    for steps in EXPMECH_STEPS:
+        k_low, k_high = expmech_targets(n, epsilon, steps / 2.0, p, alpha_end, alpha_end, True)
+        # an end without a rank is the public bound whatever K_E is: it adds a constant
+        cost = sum(abs(k - centre) + width_ranks / 2.0 / steps
+                   for k in (k_low, k_high) if k is not None)
+        if cost < best_cost:
+            best, best_cost = steps, cost
+    return best
 
 
 #: Depths the localised tree chooses from (public).
