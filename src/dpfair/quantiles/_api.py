@@ -165,14 +165,20 @@ def localized_expmech_regular(n: int, bounds: tuple[float, float]) -> bool:
 
     A public function of (n, R). With s₁ = |R|/2^{D₁} the stage-1 step, every R₂ has
     width w = fl(U − L) ≥ s₁/2 (distinct stage-1 grid points, or one step of widening,
-    are ≥ s₁(1 − 2^-7) apart because s₁ ≥ 2^-44·scale, :func:`localization_depth`). If
-    s₁ ≥ :data:`REGULAR_STEP` = 2^-1000, then w·2^-7·2^-13 is a normal number, so
-    θ₂ = fl(w/K_E) = w·2^-7 exactly, every cell θ₂·2^{p}/Q (Q a power of two, the
-    coarsening doubles) is exact and w/cell = 128Q/2^p is an exact power of two: the grid
-    has M = max(1, 128Q/2^p) cells and band min(Q + 1, M), so its tail constant
-    (M − band)/band ≤ 127Q/(Q + 1) < K_E = 128 for EVERY R₂, coarsened or not. Below that
-    step (public bounds within ~2^-990 of zero width, subnormal arithmetic) the rounding
-    of θ₂ can leave more than K_E·Q cells (e.g. R₂ = [0, 12223·2^-1074]: C ≈ 187), so the
+    are ≥ s₁(1 − 2^-7) apart because s₁ ≥ 2^-44·scale, :func:`localization_depth`), and
+    a split sub-range is used only if its width is ≥ s₁/2 too (:func:`expmech_split`).
+    If s₁ ≥ :data:`REGULAR_STEP` = 2^-1000, every such width w ≥ 2^-1001, so with
+    K_E ≤ 2^11 (:data:`EXPMECH_STEPS`) θ₂ = fl(w/K_E) ≥ 2^-1013 is a normal number with
+    relative error ≤ u = 2^-53, and every cell θ_g = θ₂·2^p/Q (Q ≤ 64 a power of two,
+    2^p ≥ 1 the coarsening) is ≥ 2^-1019, normal, and exact. The grid has
+    M = max(1, ⌈fl(w/θ_g)⌉) cells with w/θ_g = K_E·Q·2^-p/(1 + δ), |δ| ≤ u, so
+    fl(w/θ_g) ≤ K_E·Q·2^-p·(1 + 3u) < K_E·Q·2^-p + 1 and M ≤ K_E·Q·2^-p + 2. The padded
+    mechanism's constant is then (M − 1)/(2Q + 1) ≤ (K_E·Q·2^-p + 1)/(2Q + 1) < K_E/2
+    (for p = 0 this is 2 < K_E; for p ≥ 1, where Q = 1, it is 2K_E/2^p + 2 < 3K_E) for
+    EVERY range, coarsened or not, and for every K_E ≥ 3, a power of two or not: the
+    public C = K_E/2 of the target ranks bounds it. Below that step (public bounds within
+    ~2^-990 of zero width, subnormal arithmetic) the rounding of θ₂ can leave many more
+    cells (e.g. R₂ = [0, 12223·2^-1074] with K_E = 128: an unpadded constant ≈ 187), so the
     localised ExpMech is not used there (:func:`_release` runs the public-range method).
     """
     lo, hi = bounds
@@ -385,14 +391,23 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     except with probability α₁/K. Stage 2, with ρ₂ = ρ − ρ₁ and α₂ = α − α₁, runs on data
     clipped into R₂, with a grid set by |R₂| — the data's private scale — instead of |R|:
 
-    * ExpMech: θ₂ = |R₂|/K_E (K_E = 128). The cell grid's tail constant is then below
-      K_E *whatever R₂ is* — including grids coarsened for floating point — whenever the
-      public (n, R) pass :func:`localized_expmech_regular` (proof there; otherwise the
-      public-range ExpMech runs instead, a public choice), and the target ranks use
-      C = K_E exactly (never max(K_E, C_grid), which would depend on R₂): they do not
-      depend on the data, so the conditional argument of :mod:`dpfair.median._expmech` holds as is
-      (P(fail) ≤ E[h(B)] with h the same bound for every R₂). The ranks use the exact
-      worst-case conditional law of the draw, h(t) = x_t/(1 + x_t), x_t = C e^{−εt/2}
+    * ExpMech (issue 22, item 4): a split search (ρ_c = 5 % of ρ, :func:`centre_search`)
+      brackets the rank n·q on the stage-1 grid, [v_lo, v_hi]; the lower end's draw runs
+      on [L₁, v_hi] and the upper end's on [v_lo, U₁] (:func:`expmech_split`, which proves
+      that the top of the lower end's range and the bottom of the upper end's are free:
+      no coverage statement depends on them), each with θ₂ = |range|/K_E, on the PADDED
+      cell mechanism (Q extra output cells beyond each end of the grid, so the score-0
+      band never loses its lower or upper θ: tail constant (M − 1)/(2Q + 1), about half
+      the unpadded one). K_E is the minimiser of a public width model
+      (:func:`localized_expmech_steps`: the target ranks' spread against the grid shift
+      W/K_E, W from the stage-1 target ranks); the grid's constant is below K_E/2 for
+      *every* range whenever the public (n, R) pass :func:`localized_expmech_regular`
+      (proof there; otherwise the public-range ExpMech runs instead, a public choice), and
+      the target ranks use C = K_E/2 exactly (never max(K_E/2, C_grid), which would depend
+      on the range): they do not depend on the data, so the conditional argument of
+      :mod:`dpfair.median._expmech` holds as is (P(fail) ≤ E[h(B)] with h the same bound
+      for every range). The ranks use the exact worst-case conditional law of the draw,
+      h(t) = x_t/(1 + x_t), x_t = C e^{−εt/2}
       (:func:`dpfair.quantiles._methods.expmech_lower_failure_exact`: the band's mass is
       in the normaliser, so the miss probability given a rank error t is at most
       N/(N + band) with N ≤ C·band·e^{−εt/2}; attained by a clump), instead of
@@ -405,12 +420,14 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
       E q_env(Bin(n, q)) = level). Its depth D₂ is fixed by public values only
       (:func:`localized_tree_depth`, a width model), never by the data.
 
-    Coverage: P(x_q ∉ CI) ≤ P(x_q ∉ R₂) + P(x_q ∈ R₂, stage 2 misses) ≤ (α₁ + α₂)/K,
+    Coverage: P(x_q ∉ CI) ≤ P(x_q ∉ R₂) + P(x_q ∈ R₂, stage 2 misses) ≤ (α₁ + α₂)/K
+    (for ExpMech end by end: P(L > x_q) ≤ P(L₁ > x_q) + E h(B − k_L), see
+    :func:`expmech_split`),
     and Bonferroni over K. The stage-2 bounds hold conditionally on stage 1's output
     (its noise is fresh and its target ranks, grid sizes and depth are public), for every
-    R₂, so they hold unconditionally. Privacy: ρ₁ + ρ₂ = ρ (zCDP composition; the
-    accountant is a filter); every public choice above (f₁, D₂, the ranks) is computed
-    before any data are read and spends nothing. A stage-1 end with no valid rank is the
+    R₂, so they hold unconditionally. Privacy: ρ₁ (+ ρ_c for ExpMech) + ρ₂ = ρ (zCDP
+    composition; the accountant is a filter); every public choice above (f₁, D₂, K_E, the
+    ranks) is computed before any data are read and spends nothing. A stage-1 end with no valid rank is the
     public bound: it spends nothing and never misses (x_q ∈ R), so its α₁ is added to the
     second stage of that level (half per end; the union bound above is unchanged). When
     no stage-1 end has a rank at all (tiny n), the tree keeps the former fixed depth
