@@ -77,6 +77,11 @@ NO_INFO_TREE_DEPTH: Final[int] = 7
 LOCALIZED_SEARCH_DEPTH: Final[int] = 7
 #: Share of ρ spent by the localised ExpMech's split search (:func:`centre_search`).
 EXPMECH_SPLIT_RHO_FRACTION: Final[float] = 0.05
+#: Ablation switches of the localised ExpMech, for ``benchmarks/quantile_widths.py
+#: --expmech-variant`` only (empty: the design documented in :func:`_localized`):
+#: ``split`` (False: both ends on R₂, no split search), ``padded`` (False: the unpadded
+#: cell mechanism, C = K_E, valid for a power-of-two K_E) and ``steps`` (a fixed K_E).
+_EXPMECH_VARIANT: dict[str, Any] = {}
 
 
 def _r(budget: Budget) -> float:
@@ -427,9 +432,10 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     (its noise is fresh and its target ranks, grid sizes and depth are public), for every
     R₂, so they hold unconditionally. Privacy: ρ₁ (+ ρ_c for ExpMech) + ρ₂ = ρ (zCDP
     composition; the accountant is a filter); every public choice above (f₁, D₂, K_E, the
-    ranks) is computed before any data are read and spends nothing. A stage-1 end with no valid rank is the
-    public bound: it spends nothing and never misses (x_q ∈ R), so its α₁ is added to the
-    second stage of that level (half per end; the union bound above is unchanged). When
+    ranks) is computed before any data are read and spends nothing. A stage-1 end with no
+    valid rank is the public bound: it spends nothing and never misses (x_q ∈ R), so its α₁
+    is added to the second stage of that level (half per end; the union bound above is
+    unchanged). When
     no stage-1 end has a rank at all (tiny n), the tree keeps the former fixed depth
     :data:`NO_INFO_TREE_DEPTH`.
     """
@@ -466,9 +472,12 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": frac1 * alpha, "depth": d1}}
     if method == "expmech":
         rho_c = EXPMECH_SPLIT_RHO_FRACTION * rho
+        split = bool(_EXPMECH_VARIANT.get("split", True))
+        padded = bool(_EXPMECH_VARIANT.get("padded", True))
+        fixed_steps = _EXPMECH_VARIANT.get("steps")
         centres: list[tuple[float, float] | None] = []
         for p, st in zip(ps, stage1, strict=True):
-            if None in st["target_ranks"]:  # public: no split without both stage-1 ends
+            if not split or None in st["target_ranks"]:  # public: no split without both ends
                 centres.append(None)
                 continue
             bracket, sc = centre_search(count1, src.n, round(src.n * p), rho_c / k, bounds, d1,
@@ -484,13 +493,15 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
                                      - (k_l1 if k_l1 is not None else 0))
             else:
                 width_ranks = float(k_u1 - k_l1)
-            steps = localized_expmech_steps(src.n, p, eps2, a2q, width_ranks)
+            steps = int(fixed_steps) if fixed_steps else localized_expmech_steps(
+                src.n, p, eps2, a2q, width_ranks)
             r_low, r_high = expmech_split(r2, v, step1 / 2.0)
             t_low = (r_low[1] - r_low[0]) / steps
             t_high = (r_high[1] - r_high[0]) / steps
             low, high, s, d = expmech_quantile(
                 src.clipped_view(r_low), p, rho2 / k, r_low, a2q, a2q, t_low, gen,
-                tail_constant=steps / 2.0, exact_tail=True, padded=True,
+                tail_constant=steps / 2.0 if padded else float(steps), exact_tail=True,
+                padded=padded,
                 upper=(src.clipped_view(r_high), r_high, t_high))
             theta2 = max(t_low, t_high)
             if _r(s) > 0:
