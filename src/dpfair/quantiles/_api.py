@@ -77,6 +77,12 @@ NO_INFO_TREE_DEPTH: Final[int] = 7
 LOCALIZED_SEARCH_DEPTH: Final[int] = 7
 #: Share of ρ spent by the localised ExpMech's split search (:func:`centre_search`).
 EXPMECH_SPLIT_RHO_FRACTION: Final[float] = 0.05
+#: K_E of the localised ExpMech when a stage-1 end has no valid rank (tiny n; public): R₂
+#: then reaches a public bound and holds an unknown stretch of empty range, so the rank
+#: model of :func:`localized_expmech_steps` has nothing to measure. 256 padded cells per
+#: range give C = 128, the former unpadded design's constant (the same target ranks),
+#: with half its grid shift.
+NO_INFO_EXPMECH_STEPS: Final[int] = 256
 #: Ablation switches of the localised ExpMech, for ``benchmarks/quantile_widths.py
 #: --expmech-variant`` only (empty: the design documented in :func:`_localized`):
 #: ``split`` (False: both ends on R₂, no split search), ``padded`` (False: the unpadded
@@ -405,7 +411,8 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
       band never loses its lower or upper θ: tail constant (M − 1)/(2Q + 1), about half
       the unpadded one). K_E is the minimiser of a public width model
       (:func:`localized_expmech_steps`: the target ranks' spread against the grid shift
-      W/K_E, W from the stage-1 target ranks); the grid's constant is below K_E/2 for
+      W/K_E, W from the stage-1 target ranks), or :data:`NO_INFO_EXPMECH_STEPS` when a
+      stage-1 end has no rank; the grid's constant is below K_E/2 for
       *every* range whenever the public (n, R) pass :func:`localized_expmech_regular`
       (proof there; otherwise the public-range ExpMech runs instead, a public choice), and
       the target ranks use C = K_E/2 exactly (never max(K_E/2, C_grid), which would depend
@@ -488,13 +495,13 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         eps2 = ExponentialMechanism.for_zcdp(rho2 / k / 2.0).epsilon
         for p, r2, st, a2q, v in zip(ps, ranges, stage1, a2s, centres, strict=True):
             k_l1, k_u1 = st["target_ranks"]
-            if v is None:
-                width_ranks = 2.0 * ((k_u1 if k_u1 is not None else src.n)
-                                     - (k_l1 if k_l1 is not None else 0))
+            if fixed_steps:
+                steps = int(fixed_steps)
+            elif k_l1 is None or k_u1 is None:  # public: R₂ reaches a public bound
+                steps = NO_INFO_EXPMECH_STEPS
             else:
-                width_ranks = float(k_u1 - k_l1)
-            steps = int(fixed_steps) if fixed_steps else localized_expmech_steps(
-                src.n, p, eps2, a2q, width_ranks)
+                width_ranks = float(k_u1 - k_l1) * (1.0 if v is not None else 2.0)
+                steps = localized_expmech_steps(src.n, p, eps2, a2q, width_ranks)
             r_low, r_high = expmech_split(r2, v, step1 / 2.0)
             t_low = (r_low[1] - r_low[0]) / steps
             t_high = (r_high[1] - r_high[0]) / steps
