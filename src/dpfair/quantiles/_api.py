@@ -79,10 +79,10 @@ LOCALIZED_SEARCH_DEPTH: Final[int] = 7
 EXPMECH_SPLIT_RHO_FRACTION: Final[float] = 0.05
 #: K_E of the localised ExpMech when a stage-1 end has no valid rank (tiny n; public): R₂
 #: then reaches a public bound and holds an unknown stretch of empty range, so the rank
-#: model of :func:`localized_expmech_steps` has nothing to measure. 256 padded cells per
-#: range give C = 128, the former unpadded design's constant (the same target ranks),
-#: with half its grid shift.
-NO_INFO_EXPMECH_STEPS: Final[int] = 256
+#: model of :func:`localized_expmech_steps` has nothing to measure. 128 cells (C = 64): at
+#: n = 50 narrower than the former unpadded design at q = 0.1, 0.5 and 0.9 (measured;
+#: 256 cells lose at q = 0.5, the model's 38–45 at q = 0.1).
+NO_INFO_EXPMECH_STEPS: Final[int] = 128
 #: Ablation switches of the localised ExpMech, for ``benchmarks/quantile_widths.py
 #: --expmech-variant`` only (empty: the design documented in :func:`_localized`):
 #: ``split`` (False: both ends on R₂, no split search), ``padded`` (False: the unpadded
