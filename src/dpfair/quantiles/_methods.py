@@ -90,6 +90,20 @@ _EXACT_TAIL_CUTOFF = 8.0 * math.log(10.0)
 _EXACT_TAIL_WORK = 50_000_000
 
 
+@functools.lru_cache(maxsize=64)
+def _window_log_pmf(n: int, p: float, m_lo: int, m_hi: int
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(m, log P(B = m)) over the window m_lo..m_hi, cached (read-only arrays).
+
+    The same window serves every tail constant and ε (the width model's candidates).
+    """
+    m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
+    log_pmf = np.asarray(_log_pmf(m, n, p), dtype=np.float64)
+    m.setflags(write=False)
+    log_pmf.setflags(write=False)
+    return m, log_pmf
+
+
 def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: Any,
                                 p: float = 0.5) -> NDArray[np.float64]:
     r"""F(k) = E[h(B − k)], B ~ Bin(n, p), with the exact worst-case conditional miss h.
@@ -129,8 +143,8 @@ def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: A
     if big or (m_hi - m_lo + 1) * math.ceil(t_cut) > _EXACT_TAIL_WORK:
         return expmech_lower_failure(n, epsilon, c, k_arr, p)
     t_max = max(1, math.ceil(t_cut))
-    m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
-    pmf = np.exp(_log_pmf(m, n, p))
+    m, log_pmf = _window_log_pmf(n, p, m_lo, m_hi)
+    pmf = np.exp(log_pmf)
     t = np.arange(1, t_max + 1, dtype=np.float64)
     with np.errstate(over="ignore"):
         x = c * np.exp(-epsilon * t / 2.0)
@@ -143,7 +157,7 @@ def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: A
     near = np.zeros(k_arr.shape, dtype=np.float64)
     near[ok] = conv[idx[ok]]
     # far(k) = Σ_{m > k + T, m in window} pmf(m)·C·e^{−ε(m − k)/2} (geometric closed form)
-    log_terms = _log_pmf(m, n, p) - epsilon * (m - centre) / 2.0
+    log_terms = log_pmf - epsilon * (m - centre) / 2.0
     log_suffix = np.concatenate((np.logaddexp.accumulate(log_terms[::-1])[::-1], [-np.inf]))
     start = np.clip(k_arr + t_max + 1 - m_lo, 0, log_suffix.size - 1)
     with np.errstate(over="ignore"):
@@ -154,9 +168,13 @@ def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: A
     return np.minimum(out, 1.0)
 
 
+@functools.lru_cache(maxsize=4096)
 def expmech_lower_target_exact(n: int, epsilon: float, band_ratio: float,
                                alpha_half: float, p: float = 0.5) -> int:
     """Largest k in {0..n} with :func:`expmech_lower_failure_exact` ≤ level, or −1.
+
+    A pure function of public values, cached (both ends of q = 1/2 and the candidates of
+    the localised width model share it).
 
     Every candidate in the window where F can cross the level is evaluated at once; when
     none there qualifies, the min(1, ·)-bound search of
