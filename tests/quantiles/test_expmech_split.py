@@ -13,7 +13,8 @@ two-clump worst case, n = 1, 2) and every threshold v on a fine grid:
 * the public constant K_E/2 bounds the padded constant of every regular range for every
   K_E the width model can choose, coarsened grids included;
 * the localised choices (K_E, target ranks, ρ spent) are the same for every data set of
-  the same n.
+  the same n;
+* the padded law moves by at most e^ε on every cell between neighbouring data sets.
 """
 
 from __future__ import annotations
@@ -236,3 +237,21 @@ def test_gap_population_coverage(q):
 def test_gap_population_coverage_full(q, n):
     reps = 1500
     assert _gap_coverage(n, q, reps, 101 + n + int(10 * q)) >= min_successes(reps, 0.95)
+
+
+@pytest.mark.parametrize("k", [0, 7, 20, 40])
+def test_padded_law_neighbour_ratio_within_eps(k):
+    # Attacker: replace one record by an extreme or a tie-maker; the padded law's output
+    # probabilities may move by at most e^eps on every cell (pure eps-DP as executed).
+    rng = np.random.default_rng(9)
+    n, eps = 40, 1.3
+    grid = CellGrid.for_bounds((0.0, 1.0), 1.0 / 48)
+    for base in (np.sort(rng.uniform(0, 1, n)), np.sort(np.r_[np.zeros(20), np.ones(20)])):
+        p0 = cell_order_statistic_law(base, k, eps, grid, padded=True)
+        for i in (0, n // 2, n - 1):
+            for new in (0.0, 0.5, 1.0, float(base[min(i + 1, n - 1)])):
+                y = base.copy()
+                y[i] = new
+                p1 = cell_order_statistic_law(np.sort(y), k, eps, grid, padded=True)
+                assert np.all(p0 > 0) and np.all(p1 > 0)
+                assert np.max(np.abs(np.log(p0 / p1))) <= eps * (1 + 1e-9)
