@@ -6,7 +6,9 @@
 
 Width is reported relative to the exact non-private interval on the same sample and α
 (mean over repetitions); coverage is the fraction of repetitions whose interval contains
-the population quantile. "before" = ``localize=False`` (the median's paper defaults:
+the population quantile. The samples come from one stream (``--seed``), each
+(method, mode)'s noise from its own stream, so a change to one method's randomness
+leaves every other cell as it was. "before" = ``localize=False`` (the median's paper defaults:
 θ = |R|/4000 for ExpMech, |R|/400 for the trees), "after" = ``localize=None`` (default).
 """
 
@@ -33,10 +35,26 @@ DESIGNS = {
 }
 
 
+#: Ablations of the localised ExpMech (``--expmech-variant``): the design before issue 22
+#: item 4's last step (unpadded, one range, K_E = 128), padding alone, padding with the
+#: width-model K_E but no split, and the default (padding, split, width-model K_E).
+EXPMECH_VARIANTS: dict[str, dict[str, object]] = {
+    "default": {},
+    "unpadded-128": {"split": False, "padded": False, "steps": 128},
+    "padded-128": {"split": False, "steps": 128},
+    "padded-model": {"split": False},
+}
+
+
 def run(design: str, q: float, reps: int, seed: int, methods: list[str]) -> list[dict]:
     law, n, bounds, rho = DESIGNS[design]
     truth = float(law.ppf(q))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # the samples
+    # One noise stream per (method, mode), independent of the sample stream: a method
+    # that draws more or fewer random numbers changes no other method's cells.
+    noise = {(m, mode): np.random.default_rng([seed, i, j])
+             for i, m in enumerate(dpfair.median.METHODS) for j, mode in enumerate(
+                 ("before", "after"))}
     rows: dict[tuple[str, str], list[tuple[float, bool]]] = {}
     for _ in range(reps):
         x = law.rvs(size=n, random_state=rng)
@@ -49,7 +67,7 @@ def run(design: str, q: float, reps: int, seed: int, methods: list[str]) -> list
                     try:
                         r = dpfair.quantiles.confidence_interval(
                             x, q, rho=rho, bounds=bounds, method=method, localize=loc,
-                            rng=rng)
+                            rng=noise[(method, mode)])
                     except dpfair.InsufficientDataError:
                         continue
                 rel = r.width / ref if np.isfinite(ref) and ref > 0 else float("nan")
@@ -72,7 +90,11 @@ def main() -> None:
     ap.add_argument("--methods", nargs="*", default=list(dpfair.median.METHODS))
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default by n)")
+    ap.add_argument("--expmech-variant", choices=list(EXPMECH_VARIANTS), default="default",
+                    help="ablation of the localised ExpMech design (docs/quantiles.md)")
     args = ap.parse_args()
+    dpfair.quantiles._api._EXPMECH_VARIANT.clear()
+    dpfair.quantiles._api._EXPMECH_VARIANT.update(EXPMECH_VARIANTS[args.expmech_variant])
     results = []
     for design in args.designs:
         n = DESIGNS[design][1]

@@ -161,19 +161,21 @@ def test_result_to_dict(sample):
 
 
 def test_localised_expmech_tail_constant_is_public():
-    # The localised ExpMech ranks use C = 128 whatever range stage 1 picked: the cell
-    # grid's own constant is below it for every range (so the ranks are data-free).
+    # The localised ExpMech ranks use C = K_E/2 (K_E from the public width model) whatever
+    # ranges stage 1 and the split picked: the padded cell grid's own constant is below it
+    # for every range (so the ranks are data-free).
     from dpfair.median._expmech import CellGrid
 
     rng = np.random.default_rng(5)
+    x = rng.lognormal(0, 1, 500)
+    r = confidence_interval(x, 0.5, rho=0.5, bounds=BOUNDS, method="expmech", rng=0)
+    steps = r.diagnostics["steps"]
+    assert r.diagnostics["tail_constant"] == steps / 2.0
     for _ in range(200):
         a = float(rng.uniform(-1e6, 1e6))
         w = float(10 ** rng.uniform(-6, 5))
-        grid = CellGrid.for_bounds((a, a + w), w / 128)
-        assert grid.tail_constant < 128
-    x = rng.lognormal(0, 1, 500)
-    r = confidence_interval(x, 0.5, rho=0.5, bounds=BOUNDS, method="expmech", rng=0)
-    assert r.diagnostics["tail_constant"] == 128.0
+        grid = CellGrid.for_bounds((a, a + w), w / steps)
+        assert grid.padded_tail_constant < steps / 2.0
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -282,8 +284,8 @@ def test_little_privacy_threshold_is_the_medians():
 @pytest.mark.parametrize("method", METHODS)
 def test_huge_rho_bounds_missing_the_data_is_bounded_work(method, monkeypatch):
     # `quantile-ci --rho 1e6 --bounds 50 100` on ages with median 37: the work is bounded
-    # by public caps (stage-1 depth ≤ 40, tree depth ≤ 12, 2^7 search bins, 128·Q cells),
-    # whatever ρ is; counted, never timed.
+    # by public caps (stage-1 depth ≤ 40, tree depth ≤ 12, 2^7 search bins, K_E·Q cells
+    # with K_E ≤ max(EXPMECH_STEPS) = 2048), whatever ρ is; counted, never timed.
     import dpfair.quantiles._api as api
 
     calls: list[int] = []
@@ -305,4 +307,4 @@ def test_huge_rho_bounds_missing_the_data_is_bounded_work(method, monkeypatch):
     loc = r.diagnostics["localize"]
     assert loc["depth"] <= 40 and loc.get("tree_depth", 0) <= 12
     cells = r.diagnostics.get("output_grid", {}).get("cells", 0)
-    assert cells <= 128 * 64 + 1
+    assert cells <= max(api.EXPMECH_STEPS) * 64 + 2

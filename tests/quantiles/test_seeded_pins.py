@@ -4,7 +4,8 @@ Recorded before the per-call overheads were removed (rank-target caching, one le
 charge per search, shared localisation in confidence_intervals): same seed, same
 floating-point outputs and the same reported privacy total. Re-recorded when the
 localised design changed on purpose (exact-law ExpMech targets, α₁ = 1 % of α, the tree
-depth from the public width model); speed work must still leave them unchanged.
+depth from the public width model; the padded, split ExpMech with its width-model
+K_E); speed work must still leave them unchanged.
 """
 
 from __future__ import annotations
@@ -38,47 +39,36 @@ PINNED: dict[str, list] = {'binsearch/0.1': ['0x1.a5812d0000000p-2',
  'binsearch_cdf/0.9': ['0x1.53b573f000000p+2',
                        '0x1.65a11fb000000p+2',
                        '0x1.0000000000000p-1'],
- 'binsearch_cdf/five': [['0x1.a1641a4800000p-2',
-                         '0x1.bfe3297800000p-2'],
-                        ['0x1.7a812d5800000p-1',
-                         '0x1.8f4c2c1000000p-1'],
-                        ['0x1.780ad3b200000p+0',
-                         '0x1.8ac185be00000p+0'],
-                        ['0x1.719ce73100000p+1',
-                         '0x1.860f2e7700000p+1'],
-                        ['0x1.51a276fa80000p+2',
-                         '0x1.67ba259e00000p+2'],
+ 'binsearch_cdf/five': [['0x1.a1641a4800000p-2', '0x1.bfe3297800000p-2'],
+                        ['0x1.7a812d5800000p-1', '0x1.8f4c2c1000000p-1'],
+                        ['0x1.780ad3b200000p+0', '0x1.8ac185be00000p+0'],
+                        ['0x1.719ce73100000p+1', '0x1.860f2e7700000p+1'],
+                        ['0x1.51a276fa80000p+2', '0x1.67ba259e00000p+2'],
                         '0x1.fffffffffffffp-2'],
- 'cdf/0.1': ['0x1.a644ff0000000p-2',
-             '0x1.bbaff70000000p-2',
-             '0x1.0000000000000p-1'],
- 'cdf/0.5': ['0x1.7b12dc8000000p+0',
-             '0x1.88b16c8000000p+0',
-             '0x1.0000000000000p-1'],
- 'cdf/0.9': ['0x1.53b573f000000p+2',
-             '0x1.65a11fb000000p+2',
-             '0x1.0000000000000p-1'],
+ 'cdf/0.1': ['0x1.a644ff0000000p-2', '0x1.bbaff70000000p-2', '0x1.0000000000000p-1'],
+ 'cdf/0.5': ['0x1.7b12dc8000000p+0', '0x1.88b16c8000000p+0', '0x1.0000000000000p-1'],
+ 'cdf/0.9': ['0x1.53b573f000000p+2', '0x1.65a11fb000000p+2', '0x1.0000000000000p-1'],
  'cdf/five': [['0x1.a1641a4800000p-2', '0x1.bfe3297800000p-2'],
               ['0x1.7a812d5800000p-1', '0x1.8f4c2c1000000p-1'],
               ['0x1.780ad3b200000p+0', '0x1.8ac185be00000p+0'],
               ['0x1.719ce73100000p+1', '0x1.860f2e7700000p+1'],
               ['0x1.51a276fa80000p+2', '0x1.67ba259e00000p+2'],
               '0x1.fffffffffffffp-2'],
- 'expmech/0.1': ['0x1.a54eb0dc00000p-2',
-                 '0x1.bcce0bcc00000p-2',
+ 'expmech/0.1': ['0x1.a549a88000000p-2',
+                 '0x1.bcaaead0d7943p-2',
                  '0x1.0000000000000p-1'],
- 'expmech/0.5': ['0x1.7aeff62f00000p+0',
-                 '0x1.890e34b500000p+0',
+ 'expmech/0.5': ['0x1.7afa897126301p+0',
+                 '0x1.88f493893180bp+0',
                  '0x1.0000000000000p-1'],
- 'expmech/0.9': ['0x1.53bdd0d9c0000p+2',
-                 '0x1.65f12b48c0000p+2',
+ 'expmech/0.9': ['0x1.53b2a6826bca2p+2',
+                 '0x1.65dc8a3af286cp+2',
                  '0x1.0000000000000p-1'],
- 'expmech/five': [['0x1.a0fa450000000p-2', '0x1.c0e565e800000p-2'],
-                  ['0x1.795afa3a00000p-1', '0x1.8f06f64500000p-1'],
-                  ['0x1.77aee3ec80000p+0', '0x1.8c1ed07900000p+0'],
-                  ['0x1.7020f625c0000p+1', '0x1.85b1496500000p+1'],
-                  ['0x1.4fe0514a60000p+2', '0x1.69dcb34dd0000p+2'],
-                  '0x1.ffffffffffffep-2']}
+ 'expmech/five': [['0x1.a1c37a2d02d03p-2', '0x1.c230bac7bc7bcp-2'],
+                  ['0x1.79b009a1af287p-1', '0x1.8f9f1581af287p-1'],
+                  ['0x1.77a1397ca1af3p+0', '0x1.8b4f95af286bdp+0'],
+                  ['0x1.70b820c50d794p+1', '0x1.873f7bbf286bdp+1'],
+                  ['0x1.500ce40124925p+2', '0x1.69637a13de3dep+2'],
+                  '0x1.ffffffffffffdp-2']}
 
 METHODS = ("expmech", "cdf", "binsearch", "binsearch_cdf")
 

@@ -282,7 +282,8 @@ class SelectedSample:
 
     @classmethod
     def for_cell_ranks(
-        cls, x: NDArray[np.float64], ranks: list[int], epsilon: float, grid: CellGrid
+        cls, x: NDArray[np.float64], ranks: list[int], epsilon: float, grid: CellGrid,
+        padded: bool = False,
     ) -> SelectedSample:
         """The sample :func:`sample_order_statistic_cell` needs for these target ranks.
 
@@ -296,6 +297,8 @@ class SelectedSample:
             ε of each draw (the window width depends on it).
         grid : CellGrid
             The public output grid of the draws.
+        padded : bool, default=False
+            Whether the draws use the padded mechanism (its window differs).
 
         Notes
         -----
@@ -305,7 +308,8 @@ class SelectedSample:
         rng)`` for every generator state (the quantile API uses it the same way).
         """
         n = int(x.size)
-        half = _window_half(epsilon, float(grid.n_cells) - 0.0, float(grid.band_cells))
+        first, stop = grid.output_range(padded)
+        half = _window_half(epsilon, stop - first, float(grid.output_band(padded)))
         return cls(x, [_rank_window(n, int(k), half) for k in ranks])
 
 
@@ -489,6 +493,33 @@ class CellGrid:
         band = self.band_cells
         return max(self.n_cells - band, 0) / band
 
+    @property
+    def padded_band_cells(self) -> int:
+        """Minimum score-0 band of the *padded* cell mechanism: 2Q + 1 cells.
+
+        With Q output cells added below cell 0 and above cell M − 1 (records stay in
+        0..M − 1), the band [κ_(k) − Q, κ_(k+1) + Q] is never cut by an end of the range.
+        """
+        return 2 * self.per_theta + 1
+
+    @property
+    def padded_tail_constant(self) -> float:
+        """C = (M + 2Q − (2Q + 1))/(2Q + 1) = (M − 1)/(2Q + 1) of the padded mechanism.
+
+        About half of :attr:`tail_constant` for the same grid (the band's minimum doubles
+        while the range grows by 2Q cells), see :func:`sample_order_statistic_cell`.
+        """
+        return max(self.n_cells - 1, 0) / self.padded_band_cells
+
+    def output_range(self, padded: bool = False) -> tuple[float, float]:
+        """Cell-index range (first, stop) of the mechanism's outputs: (0, M) or (−Q, M + Q)."""
+        pad = float(self.per_theta) if padded else 0.0
+        return -pad, float(self.n_cells) + pad
+
+    def output_band(self, padded: bool = False) -> int:
+        """Minimum score-0 band (cells) of the plain or padded mechanism."""
+        return self.padded_band_cells if padded else self.band_cells
+
 
 @functools.lru_cache(maxsize=64)
 def _cell_grid(a: float, b: float, granularity: float) -> CellGrid:
@@ -557,6 +588,8 @@ def sample_order_statistic_cell(
     epsilon: float,
     grid: CellGrid,
     rng: np.random.Generator,
+    *,
+    padded: bool = False,
 ) -> int:
     r"""One draw of the cell mechanism for rank ``k``: a cell index m ∈ {0, …, M − 1}.
 
@@ -576,27 +609,40 @@ def sample_order_statistic_cell(
 
     Running time: O(T) with T from public (n, ε, M/(Q + 1)) only, plus the O(n) branch
     that runs with probability < 1e-12 as decided by the noise (:func:`_sample_piece`).
+
+    Padded (``padded=True``, the localised quantile intervals). The output cells are
+    m ∈ {−Q, …, M + Q − 1}: Q cells are added on each side of the grid while the records'
+    cells κ_i stay in 0..M − 1 (y_0 = −Q, y_{n+1} = M + Q), with the same score. The
+    score-0 band [κ_(k) − Q, κ_(k+1) + Q] then always holds ≥ 2Q + 1 cells (unpadded it
+    holds only Q + 1 when κ_(k) is an end cell, e.g. data clipped to a localised range),
+    so the tail constant is (M − 1)/(2Q + 1) (:attr:`CellGrid.padded_tail_constant`),
+    about half of the unpadded (M − Q − 1)/(Q + 1). Sensitivity, the exact sampler and
+    the coverage argument (which holds for every integer cell m) are unchanged; the cost
+    is that an end can now land up to Q cells outside R, where it is clipped to R.
     """
     cells = _CellSample(_as_sample(x_sorted), grid)
     q = float(grid.per_theta)
-    lo, hi = _sample_piece(cells, k, epsilon, (0.0, float(grid.n_cells)), q, q + 1.0,
-                           float(grid.band_cells), rng)
+    lo, hi = _sample_piece(cells, k, epsilon, grid.output_range(padded), q, q + 1.0,
+                           float(grid.output_band(padded)), rng)
     first, stop = int(lo), int(hi)
     return first + int(rng.integers(stop - first)) if stop > first + 1 else first
 
 
 def cell_order_statistic_law(
-    x_sorted: NDArray[np.float64], k: int, epsilon: float, grid: CellGrid
+    x_sorted: NDArray[np.float64], k: int, epsilon: float, grid: CellGrid, *,
+    padded: bool = False,
 ) -> NDArray[np.float64]:
-    """Exact probabilities of the M cells under :func:`sample_order_statistic_cell` (O(M)).
+    """Exact probabilities of the cells under :func:`sample_order_statistic_cell` (O(M)).
 
     For tests and small grids: the law of the piece, spread uniformly over its cells.
+    Entry i is cell i (``padded=False``: M cells) or cell i − Q (``padded=True``: the
+    M + 2Q cells −Q..M + Q − 1).
     """
     cells = grid.index(x_sorted)
     q = float(grid.per_theta)
-    law = order_statistic_law(cells, k, epsilon, (0.0, float(grid.n_cells)), q, q + 1.0)
+    law = order_statistic_law(cells, k, epsilon, grid.output_range(padded), q, q + 1.0)
     probs = law.piece_probabilities
-    edges = np.rint(law.edges).astype(np.int64)
+    edges = np.rint(law.edges).astype(np.int64)  # integers (also the padded −Q)
     lengths = np.diff(edges)
     per_cell = np.divide(probs, lengths, out=np.zeros_like(probs), where=lengths > 0)
     return np.repeat(per_cell, lengths)

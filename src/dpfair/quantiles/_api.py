@@ -19,6 +19,7 @@ from dpfair._rng import RandomLike, as_generator
 from dpfair._validation import check_finite_1d, check_in_open_interval
 from dpfair._warnings import FreeWarning
 from dpfair.mechanisms import (
+    ExponentialMechanism,
     GaussianMechanism,
     NoisyBinaryTree,
     leaf_counts_sorted,
@@ -33,10 +34,12 @@ from dpfair.median._binsearch import grid_depth
 from dpfair.median._result import DPCdf
 from dpfair.privacy import Accountant, Budget
 from dpfair.quantiles._methods import (
+    _query_noise,
     binsearch_quantile,
     binsearch_targets,
     cdf_quantiles,
     expmech_quantile,
+    expmech_targets,
     grid_point,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
@@ -72,8 +75,19 @@ LOCALIZE_MARGIN_SDS: Final[float] = 4.0
 NO_INFO_TREE_DEPTH: Final[int] = 7
 #: Depth of the localised NoisyBinSearch (2^7 bins over the localised range).
 LOCALIZED_SEARCH_DEPTH: Final[int] = 7
-#: ExpMech on the localised range uses θ = |R₂|/K, so its tail constant is below K.
-LOCALIZED_EXPMECH_STEPS: Final[int] = 128
+#: Share of ρ spent by the localised ExpMech's split search (:func:`centre_search`).
+EXPMECH_SPLIT_RHO_FRACTION: Final[float] = 0.05
+#: K_E of the localised ExpMech when a stage-1 end has no valid rank (tiny n; public): R₂
+#: then reaches a public bound and holds an unknown stretch of empty range, so the rank
+#: model of :func:`localized_expmech_steps` has nothing to measure. 128 cells (C = 64): at
+#: n = 50 narrower than the former unpadded design at q = 0.1, 0.5 and 0.9 (measured;
+#: 256 cells lose at q = 0.5, the model's 38–45 at q = 0.1).
+NO_INFO_EXPMECH_STEPS: Final[int] = 128
+#: Ablation switches of the localised ExpMech, for ``benchmarks/quantile_widths.py
+#: --expmech-variant`` only (empty: the design documented in :func:`_localized`):
+#: ``split`` (False: both ends on R₂, no split search), ``padded`` (False: the unpadded
+#: cell mechanism, C = K_E, valid for a power-of-two K_E) and ``steps`` (a fixed K_E).
+_EXPMECH_VARIANT: dict[str, Any] = {}
 
 
 def _r(budget: Budget) -> float:
@@ -162,14 +176,20 @@ def localized_expmech_regular(n: int, bounds: tuple[float, float]) -> bool:
 
     A public function of (n, R). With s₁ = |R|/2^{D₁} the stage-1 step, every R₂ has
     width w = fl(U − L) ≥ s₁/2 (distinct stage-1 grid points, or one step of widening,
-    are ≥ s₁(1 − 2^-7) apart because s₁ ≥ 2^-44·scale, :func:`localization_depth`). If
-    s₁ ≥ :data:`REGULAR_STEP` = 2^-1000, then w·2^-7·2^-13 is a normal number, so
-    θ₂ = fl(w/K_E) = w·2^-7 exactly, every cell θ₂·2^{p}/Q (Q a power of two, the
-    coarsening doubles) is exact and w/cell = 128Q/2^p is an exact power of two: the grid
-    has M = max(1, 128Q/2^p) cells and band min(Q + 1, M), so its tail constant
-    (M − band)/band ≤ 127Q/(Q + 1) < K_E = 128 for EVERY R₂, coarsened or not. Below that
-    step (public bounds within ~2^-990 of zero width, subnormal arithmetic) the rounding
-    of θ₂ can leave more than K_E·Q cells (e.g. R₂ = [0, 12223·2^-1074]: C ≈ 187), so the
+    are ≥ s₁(1 − 2^-7) apart because s₁ ≥ 2^-44·scale, :func:`localization_depth`), and
+    a split sub-range is used only if its width is ≥ s₁/2 too (:func:`expmech_split`).
+    If s₁ ≥ :data:`REGULAR_STEP` = 2^-1000, every such width w ≥ 2^-1001, so with
+    K_E ≤ 2^11 (:data:`EXPMECH_STEPS`) θ₂ = fl(w/K_E) ≥ 2^-1013 is a normal number with
+    relative error ≤ u = 2^-53, and every cell θ_g = θ₂·2^p/Q (Q ≤ 64 a power of two,
+    2^p ≥ 1 the coarsening) is ≥ 2^-1019, normal, and exact. The grid has
+    M = max(1, ⌈fl(w/θ_g)⌉) cells with w/θ_g = K_E·Q·2^-p/(1 + δ), |δ| ≤ u, so
+    fl(w/θ_g) ≤ K_E·Q·2^-p·(1 + 3u) < K_E·Q·2^-p + 1 and M ≤ K_E·Q·2^-p + 2. The padded
+    mechanism's constant is then (M − 1)/(2Q + 1) ≤ (K_E·Q·2^-p + 1)/(2Q + 1) < K_E/2
+    (for p = 0 this is 2 < K_E; for p ≥ 1, where Q = 1, it is 2K_E/2^p + 2 < 3K_E) for
+    EVERY range, coarsened or not, and for every K_E ≥ 3, a power of two or not: the
+    public C = K_E/2 of the target ranks bounds it. Below that step (public bounds within
+    ~2^-990 of zero width, subnormal arithmetic) the rounding of θ₂ can leave many more
+    cells (e.g. R₂ = [0, 12223·2^-1074] with K_E = 128: an unpadded constant ≈ 187), so the
     localised ExpMech is not used there (:func:`_release` runs the public-range method).
     """
     lo, hi = bounds
@@ -382,14 +402,24 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     except with probability α₁/K. Stage 2, with ρ₂ = ρ − ρ₁ and α₂ = α − α₁, runs on data
     clipped into R₂, with a grid set by |R₂| — the data's private scale — instead of |R|:
 
-    * ExpMech: θ₂ = |R₂|/K_E (K_E = 128). The cell grid's tail constant is then below
-      K_E *whatever R₂ is* — including grids coarsened for floating point — whenever the
-      public (n, R) pass :func:`localized_expmech_regular` (proof there; otherwise the
-      public-range ExpMech runs instead, a public choice), and the target ranks use
-      C = K_E exactly (never max(K_E, C_grid), which would depend on R₂): they do not
-      depend on the data, so the conditional argument of :mod:`dpfair.median._expmech` holds as is
-      (P(fail) ≤ E[h(B)] with h the same bound for every R₂). The ranks use the exact
-      worst-case conditional law of the draw, h(t) = x_t/(1 + x_t), x_t = C e^{−εt/2}
+    * ExpMech (issue 22, item 4): a split search (ρ_c = 5 % of ρ, :func:`centre_search`)
+      brackets the rank n·q on the stage-1 grid, [v_lo, v_hi]; the lower end's draw runs
+      on [L₁, v_hi] and the upper end's on [v_lo, U₁] (:func:`expmech_split`, which proves
+      that the top of the lower end's range and the bottom of the upper end's are free:
+      no coverage statement depends on them), each with θ₂ = |range|/K_E, on the PADDED
+      cell mechanism (Q extra output cells beyond each end of the grid, so the score-0
+      band never loses its lower or upper θ: tail constant (M − 1)/(2Q + 1), about half
+      the unpadded one). K_E is the minimiser of a public width model
+      (:func:`localized_expmech_steps`: the target ranks' spread against the grid shift
+      W/K_E, W from the stage-1 target ranks), or :data:`NO_INFO_EXPMECH_STEPS` when a
+      stage-1 end has no rank; the grid's constant is below K_E/2 for
+      *every* range whenever the public (n, R) pass :func:`localized_expmech_regular`
+      (proof there; otherwise the public-range ExpMech runs instead, a public choice), and
+      the target ranks use C = K_E/2 exactly (never max(K_E/2, C_grid), which would depend
+      on the range): they do not depend on the data, so the conditional argument of
+      :mod:`dpfair.median._expmech` holds as is (P(fail) ≤ E[h(B)] with h the same bound
+      for every range). The ranks use the exact worst-case conditional law of the draw,
+      h(t) = x_t/(1 + x_t), x_t = C e^{−εt/2}
       (:func:`dpfair.quantiles._methods.expmech_lower_failure_exact`: the band's mass is
       in the normaliser, so the miss probability given a rank error t is at most
       N/(N + band) with N ≤ C·band·e^{−εt/2}; attained by a clump), instead of
@@ -402,14 +432,17 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
       E q_env(Bin(n, q)) = level). Its depth D₂ is fixed by public values only
       (:func:`localized_tree_depth`, a width model), never by the data.
 
-    Coverage: P(x_q ∉ CI) ≤ P(x_q ∉ R₂) + P(x_q ∈ R₂, stage 2 misses) ≤ (α₁ + α₂)/K,
+    Coverage: P(x_q ∉ CI) ≤ P(x_q ∉ R₂) + P(x_q ∈ R₂, stage 2 misses) ≤ (α₁ + α₂)/K
+    (for ExpMech end by end: P(L > x_q) ≤ P(L₁ > x_q) + E h(B − k_L), see
+    :func:`expmech_split`),
     and Bonferroni over K. The stage-2 bounds hold conditionally on stage 1's output
     (its noise is fresh and its target ranks, grid sizes and depth are public), for every
-    R₂, so they hold unconditionally. Privacy: ρ₁ + ρ₂ = ρ (zCDP composition; the
-    accountant is a filter); every public choice above (f₁, D₂, the ranks) is computed
-    before any data are read and spends nothing. A stage-1 end with no valid rank is the
-    public bound: it spends nothing and never misses (x_q ∈ R), so its α₁ is added to the
-    second stage of that level (half per end; the union bound above is unchanged). When
+    R₂, so they hold unconditionally. Privacy: ρ₁ (+ ρ_c for ExpMech) + ρ₂ = ρ (zCDP
+    composition; the accountant is a filter); every public choice above (f₁, D₂, K_E, the
+    ranks) is computed before any data are read and spends nothing. A stage-1 end with no
+    valid rank is the public bound: it spends nothing and never misses (x_q ∈ R), so its α₁
+    is added to the second stage of that level (half per end; the union bound above is
+    unchanged). When
     no stage-1 end has a rank at all (tiny n), the tree keeps the former fixed depth
     :data:`NO_INFO_TREE_DEPTH`.
     """
@@ -445,14 +478,43 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     thetas: list[float] = []
     extra: dict[str, Any] = {"localize": {"rho": rho1, "alpha": frac1 * alpha, "depth": d1}}
     if method == "expmech":
-        for p, r2, st, a2q in zip(ps, ranges, stage1, a2s, strict=True):
-            theta2 = (r2[1] - r2[0]) / LOCALIZED_EXPMECH_STEPS
+        rho_c = EXPMECH_SPLIT_RHO_FRACTION * rho
+        split = bool(_EXPMECH_VARIANT.get("split", True))
+        padded = bool(_EXPMECH_VARIANT.get("padded", True))
+        fixed_steps = _EXPMECH_VARIANT.get("steps")
+        centres: list[tuple[float, float] | None] = []
+        for p, st in zip(ps, stage1, strict=True):
+            if not split or None in st["target_ranks"]:  # public: no split without both ends
+                centres.append(None)
+                continue
+            bracket, sc = centre_search(count1, src.n, round(src.n * p), rho_c / k, bounds, d1,
+                                        gen)
+            acct.charge(sc, label="localize/split")
+            centres.append(bracket)
+        rho2 = rho - _r(acct.spent)
+        eps2 = ExponentialMechanism.for_zcdp(rho2 / k / 2.0).epsilon
+        for p, r2, st, a2q, v in zip(ps, ranges, stage1, a2s, centres, strict=True):
+            k_l1, k_u1 = st["target_ranks"]
+            if fixed_steps:
+                steps = int(fixed_steps)
+            elif k_l1 is None or k_u1 is None:  # public: R₂ reaches a public bound
+                steps = NO_INFO_EXPMECH_STEPS
+            else:
+                width_ranks = float(k_u1 - k_l1) * (1.0 if v is not None else 2.0)
+                steps = localized_expmech_steps(src.n, p, eps2, a2q, width_ranks)
+            r_low, r_high = expmech_split(r2, v, step1 / 2.0)
+            t_low = (r_low[1] - r_low[0]) / steps
+            t_high = (r_high[1] - r_high[0]) / steps
             low, high, s, d = expmech_quantile(
-                src.clipped_view(r2), p, rho2 / k, r2, a2q, a2q, theta2, gen,
-                tail_constant=float(LOCALIZED_EXPMECH_STEPS), exact_tail=True)
+                src.clipped_view(r_low), p, rho2 / k, r_low, a2q, a2q, t_low, gen,
+                tail_constant=steps / 2.0 if padded else float(steps), exact_tail=True,
+                padded=padded,
+                upper=(src.clipped_view(r_high), r_high, t_high))
+            theta2 = max(t_low, t_high)
             if _r(s) > 0:
                 acct.charge(s, label="expmech")
-            out.append((low, high, {"stage1": st, "range": r2, **d}))
+            out.append((low, high, {"stage1": st, "range": r2, "ranges": (r_low, r_high),
+                                    "split": v, "steps": steps, **d}))
             thetas.append(theta2)
     elif method == "binsearch":
         for p, r2, st, a2q in zip(ps, ranges, stage1, a2s, strict=True):
@@ -480,6 +542,94 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
                for (lw, hg), st in zip(ends, stage1, strict=True)]
         thetas = [(hull[1] - hull[0]) / 2.0**depth] * k
     return out, acct.spent, cdf, extra, thetas
+
+
+def centre_search(count_at: Callable[[int], int], n: int, target: int, rho_c: float,
+                  bounds: tuple[float, float], depth: int, gen: np.random.Generator
+                  ) -> tuple[tuple[float, float], Budget]:
+    """The split search of the localised ExpMech: ((g_j, g_{j+1}), privacy spent).
+
+    NoisyBinSearch for the rank ``target`` on the stage-1 grid (depth ``depth`` over
+    ``bounds``): ``depth`` count queries #{x ≤ g}, each with the median's exact discrete
+    Gaussian noise at ρ_c/depth-zCDP (sensitivity 1), so ρ_c in total; the result is the
+    final bracket [g_lo, g_lo+1] (a post-processing of the noisy counts). It only
+    places the split of :func:`expmech_split`; no coverage statement depends on it.
+    """
+    mech = GaussianMechanism.for_zcdp(rho_c / depth, l2_sensitivity=1.0)
+    z = _query_noise(n, mech.sigma).sample(depth, gen)
+    lo, hi = 0, 1 << depth
+    for step in range(depth):
+        mid = (lo + hi) // 2
+        if float(count_at(mid)) + float(z[step]) <= target:
+            lo = mid
+        else:
+            hi = mid
+    total = 0.0
+    for _ in range(depth):  # sequential composition, in query order
+        total += float(mech.privacy.rho or 0.0)
+    return (grid_point(bounds, depth, lo), grid_point(bounds, depth, hi)), Budget.zcdp(total)
+
+
+def expmech_split(r2: tuple[float, float], centre: tuple[float, float] | None,
+                  min_width: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    r"""(lower end's range, upper end's range) of the localised ExpMech.
+
+    With R₂ = [L₁, U₁] and the split bracket [v_lo, v_hi] of :func:`centre_search`, the
+    lower end's draw runs on [L₁, min(U₁, v_hi)] and the upper end's on
+    [max(L₁, v_lo), U₁]; a sub-range narrower than ``min_width`` (half a stage-1 step, so
+    that the grid stays regular, :func:`localized_expmech_regular`) or a missing bracket
+    gives R₂ itself. A function of released values only (post-processing).
+
+    Why any split is valid: the lower end L fails iff L > x_q. The draw runs on the data
+    clipped into [L₁, b'] and L is clipped into [L₁, b'] as well. If x_q ≥ b', L ≤ b' ≤ x_q
+    never fails; if L₁ ≤ x_q < b', clipping keeps every x_i ≤ x_q at or below x_q and every
+    x_i > x_q above it, so B = #{x_i ≤ x_q} is unchanged and the conditional argument of
+    :mod:`dpfair.median._expmech` applies as is; if x_q < L₁ the end may fail, which is the
+    stage-1 event P(L₁ > x_q) ≤ α₁/2 already in the union bound. The top b' of the lower
+    end's range is therefore free: it only has to lie above the rank-k_L draw for the
+    interval to be narrow (v_hi is at rank ≈ n·q, ~40 ranks above k_L at the paper
+    setting), and it shrinks the range, hence θ₂ = |range|/K_E, to about half. The upper
+    end is the mirror image (its range's bottom a' is free, its top U₁ must be ≥ x_q).
+    """
+    lo, hi = r2
+    if centre is None:
+        return r2, r2
+    v_lo, v_hi = centre
+    top = min(hi, v_hi)
+    bottom = max(lo, v_lo)
+    low_range = (lo, top) if top - lo >= min_width else r2
+    high_range = (bottom, hi) if hi - bottom >= min_width else r2
+    return low_range, high_range
+
+
+#: Candidate numbers of steps K_E of the localised ExpMech grid (public): 2^(i/4), 16..2048.
+EXPMECH_STEPS: Final[tuple[int, ...]] = tuple(sorted({round(2.0 ** (i / 4.0))
+                                                        for i in range(16, 45)}))
+
+
+@functools.lru_cache(maxsize=256)
+def localized_expmech_steps(n: int, p: float, epsilon: float, alpha_end: float,
+                            width_ranks: float) -> int:
+    r"""K_E of the localised ExpMech for level p: the minimiser of a public width model.
+
+    The released ends sit, in ranks, about (n·p − k_L) + (k_U − n·p) apart (the target
+    ranks, which use the tail constant C = K_E/2 and so move outward as K_E grows, by
+    about 2 ln(C)/ε each) plus the grid shift of each end, θ₂ = |range|/K_E, i.e. about
+    W/K_E ranks for a range that holds W ranks. So K_E minimises
+    (k_U − k_L) + ``width_ranks``/K_E over :data:`EXPMECH_STEPS`, where ``width_ranks``
+    (both ends' W) comes from the stage-1 and split target ranks — public values. The
+    choice spends no privacy and the coverage argument holds for every fixed K_E.
+    """
+    best, best_cost = EXPMECH_STEPS[0], math.inf
+    centre = n * p
+    for steps in EXPMECH_STEPS:
+        k_low, k_high = expmech_targets(n, epsilon, steps / 2.0, p, alpha_end, alpha_end, True)
+        # an end without a rank is the public bound whatever K_E is: it adds a constant
+        cost = sum(abs(k - centre) + width_ranks / 2.0 / steps
+                   for k in (k_low, k_high) if k is not None)
+        if cost < best_cost:
+            best, best_cost = steps, cost
+    return best
 
 
 #: Depths the localised tree chooses from (public).

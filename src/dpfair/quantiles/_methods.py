@@ -90,6 +90,20 @@ _EXACT_TAIL_CUTOFF = 8.0 * math.log(10.0)
 _EXACT_TAIL_WORK = 50_000_000
 
 
+@functools.lru_cache(maxsize=64)
+def _window_log_pmf(n: int, p: float, m_lo: int, m_hi: int
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(m, log P(B = m)) over the window m_lo..m_hi, cached (read-only arrays).
+
+    The same window serves every tail constant and ε (the width model's candidates).
+    """
+    m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
+    log_pmf = np.asarray(_log_pmf(m, n, p), dtype=np.float64)
+    m.setflags(write=False)
+    log_pmf.setflags(write=False)
+    return m, log_pmf
+
+
 def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: Any,
                                 p: float = 0.5) -> NDArray[np.float64]:
     r"""F(k) = E[h(B − k)], B ~ Bin(n, p), with the exact worst-case conditional miss h.
@@ -129,8 +143,8 @@ def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: A
     if big or (m_hi - m_lo + 1) * math.ceil(t_cut) > _EXACT_TAIL_WORK:
         return expmech_lower_failure(n, epsilon, c, k_arr, p)
     t_max = max(1, math.ceil(t_cut))
-    m = np.arange(m_lo, m_hi + 1, dtype=np.float64)
-    pmf = np.exp(_log_pmf(m, n, p))
+    m, log_pmf = _window_log_pmf(n, p, m_lo, m_hi)
+    pmf = np.exp(log_pmf)
     t = np.arange(1, t_max + 1, dtype=np.float64)
     with np.errstate(over="ignore"):
         x = c * np.exp(-epsilon * t / 2.0)
@@ -143,7 +157,7 @@ def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: A
     near = np.zeros(k_arr.shape, dtype=np.float64)
     near[ok] = conv[idx[ok]]
     # far(k) = Σ_{m > k + T, m in window} pmf(m)·C·e^{−ε(m − k)/2} (geometric closed form)
-    log_terms = _log_pmf(m, n, p) - epsilon * (m - centre) / 2.0
+    log_terms = log_pmf - epsilon * (m - centre) / 2.0
     log_suffix = np.concatenate((np.logaddexp.accumulate(log_terms[::-1])[::-1], [-np.inf]))
     start = np.clip(k_arr + t_max + 1 - m_lo, 0, log_suffix.size - 1)
     with np.errstate(over="ignore"):
@@ -154,9 +168,13 @@ def expmech_lower_failure_exact(n: int, epsilon: float, band_ratio: float, ks: A
     return np.minimum(out, 1.0)
 
 
+@functools.lru_cache(maxsize=4096)
 def expmech_lower_target_exact(n: int, epsilon: float, band_ratio: float,
                                alpha_half: float, p: float = 0.5) -> int:
     """Largest k in {0..n} with :func:`expmech_lower_failure_exact` ≤ level, or −1.
+
+    A pure function of public values, cached (both ends of q = 1/2 and the candidates of
+    the localised width model share it).
 
     Every candidate in the window where F can cross the level is evaluated at once; when
     none there qualifies, the min(1, ·)-bound search of
@@ -205,6 +223,8 @@ def expmech_quantile(
     *,
     tail_constant: float | None = None,
     exact_tail: bool = False,
+    padded: bool = False,
+    upper: tuple[NDArray[np.float64] | SortedCounts, tuple[float, float], float] | None = None,
 ) -> tuple[float, float, Budget, dict[str, Any]]:
     """ExpMech for the p-quantile: two cell-mechanism draws with ρ/2 each.
 
@@ -216,25 +236,44 @@ def expmech_quantile(
     range, so that its ranks are data-independent. ``exact_tail=True`` computes the target
     ranks with the exact worst-case conditional law of the draw
     (:func:`expmech_lower_failure_exact`) instead of the min(1, C·e^{−εt/2}) bound.
+    ``padded=True`` runs the padded cell mechanism (Q output cells beyond each end of the
+    grid, :func:`~dpfair.median._expmech.sample_order_statistic_cell`), whose tail
+    constant is :attr:`~dpfair.median._expmech.CellGrid.padded_tail_constant` (about
+    half); the ends are still clipped to their ranges.
+
+    ``upper=(x_upper, bounds_upper, granularity_upper)``, if given, is the data (clipped
+    into ``bounds_upper``), range and θ of the UPPER end's draw, and the first three
+    arguments serve the lower end only: each end may run on its own range (the localised
+    stage's split ranges, :func:`dpfair.quantiles._api._localized`). Both grids must then
+    satisfy the ``tail_constant`` check.
 
     Privacy: each draw is the exponential mechanism with ε = 2√ρ, i.e. ε²/8 = ρ/2-zCDP
     (bounded range), two draws compose to ρ-zCDP; an end without a valid rank draws
     nothing and spends nothing.
     """
     n = x_sorted.size
-    a, b = bounds
+    x_high, bounds_high, theta_high = (x_sorted, bounds, granularity) if upper is None \
+        else upper
+    a, _ = bounds
+    _, b = bounds_high
     grid = CellGrid.for_bounds(bounds, granularity)
+    grid_high = grid if upper is None else CellGrid.for_bounds(bounds_high, theta_high)
     mech = ExponentialMechanism.for_zcdp(rho / 2.0)
+
+    def constant(g: CellGrid) -> float:
+        return g.padded_tail_constant if padded else g.tail_constant
+
+    grid_constant = max(constant(grid), constant(grid_high))
     if tail_constant is None:
-        c = grid.tail_constant
+        c = grid_constant
     else:
         # The caller's C must bound this grid's constant for EVERY range it may pass (the
-        # localised stage proves C_grid < K_E on regular ranges, _api._localized): taking
+        # localised stage proves C_grid < K_E/2 on regular ranges, _api._localized): taking
         # max(C, C_grid) here would make the ranks depend on a data-chosen range.
-        if not grid.tail_constant <= tail_constant:
+        if not grid_constant <= tail_constant:
             raise RuntimeError(
                 f"internal: tail_constant={tail_constant!r} is below the grid's "
-                f"{grid.tail_constant!r}; the public constant must bound every grid used."
+                f"{grid_constant!r}; the public constant must bound every grid used."
             )
         c = float(tail_constant)
     k_low, k_high = expmech_targets(n, mech.epsilon, c, p, alpha_low, alpha_high, exact_tail)
@@ -243,12 +282,14 @@ def expmech_quantile(
     low, high = a, b
     if k_low is not None:
         acct.charge(mech.privacy_zcdp, label="expmech/lower")
-        cell_low = sample_order_statistic_cell(x_sorted, k_low, mech.epsilon, grid, rng)
-        low = max(a, grid.edge(cell_low - q - 1))
+        cell_low = sample_order_statistic_cell(x_sorted, k_low, mech.epsilon, grid, rng,
+                                               padded=padded)
+        low = min(max(a, grid.edge(cell_low - q - 1)), bounds[1])
     if k_high is not None:
         acct.charge(mech.privacy_zcdp, label="expmech/upper")
-        cell_high = sample_order_statistic_cell(x_sorted, k_high, mech.epsilon, grid, rng)
-        high = min(b, grid.edge(cell_high + q + 2))
+        cell_high = sample_order_statistic_cell(x_high, k_high, mech.epsilon, grid_high, rng,
+                                                padded=padded)
+        high = max(min(b, grid_high.edge(cell_high + grid_high.per_theta + 2)), bounds_high[0])
     diagnostics: dict[str, Any] = {
         "target_ranks": (k_low, k_high),
         "epsilon_per_draw": mech.epsilon,
@@ -257,6 +298,10 @@ def expmech_quantile(
         "output_grid": {"cell": grid.cell, "cells": grid.n_cells, "cells_per_theta": q},
         "ledger": [(e.label, e.budget.rho) for e in acct.records],
     }
+    if upper is not None or padded:
+        diagnostics["output_grid"]["padded"] = padded
+        diagnostics["output_grid_upper"] = {"cell": grid_high.cell, "cells": grid_high.n_cells,
+                                            "cells_per_theta": grid_high.per_theta}
     return low, high, acct.spent if acct.records else Budget.zcdp(0.0), diagnostics
 
 
