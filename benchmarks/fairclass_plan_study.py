@@ -134,19 +134,21 @@ def smaller_share(kind: str, pop: Arrays) -> tuple[float, float]:
     return pos[0], pos[1]
 
 
-def run(name: str, kind: str, eps: float, alpha: float, reps: int) -> dict[str, Any]:
+def run(name: str, kind: str, eps: float, alpha: float, reps: int,
+        calibration_share: float = 0.5) -> dict[str, Any]:
     design = DESIGNS[name]
     pop = design.draw(POP["n"], np.random.default_rng(987_654))
     n = design.n
     delta = (n / 2) ** -2.0
     lo, hi = smaller_share(kind, pop)
     plan = plan_certification(n, eps, delta, lo, constraints=CONSTRAINT[kind],
-                              max_group_share=hi)
+                              max_group_share=hi, calibration_share=calibration_share)
     certs, dds, errs, times = [], [], [], []
     for r in range(reps):
         X, y, A, _ = design.draw(n, np.random.default_rng(50_000 + r))
         clf = CDPFairClassifier(epsilon=eps, delta=delta, alpha=alpha, random_state=r,
-                                constraints=CONSTRAINT[kind], **design.kwargs)
+                                constraints=CONSTRAINT[kind],
+                                calibration_share=calibration_share, **design.kwargs)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UncertifiedFairnessWarning)
@@ -161,9 +163,9 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int) -> dict[str, 
     orc = oracle(kind, alpha, pop)
     return {
         "design": name, "constraint": kind, "epsilon": eps, "alpha": alpha, "reps": reps,
-        "n": n, "certified": float(cert.mean()),
+        "n": n, "calibration_share": calibration_share, "certified": float(cert.mean()),
         "planned": plan.certification_probability(alpha), "plan_min_alpha": plan.min_alpha,
-        "plan_margin": plan.margin,
+        "plan_margin": plan.margin, "plan_sampling_margin": plan.sampling_margin,
         "above_given_certified": float(above[cert].mean()) if cert.any() else None,
         "n_certified": int(cert.sum()), "n_above_certified": int((above & cert).sum()),
         "above_any": float(above.mean()), "mean_abs_disparity": float(np.mean(np.abs(dds))),
@@ -180,6 +182,9 @@ def main() -> None:
     ap.add_argument("--eps", default="1,4")
     ap.add_argument("--alphas", default="0.05,0.1")
     ap.add_argument("--pop", type=int, default=200_000)
+    ap.add_argument("--calibration-shares", default="0.5",
+                    help="comma-separated calibration shares (the estimator's "
+                         "calibration_share), each a separate run of every cell")
     ap.add_argument("--out", default=None)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
     args = ap.parse_args()
@@ -193,9 +198,10 @@ def main() -> None:
         for kind in args.constraints.split(","):
             for eps in (float(e) for e in args.eps.split(",")):
                 for alpha in (float(a) for a in args.alphas.split(",")):
-                    row = run(name, kind, eps, alpha, args.reps)
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+                    for share in (float(c) for c in args.calibration_shares.split(",")):
+                        row = run(name, kind, eps, alpha, args.reps, share)
+                        rows.append(row)
+                        print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(rows, fh, indent=1)
