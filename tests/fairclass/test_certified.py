@@ -97,6 +97,29 @@ def test_margin_tail_includes_denominator_noise_monte_carlo():
         assert _tail(t, s, bw, bv) == pytest.approx(np.mean(x <= -t), abs=0.004)
 
 
+@pytest.mark.parametrize(("c1", "c0"), [(0.015, 0.003), (0.004, 0.004), (0.02, 1e-7)])
+def test_two_count_tail_monte_carlo(c1, c0):
+    """Equal opportunity's denominator term V = c₁X₁ + c₀X₀ (X_a = L_a⁺ / L_a⁻ of two
+    independent Laplace(1) counts): the tail and P(V ≥ t) against 400,000 draws."""
+    from dpfair.fairclass._certify import _tail_two, _two_sf
+
+    rng = np.random.default_rng(5)
+    n = 400_000
+    s, bw = 0.024, 0.005
+    v = c1 * np.maximum(rng.laplace(0.0, 1.0, n), 0.0) + c0 * np.maximum(
+        -rng.laplace(0.0, 1.0, n), 0.0)
+    x = s * rng.standard_normal(n) + rng.laplace(0.0, bw, n) - v
+    for t in (0.03, 0.06):
+        # binomial sd of a share ≤ 0.0008 at 400,000 draws: 5 sd
+        assert _tail_two(t, s, bw, c1, c0) == pytest.approx(np.mean(x <= -t), abs=0.004)
+        assert _two_sf(t, c1, c0) == pytest.approx(np.mean(v >= t), abs=0.004)
+    # the two-count bound is below the previous Δ·Exp(b_c) one (same b_c: c_a = b_c/m_a)
+    m1, m0 = 500.0, 2800.0
+    b_c = 8.0
+    assert _tail_two(0.05, s, bw, b_c / m1, b_c / m0) <= _tail(
+        0.05, s, bw, b_c * (1 / m1 + 1 / m0), 0.0)
+
+
 @pytest.mark.parametrize("p_zero", [0.5, 0.0])
 @pytest.mark.parametrize("bv", [3e-3, 1e-4, 1e-5, 1e-7, 1e-9])
 def test_margin_tail_integral_small_count_noise(bv, p_zero):

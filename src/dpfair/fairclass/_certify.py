@@ -206,6 +206,52 @@ def _tail(t: float, s: float, b_w: float, b_v: float, p_zero: float = 0.5) -> fl
     return head + (1.0 - p_zero) * (val + math.exp(-_EXP_CUT))
 
 
+def _hypo_density(v: float, c1: float, c0: float) -> float:
+    """Density at v ≥ 0 of c₁E₁ + c₀E₀ (E_a ~ Exp(1) independent), stably (expm1)."""
+    hi, lo = max(c1, c0), min(c1, c0)
+    if hi - lo <= 1e-12 * hi:  # Gamma(2, hi)
+        return v * math.exp(-v / hi) / (hi * hi)
+    # (e^{−v/hi} − e^{−v/lo})/(hi − lo) = e^{−v/hi}·(−expm1(−v(1/lo − 1/hi)))/(hi − lo)
+    return math.exp(-v / hi) * -math.expm1(-v * (1.0 / lo - 1.0 / hi)) / (hi - lo)
+
+
+def _hypo_sf(v: float, c1: float, c0: float) -> float:
+    """P(c₁E₁ + c₀E₀ ≥ v), v ≥ 0."""
+    hi, lo = max(c1, c0), min(c1, c0)
+    if hi - lo <= 1e-12 * hi:
+        return (1.0 + v / hi) * math.exp(-v / hi)
+    return (hi * math.exp(-v / hi) - lo * math.exp(-v / lo)) / (hi - lo)
+
+
+def _tail_two(t: float, s: float, b_w: float, c1: float, c0: float) -> float:
+    """P(s·N + W − V ≤ −t) with V = c₁X₁ + c₀X₀, X_a = 0 w.p. ½, else Exp(1), independent.
+
+    Equal opportunity: S − S_n = −p̂₁L₁/m̃₁ + p̂₀L₀/m̃₀ ≥ −(L₁⁺/m̃₁ + L₀⁻/m̃₀), each term 0 w.p.
+    ½ and else Exp with scale c_a = b_c/m̃_a. V is a mixture: 0 (¼), c₁E (¼), c₀E (¼), and the
+    hypoexponential c₁E₁ + c₀E₀ (¼). Each part is one integral in its own scale.
+    """
+    out = 0.25 * normal_laplace_cdf(-t, s, b_w)
+    for c in (c1, c0):
+        out += 0.25 * _tail(t, s, b_w, c, p_zero=0.0)
+    scale = c1 + c0
+    val, _ = integrate.quad(
+        lambda e: normal_laplace_cdf(-t + scale * e, s, b_w) * _hypo_density(scale * e, c1, c0)
+        * scale,
+        0.0,
+        _EXP_CUT,
+        points=[t / scale] if 0.0 < t / scale < _EXP_CUT else None,
+        limit=400,
+        epsabs=1e-13,
+    )
+    # the rest: V ≥ 60(c₁ + c₀), probability ≤ _hypo_sf, integrand ≤ 1.
+    return out + 0.25 * (val + _hypo_sf(_EXP_CUT * scale, c1, c0))
+
+
+def _two_sf(t: float, c1: float, c0: float) -> float:
+    """P(V ≥ t) for the V of :func:`_tail_two`."""
+    return 0.25 * (math.exp(-t / c1) + math.exp(-t / c0) + _hypo_sf(t, c1, c0))
+
+
 def certification_margin(
     m1: float,
     m0: float,
@@ -241,8 +287,9 @@ def certification_margin(
         1: demographic parity, m̃₁ = n₁ + L and m̃₀ = n_C − m̃₁ (one Laplace count at ε_c).
         2: equal opportunity, m̃_a = n_{a,1} + L_a, two independent Laplace counts at
         ε_c/2 each (the pair has L1 sensitivity 2). Then S − S_n = −p̂₁L₁/m̃₁ + p̂₀L₀/m̃₀ ≥
-        −Δ·max(L₁⁺, L₀⁻), whose tail is dominated by Δ·Exp(b_c) (:func:`_tail`,
-        ``p_zero=0``); "|L_a| ≤ ℓ" is charged 0.005·β_side per count.
+        −(L₁⁺/m̃₁ + L₀⁻/m̃₀), two independent terms, each 0 w.p. ½ and else Exp(b_c/m̃_a)
+        (:func:`_tail_two`; before, the cruder Δ·Exp(b_c) ≥ Δ·max(L₁⁺, L₀⁻));
+        "|L_a| ≤ ℓ" is charged 0.005·β_side per count.
     n_public : float, optional
         The public calibration size n_C (default m̃₁ + m̃₀; pass it with ``counts=2``).
     """
@@ -275,12 +322,14 @@ def certification_margin(
     level = (1.0 - _SIZE_SLACK) * p
     hi = 12.0 * s + (b_w + b_v) * (math.log(1.0 / level) + 8.0)
 
-    p_zero = 0.5 if counts == 1 else 0.0
+    c1, c0 = b_c / m1, b_c / m0  # equal opportunity: the two counts' own scales
 
     def excess(t: float) -> float:
         # + P(V ≥ t): where the shift exceeds t the normal-sd monotonicity does not apply
         # (docs/proofs/fairclass_cdp_fair.md §10), so that event is charged in full.
-        return _tail(t, s, b_w, b_v, p_zero) + (1.0 - p_zero) * math.exp(-t / b_v) - level
+        if counts == 1:
+            return _tail(t, s, b_w, b_v, 0.5) + 0.5 * math.exp(-t / b_v) - level
+        return _tail_two(t, s, b_w, c1, c0) + _two_sf(t, c1, c0) - level
 
     # Coupling slack: D̃ = (rint(fl(DD̂)·2^k) + Z_w)·2^-k is within 2^-51·nΔ (rounding of
     # DD̂) + 2^-k-1 (rint) + 2^-k (Z_w vs w) of DD̂ + w, and the count noise enters as c·L
