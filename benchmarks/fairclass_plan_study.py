@@ -135,20 +135,22 @@ def smaller_share(kind: str, pop: Arrays) -> tuple[float, float]:
 
 
 def run(name: str, kind: str, eps: float, alpha: float, reps: int,
-        calibration_share: float = 0.5) -> dict[str, Any]:
+        calibration_share: float | str = 0.5) -> dict[str, Any]:
     design = DESIGNS[name]
     pop = design.draw(POP["n"], np.random.default_rng(987_654))
     n = design.n
     delta = (n / 2) ** -2.0
     lo, hi = smaller_share(kind, pop)
     plan = plan_certification(n, eps, delta, lo, constraints=CONSTRAINT[kind],
-                              max_group_share=hi, calibration_share=calibration_share)
+                              max_group_share=hi, calibration_share=calibration_share,
+                              alpha=alpha)
+    share = plan.calibration_share  # "auto": the planner's choice for this α
     certs, dds, errs, times = [], [], [], []
     for r in range(reps):
         X, y, A, _ = design.draw(n, np.random.default_rng(50_000 + r))
         clf = CDPFairClassifier(epsilon=eps, delta=delta, alpha=alpha, random_state=r,
                                 constraints=CONSTRAINT[kind],
-                                calibration_share=calibration_share, **design.kwargs)
+                                calibration_share=share, **design.kwargs)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UncertifiedFairnessWarning)
@@ -163,7 +165,8 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int,
     orc = oracle(kind, alpha, pop)
     return {
         "design": name, "constraint": kind, "epsilon": eps, "alpha": alpha, "reps": reps,
-        "n": n, "calibration_share": calibration_share, "certified": float(cert.mean()),
+        "n": n, "calibration_share": share, "share_requested": calibration_share,
+        "certified": float(cert.mean()),
         "planned": plan.certification_probability(alpha), "plan_min_alpha": plan.min_alpha,
         "plan_margin": plan.margin, "plan_sampling_margin": plan.sampling_margin,
         "above_given_certified": float(above[cert].mean()) if cert.any() else None,
@@ -184,7 +187,8 @@ def main() -> None:
     ap.add_argument("--pop", type=int, default=200_000)
     ap.add_argument("--calibration-shares", default="0.5",
                     help="comma-separated calibration shares (the estimator's "
-                         "calibration_share), each a separate run of every cell")
+                         "calibration_share) or 'auto' (plan_certification's choice for "
+                         "the cell's alpha), each a separate run of every cell")
     ap.add_argument("--out", default=None)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
     args = ap.parse_args()
@@ -198,7 +202,8 @@ def main() -> None:
         for kind in args.constraints.split(","):
             for eps in (float(e) for e in args.eps.split(",")):
                 for alpha in (float(a) for a in args.alphas.split(",")):
-                    for share in (float(c) for c in args.calibration_shares.split(",")):
+                    for share in (c if c == "auto" else float(c)
+                                  for c in args.calibration_shares.split(",")):
                         row = run(name, kind, eps, alpha, args.reps, share)
                         rows.append(row)
                         print(json.dumps(row), flush=True)

@@ -249,3 +249,25 @@ def test_planned_alpha_certifies_unseen_designs_calibration_share(design):
             clf.fit(X, y, sensitive_features=A)
         hits += bool(clf.certified_)
     assert hits >= min_successes(reps, 0.9)
+
+
+def test_auto_calibration_share_is_the_smallest_that_reaches_the_target():
+    from dpfair.fairclass._plan import AUTO_SHARES
+
+    # paper's design at N = 6000: α = 0.1 certifies at halves, α = 0.05 needs more rows
+    easy = plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share="auto", alpha=0.1)
+    assert easy.calibration_share == 0.5
+    hard = plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share="auto", alpha=0.05)
+    assert hard.calibration_share > 0.5
+    if hard.certification_probability(0.05) >= 0.9:
+        smaller = [c for c in AUTO_SHARES if c < hard.calibration_share]
+        assert all(plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share=c)
+                   .certification_probability(0.05) < 0.9 for c in smaller)
+    else:
+        assert hard.calibration_share == AUTO_SHARES[-1]
+    assert plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share="auto",
+                              alpha=0.05, cross_fit=True).calibration_share == 0.5
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="auto")
+    with pytest.raises(InvalidParameterError, match="calibration_share"):
+        plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="big", alpha=0.05)
