@@ -177,6 +177,23 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int,
     }
 
 
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows as the table of ``docs/fairclass_certified.md``."""
+    out = ["| design | constraint | ε | α | share | certified | planned | min α (plan) | "
+           "t₀ (plan) | above α / certified | error − oracle | mean \\|disparity\\| |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        above = (f"{r['n_above_certified']}/{r['n_certified']}" if r["n_certified"] else "—")
+        req = r.get("share_requested", r.get("calibration_share", 0.5))
+        share = f"{r.get('calibration_share', 0.5):g}" + (" (auto)" if req == "auto" else "")
+        out.append(
+            f"| {r['design']} | {r['constraint'].upper()} | {r['epsilon']:g} | {r['alpha']:g} | "
+            f"{share} | {r['certified']:.2f} | {r['planned']:.2f} | "
+            f"{r['plan_min_alpha']:.3f} | {r.get('plan_sampling_margin', float('nan')):.3f} | "
+            f"{above} | {r['error_vs_oracle']:+.4f} | {r['mean_abs_disparity']:.3f} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=30)
@@ -191,7 +208,13 @@ def main() -> None:
                          "the cell's alpha), each a separate run of every cell")
     ap.add_argument("--out", default=None)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
+    ap.add_argument("--table", default=None,
+                    help="print the rows of this JSON file as a markdown table and exit")
     args = ap.parse_args()
+    if args.table:
+        with open(args.table) as fh:
+            print(markdown(json.load(fh)))
+        return
     POP["n"] = args.pop
     if args.smoke:
         POP["n"] = 5000

@@ -26,7 +26,14 @@ where DD̂_n uses the true calibration group sizes, L ~ Laplace(1/ε_c) is the d
 noise (m̃₁ = n₁ + L, m̃₀ = n₀ − L) and w the check noise. The sampling term is a difference
 of two independent binomial proportions with variance ≤ (1/n₁ + 1/n₀)/4; t is the
 β/2-quantile of N(0, s²) + Laplace(Δ/ε_k) − Δ·L⁺ (exact convolution, numerically), with s
-evaluated at n_a ≥ m̃_a − ℓ (|L| ≤ ℓ except with probability β/200).
+evaluated at n_a ≥ m̃_a − ℓ (|L| ≤ ℓ except with probability β/200), plus a continuity
+shift ¼(1/n₁ + 1/n₀) (:func:`lattice_shift`: the normal is an approximation of the
+binomial difference, exceeded by it at an atom when the check noise is small).
+
+Where the margin comes from (``CertificationPlan.sampling_margin``): on the paper's design at
+N = 6000, ε = 1 (m = 900, 2100), t = 0.047 is 0.040 of calibration sampling (no privacy noise),
++0.006 of denominator noise and +0.002 of check noise; no α ≤ 0.040 certifies at any ε with
+halves. The lever is the calibration size (the estimator's ``calibration_share``).
 """
 
 from __future__ import annotations

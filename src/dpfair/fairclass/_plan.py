@@ -14,7 +14,11 @@ their expected size m_a = share_a · n_C with a *public* (assumed) group share. 
 * the predicted certification probability of an α,
   P(|aim ± (V + W)| ≤ α − t)^K with V ~ Laplace(b_v), W ~ Laplace(b_w), K folds
   (:func:`~dpfair.fairclass._certify.pass_probability`);
-* ``min_alpha``: the smallest α whose predicted probability reaches ``target_rate``.
+* ``min_alpha``: the smallest α whose predicted probability reaches ``target_rate``;
+* ``sampling_margin``: the margin without privacy noise — no α at or below it certifies at
+  any ε, only more calibration rows lower it (``calibration_share``, or
+  ``calibration_share="auto"`` with the α to plan for: the smallest share in 0.5 … 0.7 that
+  reaches ``target_rate``).
 
 It spends no privacy: nothing here reads data. What it cannot know (stated, not hidden): the
 actual group shares (a smaller group than assumed gives a larger margin) and the shape of
