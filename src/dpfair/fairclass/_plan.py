@@ -229,9 +229,9 @@ def plan_certification(
         of :data:`AUTO_SHARES` (0.5 … 0.7) whose predicted certification probability at
         ``alpha`` reaches ``target_rate``, else 0.7 — the plan's ``calibration_share`` is
         the choice; pass it to the estimator. Capped at 0.7: the score is trained on the
-        rest, and at N = 6000 a share of 0.8 measured a higher error (+0.006 to +0.009 over
-        0.5 against the fair-Bayes oracle) and fewer certificates at α = 0.1, while 0.7 kept
-        the error within 0.004 of 0.5 (``docs/fairclass_certified.md``).
+        rest, and at N = 6000, ε = 1, α = 0.05 a share of 0.8 measured +0.005 to +0.012 more
+        error than halves against the fair-Bayes oracle, 0.7 at most +0.007
+        (``docs/fairclass_certified.md``).
     alpha : float, optional
         The α to plan the share for (``calibration_share="auto"`` only).
 
