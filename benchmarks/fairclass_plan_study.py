@@ -134,19 +134,23 @@ def smaller_share(kind: str, pop: Arrays) -> tuple[float, float]:
     return pos[0], pos[1]
 
 
-def run(name: str, kind: str, eps: float, alpha: float, reps: int) -> dict[str, Any]:
+def run(name: str, kind: str, eps: float, alpha: float, reps: int,
+        calibration_share: float | str = 0.5) -> dict[str, Any]:
     design = DESIGNS[name]
     pop = design.draw(POP["n"], np.random.default_rng(987_654))
     n = design.n
     delta = (n / 2) ** -2.0
     lo, hi = smaller_share(kind, pop)
     plan = plan_certification(n, eps, delta, lo, constraints=CONSTRAINT[kind],
-                              max_group_share=hi)
+                              max_group_share=hi, calibration_share=calibration_share,
+                              alpha=alpha)
+    share = plan.calibration_share  # "auto": the planner's choice for this α
     certs, dds, errs, times = [], [], [], []
     for r in range(reps):
         X, y, A, _ = design.draw(n, np.random.default_rng(50_000 + r))
         clf = CDPFairClassifier(epsilon=eps, delta=delta, alpha=alpha, random_state=r,
-                                constraints=CONSTRAINT[kind], **design.kwargs)
+                                constraints=CONSTRAINT[kind],
+                                calibration_share=share, **design.kwargs)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UncertifiedFairnessWarning)
@@ -161,15 +165,33 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int) -> dict[str, 
     orc = oracle(kind, alpha, pop)
     return {
         "design": name, "constraint": kind, "epsilon": eps, "alpha": alpha, "reps": reps,
-        "n": n, "certified": float(cert.mean()),
+        "n": n, "calibration_share": share, "share_requested": calibration_share,
+        "certified": float(cert.mean()),
         "planned": plan.certification_probability(alpha), "plan_min_alpha": plan.min_alpha,
-        "plan_margin": plan.margin,
+        "plan_margin": plan.margin, "plan_sampling_margin": plan.sampling_margin,
         "above_given_certified": float(above[cert].mean()) if cert.any() else None,
         "n_certified": int(cert.sum()), "n_above_certified": int((above & cert).sum()),
         "above_any": float(above.mean()), "mean_abs_disparity": float(np.mean(np.abs(dds))),
         "mean_error": float(np.mean(errs)), "oracle_error": orc,
         "error_vs_oracle": float(np.mean(errs)) - orc, "mean_fit_s": float(np.mean(times)),
     }
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows as the table of ``docs/fairclass_certified.md``."""
+    out = ["| design | constraint | ε | α | share | certified | planned | min α (plan) | "
+           "t₀ (plan) | above α / certified | error − oracle | mean \\|disparity\\| |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        above = (f"{r['n_above_certified']}/{r['n_certified']}" if r["n_certified"] else "—")
+        req = r.get("share_requested", r.get("calibration_share", 0.5))
+        share = f"{r.get('calibration_share', 0.5):g}" + (" (auto)" if req == "auto" else "")
+        out.append(
+            f"| {r['design']} | {r['constraint'].upper()} | {r['epsilon']:g} | {r['alpha']:g} | "
+            f"{share} | {r['certified']:.2f} | {r['planned']:.2f} | "
+            f"{r['plan_min_alpha']:.3f} | {r.get('plan_sampling_margin', float('nan')):.3f} | "
+            f"{above} | {r['error_vs_oracle']:+.4f} | {r['mean_abs_disparity']:.3f} |")
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -180,9 +202,19 @@ def main() -> None:
     ap.add_argument("--eps", default="1,4")
     ap.add_argument("--alphas", default="0.05,0.1")
     ap.add_argument("--pop", type=int, default=200_000)
+    ap.add_argument("--calibration-shares", default="0.5",
+                    help="comma-separated calibration shares (the estimator's "
+                         "calibration_share) or 'auto' (plan_certification's choice for "
+                         "the cell's alpha), each a separate run of every cell")
     ap.add_argument("--out", default=None)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
+    ap.add_argument("--table", default=None,
+                    help="print the rows of this JSON file as a markdown table and exit")
     args = ap.parse_args()
+    if args.table:
+        with open(args.table) as fh:
+            print(markdown(json.load(fh)))
+        return
     POP["n"] = args.pop
     if args.smoke:
         POP["n"] = 5000
@@ -193,9 +225,11 @@ def main() -> None:
         for kind in args.constraints.split(","):
             for eps in (float(e) for e in args.eps.split(",")):
                 for alpha in (float(a) for a in args.alphas.split(",")):
-                    row = run(name, kind, eps, alpha, args.reps)
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+                    for share in (c if c == "auto" else float(c)
+                                  for c in args.calibration_shares.split(",")):
+                        row = run(name, kind, eps, alpha, args.reps, share)
+                        rows.append(row)
+                        print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(rows, fh, indent=1)

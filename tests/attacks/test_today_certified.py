@@ -153,3 +153,33 @@ def test_today_equal_opportunity_charges_positive_label_counts():
     assert not any("calibration group-1 count" in lab for lab in labels)
     # S2 total under EO is within S2's share: the whole fit's guarantee is the request
     assert clf.privacy_spent_.epsilon <= 1.0 + 1e-12
+
+
+def test_today_calibration_share_split_is_blind_to_the_records():
+    """calibration_share ≠ ½: the halves are a function of (n, seed, share) only, so two data
+    sets of the same size (hence a record and its replace-one neighbour) get the same rows
+    in each half and parallel composition and the S2 argument stand; the split's signature
+    carries no record. The share cannot reach the position split (out of core), which
+    splits in halves by construction: refused before anything is fitted."""
+    from dpfair import InvalidParameterError
+    from dpfair.fairclass import CDPFairClassifier
+    from dpfair.fairclass._split import draw_split
+
+    n = 1001
+    halves = []
+    for _ in range(2):
+        halves.append(draw_split("permutation", np.random.default_rng(123), n, 0.7).rows(n))
+    assert all(np.array_equal(a, b) for a, b in zip(*halves, strict=True))
+    assert halves[0][1].size == 701
+    # the pipeline draws it from (split kind, generator, n, share) alone: no argument
+    # carries a record (signature checked, so a future data-dependent split fails here)
+    import inspect
+
+    assert list(inspect.signature(draw_split).parameters) == [
+        "kind", "rng", "n", "calibration_share"]
+    rng = np.random.default_rng(5)
+    X, A = rng.uniform(size=(n, 2)), (rng.uniform(size=n) < 0.5).astype(np.int8)
+    y = (rng.uniform(size=n) < 0.5).astype(np.int64)
+    with pytest.raises(InvalidParameterError, match="calibration_share"):
+        CDPFairClassifier(epsilon=1.0, delta=1e-6, calibration_share=0.7, split="position",
+                          feature_bounds=[(0.0, 1.0)] * 2).fit(X, y, sensitive_features=A)

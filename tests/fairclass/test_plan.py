@@ -148,3 +148,126 @@ def test_planned_alpha_certifies_unseen_designs_full(design, eps):
     reps = 200
     got = _certified_count(design, eps, 1.5 * plan.min_alpha, reps, seed0=10_000)
     assert got >= min_successes(reps, 0.9)
+
+
+# ---------------------------------------------------------------------------- sampling margin
+def test_sampling_margin_is_the_noise_free_floor():
+    """t₀ (no privacy noise) ≤ t at every ε, and α ≤ t₀ never certifies: predicted 0."""
+    plans = [plan_certification(6000, eps, 3000.0**-2, 0.3) for eps in (0.5, 1.0, 4.0, 64.0)]
+    t0 = plans[0].sampling_margin
+    assert all(p.sampling_margin == pytest.approx(t0) for p in plans)
+    assert all(p.margin > t0 for p in plans)
+    assert plans[-1].margin == pytest.approx(t0, rel=0.05)
+    # ≈ z_{0.99·0.025}·sqrt((1/900 + 1/2100)/4) + ¼(1/900 + 1/2100) ≈ 0.0395
+    assert t0 == pytest.approx(1.9643 * 0.5 * np.sqrt(1 / 900 + 1 / 2100), rel=0.03)
+    assert all(p.min_alpha > t0 for p in plans)
+    assert all(p.certification_probability(t0) == 0.0 for p in plans)
+
+
+def test_alpha_below_sampling_margin_never_certifies():
+    """A fit at α = t₀ (large ε): the cap α − t < 0, so no certificate (deterministic)."""
+    plan = plan_certification(6000, 8.0, 3000.0**-2, 0.4)
+    for r in range(3):
+        X, y, A = wave(6000, np.random.default_rng(900 + r))
+        clf = CDPFairClassifier(epsilon=8.0, delta=3000.0**-2, alpha=plan.sampling_margin,
+                                random_state=r, feature_bounds=[(0.0, 1.0)] * 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+            clf.fit(X, y, sensitive_features=A)
+        assert clf.certified_ is False
+
+
+# ---------------------------------------------------------------------------- calibration share
+def test_calibration_share_split_sizes_and_default_unchanged():
+    from dpfair.fairclass._split import calibration_size, draw_split
+
+    a = draw_split("permutation", np.random.default_rng(4), 1001)
+    b = draw_split("permutation", np.random.default_rng(4), 1001, 0.5)
+    assert a.half_sizes(1001) == b.half_sizes(1001) == (500, 501)
+    assert np.array_equal(a.rows(1001)[0], b.rows(1001)[0])
+    c = draw_split("permutation", np.random.default_rng(4), 6000, 0.7)
+    assert c.half_sizes(6000) == (1800, 4200) and calibration_size(6000, 0.7) == 4200
+    tr, cal = c.rows(6000)
+    assert tr.size == 1800 and cal.size == 4200 and np.intersect1d(tr, cal).size == 0
+    assert np.array_equal(np.flatnonzero(c.labels(0, 6000) == 1), cal)
+    with pytest.raises(InvalidParameterError, match="calibration_share"):
+        draw_split("position", np.random.default_rng(4), 6000, 0.7)
+
+
+def test_calibration_share_plan_and_fit_agree():
+    """The plan's denominators follow the share; the fit's calibration half has that size
+    and its ledger is the same budget (the split is data-independent, sizes public)."""
+    p5 = plan_certification(6000, 1.0, 3000.0**-2, 0.4)
+    p7 = plan_certification(6000, 1.0, 3000.0**-2, 0.4, calibration_share=0.7)
+    assert p7.group_sizes == pytest.approx((0.4 * 4200, 0.6 * 4200))
+    assert p7.margin < p5.margin and p7.sampling_margin < p5.sampling_margin
+    assert p7.min_alpha < p5.min_alpha and p7.calibration_share == 0.7
+    X, y, A = wave(6000, np.random.default_rng(3))
+    fits = {}
+    for share in (0.5, 0.7):
+        clf = CDPFairClassifier(epsilon=1.0, delta=3000.0**-2, alpha=0.1, random_state=1,
+                                calibration_share=share, feature_bounds=[(0.0, 1.0)] * 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+            clf.fit(X, y, sensitive_features=A)
+        fits[share] = clf
+    assert fits[0.7].privacy_spent_ == fits[0.5].privacy_spent_
+    assert fits[0.7].get_params()["calibration_share"] == 0.7
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [({"calibration_share": 0.95}, "calibration_share"),
+     ({"calibration_share": True}, "calibration_share"),
+     ({"calibration_share": 0.7, "cross_fit": True}, "cross_fit"),
+     ({"calibration_share": "0.7"}, "calibration_share")],
+)
+def test_calibration_share_rejected_before_reading_data(kw, match):
+    X, y, A = wave(400, np.random.default_rng(0))
+    clf = CDPFairClassifier(epsilon=1.0, delta=1e-6, feature_bounds=[(0.0, 1.0)] * 2, **kw)
+    with pytest.raises(InvalidParameterError, match=match):
+        clf.fit(X, y, sensitive_features=A)
+    with pytest.raises(InvalidParameterError, match="calibration_share"):
+        plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share=0.95)
+    with pytest.raises(InvalidParameterError, match="cross_fit"):
+        plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share=0.7, cross_fit=True)
+
+
+@pytest.mark.parametrize("design", ["wave", "categorical"])
+def test_planned_alpha_certifies_unseen_designs_calibration_share(design):
+    """With calibration_share=0.7 the planner's α = 1.5·min_alpha still certifies ≥ 90%."""
+    plan = plan_certification(6000, 1.0, 3000.0**-2, 0.4, calibration_share=0.7)
+    reps = 16
+    draw, kw = DESIGNS[design]
+    hits = 0
+    for r in range(reps):
+        X, y, A = draw(6000, np.random.default_rng(20_000 + r))
+        clf = CDPFairClassifier(epsilon=1.0, delta=3000.0**-2, alpha=1.5 * plan.min_alpha,
+                                random_state=r, calibration_share=0.7, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+            clf.fit(X, y, sensitive_features=A)
+        hits += bool(clf.certified_)
+    assert hits >= min_successes(reps, 0.9)
+
+
+def test_auto_calibration_share_is_the_smallest_that_reaches_the_target():
+    from dpfair.fairclass._plan import AUTO_SHARES
+
+    # paper's design at N = 6000: α = 0.1 certifies at halves, α = 0.05 needs more rows
+    easy = plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share="auto", alpha=0.1)
+    assert easy.calibration_share == 0.5
+    hard = plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share="auto", alpha=0.05)
+    assert hard.calibration_share > 0.5
+    if hard.certification_probability(0.05) >= 0.9:
+        smaller = [c for c in AUTO_SHARES if c < hard.calibration_share]
+        assert all(plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share=c)
+                   .certification_probability(0.05) < 0.9 for c in smaller)
+    else:
+        assert hard.calibration_share == AUTO_SHARES[-1]
+    assert plan_certification(6000, 1.0, 3000.0**-2, 0.3, calibration_share="auto",
+                              alpha=0.05, cross_fit=True).calibration_share == 0.5
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="auto")
+    with pytest.raises(InvalidParameterError, match="calibration_share"):
+        plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="big", alpha=0.05)

@@ -291,7 +291,28 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             d=d, feature_map=feature_map, lows=lows, highs=highs,
             radius=self._radius() if score == "linear" else "auto",
             constraints=self._constraints(),
+            calibration_share=self._calibration_share(cross_fit),
         )
+
+    def _calibration_share(self, cross_fit: bool) -> float:
+        """The calibration half's public share of the rows (½ unless asked otherwise)."""
+        value = getattr(self, "calibration_share", 0.5)
+        if isinstance(value, bool) or not isinstance(
+            value, (int, float, np.integer, np.floating)
+        ) or not 0.1 <= float(value) <= 0.9:
+            raise InvalidParameterError(
+                f"calibration_share={value!r}: expected a public number in [0.1, 0.9], the "
+                "calibration half's share of the rows (0.5: halves; more certifies a smaller "
+                "alpha, less trains a better score; dpfair.fairclass.plan_certification "
+                "predicts the effect)."
+            )
+        share = float(value)
+        if share != 0.5 and cross_fit:
+            raise InvalidParameterError(
+                f"calibration_share={value!r} with cross_fit=True: cross-fitting swaps the "
+                "halves, so they must be equal; use calibration_share=0.5 or cross_fit=False."
+            )
+        return share
 
     def _fit_path(
         self,
@@ -651,6 +672,14 @@ class CDPFairClassifier(_PlugInBase):
         :class:`dpfair.UncertifiedFairnessWarning`; ``"raise"`` returns nothing and raises
         :class:`~dpfair.fairclass.UncertifiedFairnessError` — the budget is spent all the
         same (the error carries the ledger).
+    calibration_share : float in [0.1, 0.9], default=0.5
+        Public share of the rows in the calibration half (S2 and the certificate), the rest
+        training S1; in memory and without cross-fitting only. A larger share shrinks the
+        certificate's margin (its sampling term ∝ (share·n)^-1/2) and the noise of S2, so a
+        smaller α certifies, at the price of a score trained on fewer rows.
+        :func:`~dpfair.fairclass.plan_certification` (``calibration_share=``) predicts the
+        certification probability; ``docs/fairclass_certified.md`` measures both effects.
+        Privacy unchanged (the split is data-independent and its sizes are public).
 """
         + _COMMON_PARAMS_DOC.replace(
             "    cross_fit : bool, default=True\n"
@@ -804,6 +833,7 @@ class CDPFairClassifier(_PlugInBase):
         radius: float | str = "auto",
         constraints: str = "demographic_parity",
         on_uncertified: str = "warn",
+        calibration_share: float = 0.5,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -829,6 +859,7 @@ class CDPFairClassifier(_PlugInBase):
         self.radius = radius
         self.constraints = constraints
         self.on_uncertified = on_uncertified
+        self.calibration_share = calibration_share
 
     def _rule(self) -> str:
         rule = self.threshold_rule

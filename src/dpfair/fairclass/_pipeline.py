@@ -331,6 +331,9 @@ class FitSettings:
         The linear score's row radius (``_linear.release_linear_fold``).
     lows, highs : ndarray or None
         The public box of the kernel score (for the fitted state).
+    calibration_share : float
+        The calibration half's share of the rows (public; ½ but for a certified in-memory
+        fit that asks otherwise, ``_split.calibration_size``).
     """
 
     plan: BudgetPlan | None
@@ -347,6 +350,7 @@ class FitSettings:
     lows: NDArray[np.float64] | None = None
     highs: NDArray[np.float64] | None = None
     constraints: str = "demographic_parity"
+    calibration_share: float = 0.5
 
     @property
     def pairs(self) -> list[tuple[int, int]]:
@@ -477,7 +481,8 @@ def run_pipeline(
     n = source.n_rows()
     if n == 0:
         raise InvalidDataError(f"'{name}': no rows.")
-    split = draw_split(settings.split or source.default_split, rng, n)
+    split = draw_split(settings.split or source.default_split, rng, n,
+                       settings.calibration_share)
     sizes = split.half_sizes(n)
     if min(sizes) < 2:
         raise InvalidDataError(f"'{name}': {n} row(s) are too few to split into two halves.")

@@ -35,7 +35,9 @@ integers, tested equal to the SQL on sample positions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal, Protocol
 
 import numpy as np
@@ -56,6 +58,7 @@ __all__ = [
     "PermutationSplit",
     "PositionSplit",
     "Split",
+    "calibration_size",
     "draw_split",
 ]
 
@@ -120,21 +123,43 @@ class PositionSplit:
         return np.flatnonzero(lab == 0), np.flatnonzero(lab == 1)
 
 
+def calibration_size(n: int, calibration_share: float = 0.5) -> int:
+    """|half 1| (the calibration half) of a permutation split of n rows: ⌈share·n⌉.
+
+    A function of public numbers only; share ½ gives ⌈n/2⌉ (the default halves). The share
+    is read as the nearest fraction with denominator ≤ 10⁶, so 0.7·6000 is 4200 exactly.
+    """
+    share = Fraction(float(calibration_share)).limit_denominator(10**6)
+    return math.ceil(share * int(n))
+
+
 @dataclass(frozen=True, eq=False)
 class PermutationSplit:
     """Halves of exactly ⌊n/2⌋ and ⌈n/2⌉ rows from one ``rng.permutation(n)``.
 
-    Data-independent; the half sizes are functions of n alone. Needs the n positions in
-    memory (arrays, a site's rows).
+    Data-independent; the half sizes are functions of n (and the public calibration share)
+    alone. Needs the n positions in memory (arrays, a site's rows). With a calibration share
+    c ≠ ½ (:func:`calibration_size`) half 0 (training) has n − ⌈c·n⌉ rows and half 1
+    (calibration) ⌈c·n⌉: the first n − ⌈c·n⌉ positions of the same permutation.
     """
 
     n: int
     order: NDArray[np.intp]
+    train: int | None = None  # |half 0|; None: ⌊n/2⌋
 
     @classmethod
-    def from_rng(cls, rng: np.random.Generator, n: int) -> PermutationSplit:
+    def from_rng(
+        cls, rng: np.random.Generator, n: int, calibration_share: float = 0.5
+    ) -> PermutationSplit:
         """One ``rng.permutation(n)`` call."""
-        return cls(int(n), np.asarray(rng.permutation(int(n)), dtype=np.intp))
+        order = np.asarray(rng.permutation(int(n)), dtype=np.intp)
+        if calibration_share == 0.5:
+            return cls(int(n), order)
+        return cls(int(n), order, int(n) - calibration_size(int(n), calibration_share))
+
+    @property
+    def _k(self) -> int:
+        return self.n // 2 if self.train is None else self.train
 
     def _check(self, n: int) -> None:
         if int(n) != self.n:
@@ -143,21 +168,21 @@ class PermutationSplit:
             )
 
     def half_sizes(self, n: int) -> tuple[int, int]:
-        """(⌊n/2⌋, ⌈n/2⌉)."""
+        """(⌊n/2⌋, ⌈n/2⌉), or (n − ⌈c·n⌉, ⌈c·n⌉) with a calibration share c."""
         self._check(n)
-        return self.n // 2, self.n - self.n // 2
+        return self._k, self.n - self._k
 
     def rows(self, n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
         """Sorted positions of halves 0 and 1."""
         self._check(n)
-        k = self.n // 2
+        k = self._k
         return np.sort(self.order[:k]), np.sort(self.order[k:])
 
     def labels(self, start: int, count: int) -> NDArray[np.intp]:
         """The half of positions ``start`` .. ``start + count − 1``."""
         lab = np.empty(self.n, dtype=np.intp)
-        lab[self.order[: self.n // 2]] = 0
-        lab[self.order[self.n // 2 :]] = 1
+        lab[self.order[: self._k]] = 0
+        lab[self.order[self._k :]] = 1
         return lab[int(start) : int(start) + int(count)]
 
 
@@ -178,13 +203,23 @@ class Split(Protocol):
 
 
 def draw_split(
-    kind: Literal["permutation", "position"] | str, rng: np.random.Generator, n: int
+    kind: Literal["permutation", "position"] | str, rng: np.random.Generator, n: int,
+    calibration_share: float = 0.5,
 ) -> PermutationSplit | PositionSplit:
     """The fit's first draw: a :class:`PermutationSplit` of n rows or a
-    :class:`PositionSplit` (``rng.integers`` of size 4, whatever n)."""
+    :class:`PositionSplit` (``rng.integers`` of size 4, whatever n).
+
+    ``calibration_share`` (public): the calibration half's share of the rows, permutation
+    split only (the position hash splits in halves)."""
     if kind == "permutation":
-        return PermutationSplit.from_rng(rng, n)
+        return PermutationSplit.from_rng(rng, n, calibration_share)
     if kind == "position":
+        if calibration_share != 0.5:
+            raise InvalidParameterError(
+                f"calibration_share={calibration_share!r}: the position split (out of core, "
+                "split='position') divides the rows in halves; use calibration_share=0.5 or "
+                "an in-memory fit with split=None/'permutation'."
+            )
         return PositionSplit.from_rng(rng)
     raise InvalidParameterError(
         f"split={kind!r}: expected 'permutation' (exact halves, in memory) or 'position' "
