@@ -85,6 +85,9 @@ def test_on_uncertified_raise_charges_and_releases_no_model() -> None:
     ({"constraints": "parity"}, "constraints="),
     ({"on_uncertified": "ignore"}, "on_uncertified="),
     ({"constraints": "equal_opportunity", "aggregate": "sometimes"}, "aggregate="),
+    ({"calibration_share": 0.95}, "calibration_share="),
+    ({"calibration_share": True}, "calibration_share="),
+    ({"calibration_share": 0.7, "cross_fit": True}, "cross_fit=True"),
 ])
 def test_bad_options_are_refused_before_anything_is_read(kw: dict, match: str) -> None:
     s = Session(frame(500, 5), budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
@@ -140,3 +143,26 @@ def test_alpha_path_refuses_a_bad_on_uncertified_before_fitting() -> None:
                             on_uncertified="never")
     with pytest.raises(InvalidParameterError, match="on_uncertified"):
         fit_alpha_path(est, X, y, sensitive_features=A, alphas=[0.1])
+
+
+@pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
+def test_calibration_share_passes_through_as_the_estimator_fits_it() -> None:
+    df = frame(3000, 8)
+    s = Session(df, budget=Budget.approx(3.0, 1e-5), reproducible_seed=4)
+    clf = s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, calibration_share=0.7)
+    ref = _ref(df, 4, epsilon=1.0, alpha=0.1, calibration_share=0.7).fit(
+        df[["x1", "x2"]].to_numpy(), df["y"].to_numpy(), sensitive_features=df["a"].to_numpy())
+    assert clf.certificates_ == ref.certificates_
+    assert np.array_equal(clf.tau_, ref.tau_)
+    assert s.spent.epsilon == pytest.approx(1.0)
+    assert s.records[-1].params["calibration_share"] == 0.7
+
+
+def test_calibration_share_with_aggregates_is_refused_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "train.parquet"
+    frame(500, 9).to_parquet(path)
+    s = Session(path, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    with pytest.raises(InvalidParameterError, match="aggregate='never'"):
+        s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, calibration_share=0.7,
+                              aggregate="always")
+    assert s.spent.epsilon == 0.0

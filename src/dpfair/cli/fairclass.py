@@ -340,12 +340,24 @@ def fair_classify(
             ),
         ),
     ] = False,
+    calibration_share: Annotated[
+        str,
+        typer.Option(
+            "--calibration-share",
+            help=(
+                "A number in [0.1, 0.9] or 'auto': the calibration half's share of TRAIN's "
+                "rows (in memory, no cross-fitting). 'auto' needs --min-share and picks "
+                "the smallest share in 0.5 to 0.7 that the plan expects to certify --alpha."
+            ),
+        ),
+    ] = "0.5",
     min_group_share: Annotated[
         float | None,
         typer.Option(
             "--min-share",
             help=(
-                "With --plan: a public lower bound on the smaller group's share P(A = a) "
+                "With --plan or --calibration-share auto: a public lower bound on the "
+                "smaller group's share P(A = a) "
                 "(with --constraints opportunity: P(A = a, Y = 1)), from outside "
                 "knowledge, never measured on TRAIN."
             ),
@@ -372,9 +384,12 @@ def fair_classify(
     if plan:
         with user_errors():
             _print_plan(train, epsilon, delta, alpha, fail_prob, min_group_share, cross_fit,
-                        as_json, constraints)
+                        as_json, constraints, calibration_share)
         return
     with user_errors():
+        share_option = _calibration_share_option(
+            calibration_share, train, epsilon, delta, alpha, fail_prob, min_group_share,
+            cross_fit, constraints)
         if aggregate not in ("auto", "always", "never"):
             raise InvalidParameterError(
                 f"--aggregate={aggregate!r}: expected 'auto', 'always' or 'never'."
@@ -399,6 +414,7 @@ def fair_classify(
                 cross_fit=cross_fit, aggregate=aggregate, bandwidth=bandwidth, clip=clip,
                 threshold_rule=threshold_rule, fail_prob=fail_prob,
                 **_score_options(estimator, radius, constraints, on_uncertified),
+                **share_option,
             )
             warn_free(request)  # free: a large epsilon leaves little privacy
         rec = session.last_record
@@ -502,13 +518,57 @@ def fair_classify(
     _emit(payload, rows, "CDP-Fair (single server)", as_json)
 
 
+def _parse_share(calibration_share: str) -> float | str:
+    """``--calibration-share``: ``"auto"`` or a number (range checked by the planner/estimator)."""
+    if calibration_share == "auto":
+        return "auto"
+    try:
+        return float(calibration_share)
+    except ValueError:
+        raise InvalidParameterError(
+            f"--calibration-share={calibration_share!r}: expected a number in [0.1, 0.9] or "
+            "'auto'."
+        ) from None
+
+
+def _calibration_share_option(calibration_share: str, train: Path, epsilon: float,
+                              delta: float, alpha: float, fail_prob: float,
+                              min_group_share: float | None, cross_fit: bool | None,
+                              constraints: str) -> dict[str, Any]:
+    """The Session option of ``--calibration-share`` (nothing for the default ½).
+
+    ``auto`` is the plan's choice (:func:`dpfair.fairclass.plan_certification` with
+    ``calibration_share="auto"``): a function of TRAIN's row count (public under
+    replace-one neighbours) and the flags only, made before any row is read.
+    """
+    share = _parse_share(calibration_share)
+    if share == "auto":
+        from dpfair.data import row_count
+        from dpfair.fairclass import plan_certification
+
+        if min_group_share is None:
+            raise InvalidParameterError(
+                "--calibration-share auto needs --min-share: a public lower bound on the "
+                "smaller group's share, from outside knowledge, not from TRAIN."
+            )
+        if constraints not in _CONSTRAINTS:
+            return {}  # _score_options names the bad --constraints
+        share = plan_certification(
+            row_count(train), epsilon, delta, min_group_share, fail_prob,
+            constraints=_CONSTRAINTS[constraints], cross_fit=bool(cross_fit),
+            calibration_share="auto", alpha=alpha,
+        ).calibration_share
+    return {} if share == 0.5 else {"calibration_share": float(share)}
+
+
 def _print_plan(train: Path, epsilon: float, delta: float, alpha: float, fail_prob: float,
                 min_group_share: float | None, cross_fit: bool | None, as_json: bool,
-                constraints: str = "parity") -> None:
+                constraints: str = "parity", calibration_share: str = "0.5") -> None:
     """``--plan``: the certification plan from TRAIN's row count (public) and the flags."""
     from dpfair.data import row_count
     from dpfair.fairclass import plan_certification
 
+    share = _parse_share(calibration_share)
     if constraints not in _CONSTRAINTS:
         raise InvalidParameterError(
             f"--constraints={constraints!r}: expected 'parity' or 'opportunity' (Fairlearn's "
@@ -524,7 +584,8 @@ def _print_plan(train: Path, epsilon: float, delta: float, alpha: float, fail_pr
     n = row_count(train)  # public under replace-one neighbours
     result = plan_certification(n, epsilon, delta, min_group_share, fail_prob,
                                 constraints=_CONSTRAINTS[constraints],
-                                cross_fit=bool(cross_fit))
+                                cross_fit=bool(cross_fit), calibration_share=share,
+                                alpha=alpha)
     p_alpha = result.certification_probability(alpha)
     payload = {**result.to_dict(), "alpha": alpha, "certification_probability": p_alpha}
     rows = [("train", f"{train} (n = {n}, a public count; no other data read)"),

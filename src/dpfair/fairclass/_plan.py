@@ -145,6 +145,7 @@ class CertificationPlan:
             ("constraints", self.constraints),
             ("n (public)", str(self.n)),
             ("assumed min group share", f"{self.min_group_share:g}"),
+            ("calibration share", f"{self.calibration_share:g} of the rows"),
             ("calibration denominators",
              f"{self.group_sizes[0]:.0f}, {self.group_sizes[1]:.0f} (expected)"),
             ("budget", f"({self.epsilon:g}, {self.delta:.3g})-DP; S2 split count "

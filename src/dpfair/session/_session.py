@@ -850,7 +850,8 @@ class Session:
         allowed = {"bandwidth", "clip", "alpha_margin", "cross_fit_budget", "s1_share",
                    "count_share", "threshold_count_share", "threshold_rule", "fail_prob",
                    "check_share", "estimator", "categories", "grid_resolution",
-                   "max_grid_nodes", "constraints", "on_uncertified", "radius"}
+                   "max_grid_nodes", "constraints", "on_uncertified", "radius",
+                   "calibration_share"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidParameterError(
@@ -868,7 +869,26 @@ class Session:
                 "model, certified_ False, and warn) or 'raise' (return nothing; the budget "
                 "is still charged)."
             )
+        share = options.get("calibration_share", 0.5)
+        if (isinstance(share, bool) or not isinstance(share, (int, float))
+                or not 0.1 <= float(share) <= 0.9):
+            raise InvalidParameterError(
+                f"calibration_share={share!r}: expected a public number in [0.1, 0.9] (the "
+                "calibration half's share of the rows; plan it with "
+                "dpfair.fairclass.plan_certification)."
+            )
+        if float(share) != 0.5 and cross_fit:
+            raise InvalidParameterError(
+                f"calibration_share={share!r} with cross_fit=True: cross-fitting swaps the "
+                "halves, so they must be equal; use calibration_share=0.5 or cross_fit=False."
+            )
         agg = _check_aggregate(aggregate)  # before anything is read or charged
+        if float(share) != 0.5 and (agg == "always" or (self._source.kind == "dask"
+                                                         and agg != "never")):
+            raise InvalidParameterError(
+                f"calibration_share={share!r} with aggregates: the out-of-core split is by "
+                "position hash into halves; use calibration_share=0.5 or aggregate='never'."
+            )
         if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
             raise InvalidParameterError(
                 f"features={features!r}: expected a list of column names."
