@@ -495,7 +495,7 @@ class ProtocolConfig:
             curve = (nf, (1 << self.depth) + 1)
             lin_table: dict[str, dict[str, tuple[int, ...]]] = {
                 "setup": {},
-                "round1": {"count": (nf,), "sums": (nf, p, 2, 2), "cells": (nf, 2, 2),
+                "round1": {"count": (nf,), "sums": (nf, p, 3), "cells": (nf, 2, 2),
                            "moments": (nf, p * (p + 1) // 2)},
                 "model": {"theta": (nf, p + 2), "pi": (nf, 2)},
                 "round2": {"trees": (nf, 2, n_nodes)},

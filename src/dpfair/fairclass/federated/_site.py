@@ -391,8 +391,9 @@ class Site:
 
     def _round1_linear(self) -> Envelope:
         """Round 1 with the linear estimator (``federated/_linear.py``): per fold the noisy
-        group-1 count (Δ = 1) and the cell sums, cell counts and second moments of the
-        lattice rows — one μ₁-GDP release, μ₁² = 1/σ_c² + μ_L², charged before any noise."""
+        group-1 count (Δ = 1) and the group sums and label contrast, cell counts and
+        second moments of the lattice rows — one μ₁-GDP release, μ₁² = 1/σ_c² + μ_L²,
+        charged before any noise."""
         from dpfair.fairclass.federated._linear import linear_sigmas, release_linear_stats
 
         cfg, plan = self.config, self.plan
@@ -439,7 +440,8 @@ class Site:
             from dpfair.fairclass.federated._linear import linear_sigmas
 
             sig = linear_sigmas(plan.sigma_function)
-            what = "linear sufficient statistics (cell sums, cell counts, moments)"
+            what = ("linear sufficient statistics (group sums + label contrast, cell counts, "
+                    "moments)")
             noise = (
                 f"N(0, {sig.sums:.6g}^2) per sum coordinate (lattice 2^-12), "
                 f"N(0, {sig.cells:.6g}^2) per cell count, N(0, {sig.moments:.6g}^2) per "
