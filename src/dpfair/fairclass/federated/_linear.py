@@ -46,11 +46,11 @@ with z = (1, a), the w coefficients are θ̃_w = 4(Ŝ_κ + Λ)^-1 ĝ_c, where Ŝ
 M̂_wz M̂_zz^-1 M̂_zw is the within-group scatter of w (its moments of two categories of one
 column use their true value 0, :func:`structural_zeros`), ĝ_c the correspondingly centred
 gradient, Ŝ_κ keeps the diagonal of Ŝ and multiplies its off-diagonal by the positive-part
-James–Stein factor κ = max(0, 1 − m·σ_off²/Σ_{j<k} Ŝ_jk²) (m noisy pairs of noise
-variance σ_off² = σ_M,agg²/2 each, public: the data's own estimate of how much of the
-off-diagonal is signal), and Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p; then θ̃_z =
-M̂_zz^-1(4ĝ_z − M̂_zw θ̃_w). Everything the centre computes is a function of released
-numbers and public parameters.
+James–Stein factor κ = max(0, 1 − m·σ_off²/Σ Ŝ_jk²) (the sum over the m pairs j < k
+that carry moment noise, not the structural zeros, each of public variance σ_off² =
+σ_M,agg²/2: the data's own estimate of how much of the off-diagonal is signal), and
+Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p; then θ̃_z = M̂_zz^-1(4ĝ_z − M̂_zw θ̃_w). Everything
+the centre computes is a function of released numbers and public parameters.
 """
 
 from __future__ import annotations
