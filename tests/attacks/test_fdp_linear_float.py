@@ -92,7 +92,7 @@ def test_last_bit_and_edge_neighbours_stay_within_the_sensitivity(radius):
         _r3, s3 = _stats(cfg, X3, y3, A)
         for a, b in ((base, s2), (s2, s3)):
             gs, gc, gm = _gap2(a, b, p)
-            assert gs <= 4 * 4**Q and gc <= 2 and gm <= 2 * 16**Q
+            assert gs <= 8 * 4**Q and gc <= 2 and gm <= 2 * 16**Q
 
 
 def test_released_blocks_lie_exactly_on_their_lattices():

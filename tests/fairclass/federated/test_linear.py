@@ -26,6 +26,8 @@ from dpfair.fairclass.federated._linear import (
     MAX_LINEAR_WIDTH,
     RADIUS_SHARE,
     SHARES,
+    fit_theta,
+    js_factor,
     lattice_rows,
     linear_cell_stats,
     linear_sigmas,
@@ -100,7 +102,7 @@ def test_lattice_rows_have_norm_at_most_one_exactly_even_if_floats_overshoot():
 def test_statistics_have_the_stated_sensitivity_as_computed(seed):
     """Replace one record — by an extreme one, by another cell, or by the same record with
     its last bits changed (floating-point neighbours) — the exact integer gaps are within
-    (2·2^q)² for the sums, 2 for the cells and 2·16^q for the moments."""
+    8·4^q for the sums, 2 for the cells and 2·16^q for the moments."""
     cfg = _cfg(radius="box")
     rng = np.random.default_rng(seed)
     X, y, A = _design(200, rng)
@@ -123,7 +125,90 @@ def test_statistics_have_the_stated_sensitivity_as_computed(seed):
         else:  # last bits of every numeric value
             X2[i, :6] = [np.nextafter(float(v), 11.0 if v < 10 else 0.0) for v in X[i, :6]]
         gs, gc, gm = _gaps(Q1, A, y, rows(X2), A2, y2)
-        assert gs <= 4 * 4**Q and gc <= 2 and gm <= 2 * 16**Q
+        assert gs <= 8 * 4**Q and gc <= 2 and gm <= 2 * 16**Q
+
+
+def test_sums_sensitivity_is_attained_and_holds_in_every_case_exactly():
+    """The ``sums`` block (G_0, G_1, V) in exact Python integers: the gap is ≤ 8·4^q for
+    every kind of replacement — same cell (attained exactly by Q′ = −Q on the radius), label
+    change (≤ 4·4^q), group change (≤ 6·4^q), both — including rows on the radius up to
+    an ulp and last-bit neighbours; and the released layout has no a × y interaction."""
+    rng = np.random.default_rng(11)
+    p = 7
+    V = rng.standard_normal((40, p))
+    V /= np.linalg.norm(V, axis=1, keepdims=True)  # on the radius (up to rounding)
+    V[::2] = np.nextafter(V[::2], np.sign(V[::2]) * 2.0)  # one ulp outward
+    Q0 = lattice_rows(V)
+    A = np.tile([0, 1], 20)
+    y = np.repeat([0, 1], 20)
+    worst = {"cell": 0, "label": 0, "group": 0, "both": 0}
+    for i in range(40):
+        for kind in worst:
+            for target in (-Q0[i], Q0[(i + 7) % 40], lattice_rows(-V[i : i + 1])[0]):
+                Q2, A2, y2 = Q0.copy(), A.copy(), y.copy()
+                Q2[i] = target
+                if kind in ("label", "both"):
+                    y2[i] = 1 - y[i]
+                if kind in ("group", "both"):
+                    A2[i] = 1 - A[i]
+                gs, gc, gm = _gaps(Q0, A, y, Q2, A2, y2)
+                worst[kind] = max(worst[kind], gs)
+                assert gs <= 8 * 4**Q and gc <= 2 and gm <= 2 * 16**Q
+    assert worst["label"] <= 4 * 4**Q and worst["group"] <= 6 * 4**Q
+    # the bound is tight: an axis row (exactly on the radius) replaced by its negative
+    e = np.zeros((2, p), dtype=np.int64)
+    e[0, 0] = 2**Q
+    e2 = e.copy()
+    e2[0] = -e[0]
+    A1, y1 = np.array([1, 0]), np.array([1, 0])
+    assert _gaps(e, A1, y1, e2, A1, y1)[0] == 8 * 4**Q
+    sums, _c, _m = linear_cell_stats(Q0, A, y)
+    assert sums.shape == (p, 3)
+    sign = 2 * y - 1
+    exact = [[sum(int(Q0[r, j]) for r in range(40) if A[r] == 0) for j in range(p)],
+             [sum(int(Q0[r, j]) for r in range(40) if A[r] == 1) for j in range(p)],
+             [sum(int(sign[r]) * int(Q0[r, j]) for r in range(40)) for j in range(p)]]
+    assert sums.T.tolist() == exact
+
+
+def test_fit_theta_is_least_squares_without_noise_and_shrinks_with_it():
+    """Without noise (κ = 1, Λ → 0) the Schur-form solution is exactly 4M⁻¹g of the full
+    system ψ = (1, a, w); the Stein factor is 1 for a noiseless off-diagonal, 0 when its
+    energy is at the noise level, and in [0, 1] always."""
+    rng = np.random.default_rng(5)
+    n, p = 4000, 5
+    W = rng.uniform(-1, 1, size=(n, p)) / math.sqrt(p)
+    W[:, 1] += 0.5 * W[:, 0]
+    A = (rng.uniform(size=n) < 0.4).astype(int)
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-(W @ np.arange(1, p + 1) + A)))).astype(int)
+    sums = np.stack([W[A == 0].sum(0), W[A == 1].sum(0), ((2 * y - 1)[:, None] * W).sum(0)],
+                    axis=1)
+    cells = np.array([[np.sum((A == a) & (y == v)) for v in (0, 1)] for a in (0, 1)], float)
+    mom = (W.T @ W)[np.triu_indices(p)]
+    theta = fit_theta(sums, cells, mom, n, int(A.sum()), 1e-12)
+    Psi = np.column_stack([np.ones(n), A, W])
+    ref = 4.0 * np.linalg.solve(Psi.T @ Psi, Psi.T @ (y - 0.5))
+    np.testing.assert_allclose(theta, ref, rtol=1e-7, atol=1e-9)
+    off = rng.standard_normal(1000)
+    assert js_factor(off, 1000, 0.0) == 1.0
+    assert js_factor(off, 1000, float(off @ off) / 1000) == 0.0
+    assert js_factor(np.zeros(3), 3, 1.0) == 0.0
+    assert 0.0 < js_factor(off + 3.0, 1000, 1.0) < 1.0
+
+
+def test_centre_refuses_the_old_cell_sums_layout():
+    """A round-1 message with the four (a, y) cell sums (p, 2, 2) instead of (G_0, G_1, V)
+    is refused by its shape, at decoding and at the centre."""
+    cfg = _cfg()
+    r1 = _round1(cfg)
+    p = cfg.linear_width
+    old = dict(r1[0].arrays, sums=np.zeros((1, p, 2, 2)))
+    with pytest.raises(ProtocolError, match="sums"):
+        Centre(cfg).aggregate([replace(r1[0], arrays=old), *r1[1:]])
+    signer = Signer.generate("h0")
+    raw = encode(replace(r1[0], arrays=old), signer)
+    with pytest.raises(ProtocolError, match="shape"):
+        decode(raw, keys={"h0": signer.public}, shapes=cfg.message_shapes("round1"))
 
 
 def test_release_is_an_exact_translate_of_data_independent_noise():
@@ -146,7 +231,7 @@ def test_release_is_an_exact_translate_of_data_independent_noise():
 
 @pytest.mark.parametrize("radius", ["box", "auto"])
 def test_the_three_blocks_spend_exactly_round_one_after_the_count(radius):
-    """μ₁² = 1/σ_c² + [2/σ_r²] + 4/σ_S² + 2/σ_n² + 2/σ_M², in the public shares: with
+    """μ₁² = 1/σ_c² + [2/σ_r²] + 8/σ_S² + 2/σ_n² + 2/σ_M², in the public shares: with
     ``radius="auto"`` the radius histogram (Δ = √2) takes radius_share·μ₁² and the three
     blocks split the rest; with a public radius nothing is spent on it."""
     for cross_fit in (False, True):
@@ -160,7 +245,7 @@ def test_the_three_blocks_spend_exactly_round_one_after_the_count(radius):
             mu_r2 = 2 / sig.radius**2 if sig.radius else 0.0
             assert mu_r2 == pytest.approx((share or 0.0) * plan.mu_round1**2, rel=1e-12)
             mu2 = sig.mu_stats**2
-            for part, s in zip((4 / sig.sums**2, 2 / sig.cells**2, 2 / sig.moments**2),
+            for part, s in zip((8 / sig.sums**2, 2 / sig.cells**2, 2 / sig.moments**2),
                                SHARES, strict=True):
                 assert part == pytest.approx(s * mu2, rel=1e-12)
             if radius == "box":  # the public-radius sds are those of the plan alone

@@ -316,7 +316,7 @@ def test_centre_combines_sites_with_different_radii_in_common_units():
     expect = math.exp(sum(n * math.log(r) for n, r in zip(rows, radii, strict=True)) / sum(rows))
     assert r_bar == pytest.approx(expect, rel=1e-12)
     p = cfg.linear_width
-    sums, cells, moments, var, n1 = np.zeros((p, 2, 2)), np.zeros((2, 2)), 0.0, 0.0, 0.0
+    sums, cells, moments, var, n1 = np.zeros((p, 3)), np.zeros((2, 2)), 0.0, 0.0, 0.0
     for m, r in zip(r1, radii, strict=True):
         k = r / r_bar
         sums = sums + k * m.arrays["sums"][0]

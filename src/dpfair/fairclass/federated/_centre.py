@@ -32,9 +32,9 @@ true value lies in a public range:
   sums Σ_i Q_j(u_i)·2^-q lies in [−n_train/√m, n_train/√m] (|φ_j| ≤ m^{-1/2}, D = 2m,
   quantized toward zero) plus N(0, σ_f²) rounded to the lattice 2^-q;
 * round 1 with the linear estimator (``estimator="linear"``, ``federated/_linear.py``):
-  each coordinate of the cell sums and each off-diagonal moment lies in [−n_train,
-  n_train], each cell count and diagonal moment in [0, n_train] (‖w‖ ≤ 1), plus the
-  block's public noise;
+  each coordinate of the two group sums and of the label contrast, and each off-diagonal
+  moment lies in [−n_train, n_train], each cell count and diagonal moment in [0, n_train]
+  (‖w‖ ≤ 1), plus the block's public noise;
 * round 2, per fold and group: every tree node, a count of calibration rows in a dyadic
   bin, lies in [0, n_cal] plus N(0, σ_t²).
 
@@ -386,7 +386,7 @@ class Centre:
         cfg = self.config
         nf, nu = cfg.n_folds, cfg.weights()
         p = cfg.linear_width
-        sums = np.zeros((nf, p, 2, 2))
+        sums = np.zeros((nf, p, 3))
         cells = np.zeros((nf, 2, 2))
         moments = np.zeros((nf, p * (p + 1) // 2))
         n_rows, n1_tot, pi1 = np.zeros(nf), np.zeros(nf), np.zeros(nf)
@@ -473,7 +473,7 @@ class Centre:
             raise ProtocolError(sid, "fields.n_train", f"{n_train!r} does not match N_s.")
         p = cfg.linear_width
         count = msg.array("count", (nf,))
-        sums = msg.array("sums", (nf, p, 2, 2))
+        sums = msg.array("sums", (nf, p, 3))
         cells = msg.array("cells", (nf, 2, 2))
         moments = msg.array("moments", (nf, p * (p + 1) // 2))
         kk = plausibility_k(count.size + sums.size + cells.size + moments.size)
@@ -489,7 +489,8 @@ class Centre:
             _check_plausible(sid, "count", count[k : k + 1], 0.0, nt, plan.sigma_count, kk,
                              f"fold {k + 1}'s group-1 count of {int(nt)} training rows")
             _check_plausible(sid, "sums", sums[k], -nt, nt, sd_s + lat, kk,
-                             f"each coordinate of the cell sums of fold {k + 1}")
+                             f"each coordinate of the group sums and label contrast of "
+                             f"fold {k + 1}")
             _check_plausible(sid, "cells", cells[k], 0.0, nt, sd_c, kk,
                              f"each cell count of fold {k + 1}")
             _check_plausible(sid, "moments", moments[k][diag], 0.0, nt, sd_d + lat, kk,

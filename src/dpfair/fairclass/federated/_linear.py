@@ -29,9 +29,15 @@ in the setup): with f = radius_share/(1 − count_share), μ_L = μ_f·√(1 −
 (:func:`lattice_rows`: truncation toward zero, then ‖Q‖₂ ≤ 2^q checked *exactly* in
 integers, halving toward zero a row that fails):
 
-* ``sums``    S_{a,y} = Σ_{i∈T: A_i=a, Y_i=y} Q(x_i) ∈ ℤ^{p×2×2}; L2 sensitivity 2·2^q (a
-  record that stays in its cell moves the sum by Q − Q′, ‖·‖ ≤ 2·2^q; one that changes cell
-  moves two sums by Q and Q′: ≤ √2·2^q);
+* ``sums``    the three vectors the model uses, ∈ ℤ^{p×3}: the group sums
+  G_a = Σ_{i∈T: A_i=a} Q(x_i) (a = 0, 1) and the label contrast V = Σ_{i∈T} (2Y_i − 1)Q(x_i).
+  L2 sensitivity 2√2·2^q: a record that stays in its (a, y) cell moves G_a by Q − Q′ and V
+  by ±(Q − Q′), ‖·‖² ≤ 2·(2·2^q)²; one that changes label moves G_a by Q − Q′ and V by
+  ±(Q + Q′), ‖Q − Q′‖² + ‖Q + Q′‖² = 2‖Q‖² + 2‖Q′‖² ≤ 4·4^q; one that changes group moves
+  G_0, G_1 by Q, Q′ and V by at most 2·2^q: ≤ 6·4^q. (The four (a, y) cell sums released
+  before carried the a × y interaction Σ(2A − 1)(2Y − 1)Q, which no coefficient of the model
+  uses; at the same budget the label contrast, i.e. the gradient, now has half the
+  variance.)
 * ``cells``   n_{a,y} = #{i ∈ T: A_i = a, Y_i = y} ∈ ℤ^{2×2}; sensitivity √2 (released on
   2^-6·ℤ);
 * ``moments`` the upper triangle of M = Σ_i Q(x_i)Q(x_i)ᵀ ∈ ℤ^{p×p}; ‖QQᵀ − Q′Q′ᵀ‖_F² =
@@ -41,7 +47,7 @@ integers, halving toward zero a row that fails):
 
 Each block is its exact integer vector plus exact discrete Gaussian noise (the package's
 sampler, :func:`dpfair.mechanisms.sample_discrete_gaussian`), so together they are one
-Gaussian mechanism with μ_L² = 4/σ_S² + 2/σ_n² + 2/σ_M² (sup of a sum ≤ sum of sups);
+Gaussian mechanism with μ_L² = 8/σ_S² + 2/σ_n² + 2/σ_M² (sup of a sum ≤ sum of sups);
 the shares of μ_L² are :data:`SHARES`. With the count (μ_c) this is one round-1 release of
 μ₁² = μ_c² + μ_L², exactly the kernel estimator's μ₁ (``_protocol.site_plan`` with
 ``function_sensitivity`` = :data:`LINEAR_FUNCTION_SENSITIVITY`, so σ_f = σ_S).
@@ -50,13 +56,17 @@ the shares of μ_L² are :data:`SHARES`. With the count (μ_c) this is one round
 statistics in units of the common r̄ = exp(Σ n_s log r_s/Σ n_s) (:func:`reference_radius`):
 sums·(r_s/r̄), moments·(r_s/r̄)², moment noise variance σ_M,s²·(r_s/r̄)⁴; the released
 score clips rows at r̄. Sums over sites of the released statistics give
-Σψψᵀ and Σ(y − 1/2)ψ of the pooled training halves plus noise of public variance; the
-model is θ̃ = ((M̂ + Λ)/4)^-1 ĝ (the minimiser of the quadratic approximation, a ridge
-"linear probability" fit scaled by 4), with the off-diagonal of the noisy w-block shrunk by
-the public factor κ and the public ridge Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p on the w
-coordinates, and the moments of two categories of one column set to their true value 0
-(:func:`structural_zeros`; :func:`fit_theta`). Everything the centre computes is a function
-of released numbers and public parameters.
+Σψψᵀ and Σ(y − 1/2)ψ of the pooled training halves plus noise of public variance. The model
+minimises the regularised quadratic surrogate, solved in its Schur form (:func:`fit_theta`):
+with z = (1, a), the w coefficients are θ̃_w = 4(Ŝ_κ + Λ)^-1 ĝ_c, where Ŝ = M̂_ww −
+M̂_wz M̂_zz^-1 M̂_zw is the within-group scatter of w (its moments of two categories of one
+column use their true value 0, :func:`structural_zeros`), ĝ_c the correspondingly centred
+gradient, Ŝ_κ keeps the diagonal of Ŝ and multiplies its off-diagonal by the positive-part
+James–Stein factor κ = max(0, 1 − m·σ_off²/Σ Ŝ_jk²) (the sum over the m pairs j < k
+that carry moment noise, not the structural zeros, each of public variance σ_off² =
+σ_M,agg²/2: the data's own estimate of how much of the off-diagonal is signal), and
+Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p; then θ̃_z = M̂_zz^-1(4ĝ_z − M̂_zw θ̃_w). Everything
+the centre computes is a function of released numbers and public parameters.
 """
 
 from __future__ import annotations
@@ -89,12 +99,14 @@ __all__ = [
     "MAX_LINEAR_WIDTH",
     "RADIUS_SHARE",
     "SHARES",
+    "SUMS_SENSITIVITY",
     "LinearSigmas",
     "ReleasedFedLinearFold",
     "centred_norms",
     "choose_rung",
     "default_radius",
     "fit_theta",
+    "js_factor",
     "ladder_rung",
     "lattice_rows",
     "linear_cell_stats",
@@ -122,9 +134,11 @@ LINEAR_LATTICE_BITS = 12
 CELL_BITS = 6
 #: Shares of μ_L² (round 1's budget after the group count): sums, cells, moments.
 SHARES = (0.5, 0.05, 0.45)
-#: σ_f of the site plan is σ_S = 2/(μ_f·√share_S): the "function sensitivity" 2/√share_S
+#: L2 sensitivity of the ``sums`` block in w units: 2√2 (module docstring).
+SUMS_SENSITIVITY = 2.0 * math.sqrt(2.0)
+#: σ_f of the site plan is σ_S = 2√2/(μ_f·√share_S): the "function sensitivity" 2√2/√share_S
 #: (public radius; with ``radius="auto"`` see :func:`linear_function_sensitivity`).
-LINEAR_FUNCTION_SENSITIVITY = 2.0 / math.sqrt(SHARES[0])
+LINEAR_FUNCTION_SENSITIVITY = SUMS_SENSITIVITY / math.sqrt(SHARES[0])
 #: Default share of round 1's μ₁² spent on each site's private radius (``radius="auto"``):
 #: the statistics' noise sds grow by 1/√(1 − f), f = share/(1 − count_share) (≈ 2% at the
 #: default), while the noisy median of the row norms is already within a few ladder rungs
@@ -137,8 +151,6 @@ MAX_LINEAR_WIDTH = 512
 #: Ridge Λ = RIDGE_FACTOR·σ_M,agg·√p on the w coordinates (σ_M,agg: the aggregate noise sd
 #: of one moment entry): the spectral edge of the noise matrix is ≈ 2σ_M,agg·√p.
 RIDGE_FACTOR = 1.0
-#: κ = n/(n + KAPPA_FACTOR·σ_M,agg·p): shrinkage of the noisy off-diagonal moments.
-KAPPA_FACTOR = 20.0
 _INT_LIMIT = 2**62
 _FLOAT_EXACT = 2**53
 
@@ -208,11 +220,11 @@ def radius_fraction(radius_share: float, count_share: float) -> float:
 
 
 def linear_function_sensitivity(fraction: float = 0.0) -> float:
-    """2/√(share_S·(1 − f)): the plan's "function sensitivity" that makes σ_f = σ_S when a
+    """2√2/√(share_S·(1 − f)): the plan's "function sensitivity" that makes σ_f = σ_S when a
     share f of μ_f² goes to the radius release (f = 0: :data:`LINEAR_FUNCTION_SENSITIVITY`)."""
     if fraction == 0.0:
         return LINEAR_FUNCTION_SENSITIVITY
-    return 2.0 / math.sqrt(SHARES[0] * (1.0 - float(fraction)))
+    return SUMS_SENSITIVITY / math.sqrt(SHARES[0] * (1.0 - float(fraction)))
 
 
 def row_map(
@@ -279,15 +291,20 @@ def _exact_gram(Q: NDArray[np.int64]) -> NDArray[np.int64]:
 def linear_cell_stats(
     Q: NDArray[np.int64], A: NDArray[Any], y: NDArray[Any]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Exact integer (sums (p, 2, 2), cells (2, 2), upper-triangle moments (p(p+1)/2,))."""
+    """Exact integer (sums (p, 3), cells (2, 2), upper-triangle moments (p(p+1)/2,)).
+
+    ``sums[:, a]`` = Σ_{A=a} Q (a = 0, 1), ``sums[:, 2]`` = Σ (2Y − 1)Q (int64: each
+    |sum| ≤ n·2^q)."""
     p = Q.shape[1]
-    sums = np.zeros((p, 2, 2), dtype=np.int64)
+    sums = np.zeros((p, 3), dtype=np.int64)
     cells = np.zeros((2, 2), dtype=np.int64)
+    sign = np.where(np.asarray(y) == 1, 1, -1).astype(np.int64)
     for a in (0, 1):
+        grp = A == a
+        sums[:, a] = Q[grp].sum(axis=0, dtype=np.int64)
         for yy in (0, 1):
-            rows = (A == a) & (y == yy)
-            sums[:, a, yy] = Q[rows].sum(axis=0, dtype=np.int64)
-            cells[a, yy] = int(np.count_nonzero(rows))
+            cells[a, yy] = int(np.count_nonzero(grp & (y == yy)))
+    sums[:, 2] = (Q * sign[:, None]).sum(axis=0, dtype=np.int64)
     iu = np.triu_indices(p)
     return sums, cells, _exact_gram(Q)[iu]
 
@@ -296,9 +313,10 @@ def linear_cell_stats(
 class LinearSigmas:
     """Noise sds (in w units) of one site's linear statistics, from its μ_f (public).
 
-    ``moments`` is the diagonal's σ_M; each off-diagonal moment has σ_M/√2. ``radius`` is
-    σ_r of each bin of the noisy norm histogram (:func:`private_radius`; 0 when the radius
-    is public: nothing released)."""
+    ``sums`` is σ_S per coordinate of the three sum vectors; ``moments`` is the diagonal's
+    σ_M; each off-diagonal moment has σ_M/√2. ``radius`` is σ_r of each bin of the noisy
+    norm histogram (:func:`private_radius`; 0 when the radius is public: nothing
+    released)."""
 
     sums: float
     cells: float
@@ -307,8 +325,9 @@ class LinearSigmas:
 
     @property
     def mu_stats(self) -> float:
-        """μ_L = sqrt(4/σ_S² + 2/σ_n² + 2/σ_M²) (module docstring)."""
-        return math.sqrt(4.0 / self.sums**2 + 2.0 / self.cells**2 + 2.0 / self.moments**2)
+        """μ_L = sqrt(8/σ_S² + 2/σ_n² + 2/σ_M²) (module docstring)."""
+        return math.sqrt(SUMS_SENSITIVITY**2 / self.sums**2 + 2.0 / self.cells**2
+                         + 2.0 / self.moments**2)
 
     @property
     def mu_radius(self) -> float:
@@ -330,9 +349,9 @@ def linear_sigmas(sigma_function: float, fraction: float = 0.0) -> LinearSigmas:
     """The sds from the plan's σ_f (each ≥ its exact value).
 
     With a share f of μ_f² on the radius (:func:`radius_fraction`; 0 for a public radius),
-    the plan's σ_f = 2/(μ_f·√(share_S·(1 − f))) (:func:`linear_function_sensitivity`), so
+    the plan's σ_f = 2√2/(μ_f·√(share_S·(1 − f))) (:func:`linear_function_sensitivity`), so
 
-        μ_L = μ_f·√(1 − f),  σ_S = 2/(μ_L√share_S) = σ_f,  σ_n = √2/(μ_L√share_n),
+        μ_L = μ_f·√(1 − f),  σ_S = 2√2/(μ_L√share_S) = σ_f,  σ_n = √2/(μ_L√share_n),
         σ_M = √2/(μ_L√share_M),  σ_r = √2/(μ_f·√f),
 
     and μ_r² + μ_L² = f·μ_f² + (1 − f)·μ_f² = μ_f² (all sds times 1 + 2^-40, so the
@@ -525,6 +544,22 @@ def unpack_moments(flat: NDArray[np.float64], p: int) -> NDArray[np.float64]:
     return out + np.triu(out, 1).T
 
 
+def js_factor(
+    off_diagonal: NDArray[np.float64], n_noisy: int, noise_var: float
+) -> float:
+    """Positive-part James–Stein factor κ = max(0, 1 − n_noisy·noise_var/Σ v²) ∈ [0, 1].
+
+    ``off_diagonal`` are the values v_jk (j < k) of a noisy symmetric matrix, ``n_noisy`` of
+    them carry independent noise of the public variance ``noise_var`` (the others are exact).
+    Σ v² − n_noisy·noise_var is the unbiased estimate of the off-diagonal signal energy, so
+    κ·v is the shrinkage toward 0 that minimises the estimated squared error over the
+    off-diagonal (Stein's estimator with one common factor). Post-processing."""
+    energy = float(np.dot(off_diagonal, off_diagonal))
+    if not energy > 0.0:
+        return 0.0
+    return float(min(1.0, max(0.0, 1.0 - n_noisy * float(noise_var) / energy)))
+
+
 def fit_theta(
     sums: NDArray[np.float64],
     cells: NDArray[np.float64],
@@ -536,42 +571,63 @@ def fit_theta(
 ) -> NDArray[np.float64]:
     """θ̃ from the pooled noisy statistics (post-processing; module docstring).
 
+    The minimiser of the regularised quadratic surrogate −θᵀĝ + θᵀ(M̂ + Λ)θ/8 with the
+    w-block of M̂ replaced by its shrunk within-group scatter (Schur form):
+
+        Ŝ = M̂_ww − M̂_wz M̂_zz⁻¹ M̂_zw,   ĝ_c = ĝ_w − M̂_wz M̂_zz⁻¹ ĝ_z,   z = (1, a),
+        θ̃_w = 4 (diag Ŝ + κ·offdiag Ŝ + Λ)⁻¹ ĝ_c,   θ̃_z = M̂_zz⁻¹ (4ĝ_z − M̂_zw θ̃_w),
+
+    with κ = :func:`js_factor` of the off-diagonal of Ŝ (noise variance σ_M,agg²/2 on each
+    pair that is not a structural zero) and Λ = :data:`RIDGE_FACTOR`·σ_M,agg·√p·I (about
+    half the spectral edge 2σ_M,agg·√(p/2)·√2 of the moments' noise matrix). With κ = 1 and
+    Λ = 0 this is exactly the least-squares solution θ̃ = 4M̂⁻¹ĝ.
+
     Parameters
     ----------
-    sums, cells, moments : the sums over sites of the released blocks (w units).
+    sums, cells, moments : the sums over sites of the released blocks (w units): sums
+        (p, 3) = (G_0, G_1, V), cells (2, 2), moments the upper triangle (p(p+1)/2,).
     n_train : the pooled (public) number of training rows.
     n1 : the pooled noisy group-1 count (clipped to [1, n_train − 1]).
     moment_sd : σ_M,agg = sqrt(Σ_s σ_M,s²), the aggregate noise sd of a diagonal moment.
     zeros : (p, p) bool, optional
         Public structural zeros (:func:`structural_zeros`), set to 0 exactly.
+
+    Returns
+    -------
+    ndarray of shape (p + 2,)
+        θ̃ = (intercept, group, w coefficients).
     """
     p = sums.shape[0]
     B = unpack_moments(moments, p)
+    n_pairs = p * (p - 1) // 2
     if zeros is not None:
         B[zeros] = 0.0
-    kappa = n_train / (n_train + KAPPA_FACTOR * moment_sd * p)
-    diag = np.diag(np.diag(B))
-    B = diag + kappa * (B - diag)
-    q = p + 2
-    M = np.zeros((q, q))
-    M[0, 0] = n_train
-    M[0, 1] = M[1, 0] = M[1, 1] = n1
-    M[0, 2:] = M[2:, 0] = sums.sum(axis=(1, 2))
-    M[1, 2:] = M[2:, 1] = sums[:, 1, :].sum(axis=1)
-    M[2:, 2:] = B
-    g = np.empty(q)
+        n_pairs -= int(np.count_nonzero(np.triu(zeros, 1)))
+    n_tr, n_1 = float(n_train), float(n1)
+    Mzz = np.array([[n_tr, n_1], [n_1, n_1]])
+    Mzw = np.stack([sums[:, 0] + sums[:, 1], sums[:, 1]])  # Σψ_z w: (1, a) rows
     ny = np.clip(cells, 0.0, None)
-    g[0] = 0.5 * (ny[:, 1].sum() - ny[:, 0].sum())
-    g[1] = 0.5 * (ny[1, 1] - ny[1, 0])
-    g[2:] = 0.5 * (sums[:, :, 1].sum(axis=1) - sums[:, :, 0].sum(axis=1))
-    ridge = np.full(q, RIDGE_FACTOR * moment_sd * math.sqrt(p))
-    ridge[:2] = 1.0  # the intercept and group entries are counts: a unit ridge suffices
-    H = 0.25 * (M + np.diag(ridge))
+    gz = 0.5 * np.array([ny[:, 1].sum() - ny[:, 0].sum(), ny[1, 1] - ny[1, 0]])
+    gw = 0.5 * sums[:, 2]  # Σ (y − 1/2) w
+    K = np.linalg.solve(Mzz, Mzw)  # M_zz⁻¹ M_zw, (2, p)
+    S = B - Mzw.T @ K
+    S = 0.5 * (S + S.T)
+    gc = gw - K.T @ gz
+    # κ from the pairs that carry moment noise (not the structural zeros), applied to the
+    # whole off-diagonal of Ŝ: a common shrinkage of the scatter toward its diagonal.
+    noisy = ~np.eye(p, dtype=bool) if zeros is None else ~(zeros | np.eye(p, dtype=bool))
+    iu = np.triu_indices(p, 1)
+    kappa = js_factor(S[iu][noisy[iu]], n_pairs, 0.5 * float(moment_sd) ** 2)
+    d = np.diag(S).copy()
+    H = kappa * S
+    lam = RIDGE_FACTOR * float(moment_sd) * math.sqrt(p)
+    H[np.diag_indices(p)] = d + lam
     try:
-        theta = np.linalg.solve(H, g)
+        tw = 4.0 * np.linalg.solve(H, gc)
     except np.linalg.LinAlgError:
-        theta = np.linalg.lstsq(H, g, rcond=None)[0]
-    return np.asarray(theta, dtype=np.float64)
+        tw = 4.0 * np.linalg.lstsq(H, gc, rcond=None)[0]
+    tz = np.linalg.solve(Mzz, 4.0 * gz - Mzw @ tw)
+    return np.asarray(np.concatenate([tz, tw]), dtype=np.float64)
 
 
 @dataclass(frozen=True, eq=False)

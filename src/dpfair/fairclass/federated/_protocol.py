@@ -14,10 +14,10 @@ Round 1 on T (one Gaussian mechanism, as CDP-Fair's S1, ``fairclass/_budget.py``
     μ₁² = μ_c² + μ_f², with μ_c² = w_c·μ₁² (``count_share``).
 With ``estimator="rff"`` the four functions are the sums of D random Fourier features
 (``fairclass/_rff.py``): Δ = 2 in φ units (lattice-exact), σ_f = 2/μ_f, same μ₁ and ledger.
-With ``estimator="linear"`` they are the cell sums, cell counts and second moments of the
-centred, radius-clipped rows (``federated/_linear.py``, ``docs/proofs/fdp_linear.md``): one
-Gaussian mechanism of μ_f² = 4/σ_S² + 2/σ_n² + 2/σ_M², split by fixed public shares,
-σ_f = σ_S; same μ₁ and ledger. With ``radius="auto"`` each site first releases a noisy
+With ``estimator="linear"`` they are the group sums and label contrast, cell counts and
+second moments of the centred, radius-clipped rows (``federated/_linear.py``,
+``docs/proofs/fdp_linear.md``): one Gaussian mechanism of μ_f² = 8/σ_S² + 2/σ_n² +
+2/σ_M², split by fixed public shares, σ_f = σ_S; same μ₁ and ledger. With ``radius="auto"`` each site first releases a noisy
 histogram of its row norms (Δ = √2, μ_r² = radius_share·μ₁², its clip radius r_s is the
 noisy median) and the statistics get the rest: μ₁² = μ_c² + μ_r² + μ_L² (adaptive
 composition), the same μ₁.
@@ -526,7 +526,7 @@ class ProtocolConfig:
             curve = (nf, (1 << self.depth) + 1)
             lin_table: dict[str, dict[str, tuple[int, ...]]] = {
                 "setup": {},
-                "round1": {"count": (nf,), "sums": (nf, p, 2, 2), "cells": (nf, 2, 2),
+                "round1": {"count": (nf,), "sums": (nf, p, 3), "cells": (nf, 2, 2),
                            "moments": (nf, p * (p + 1) // 2)},
                 "model": {"theta": (nf, p + 2), "pi": (nf, 2)},
                 "round2": {"trees": (nf, 2, n_nodes)},

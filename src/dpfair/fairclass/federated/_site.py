@@ -393,8 +393,9 @@ class Site:
 
     def _round1_linear(self) -> Envelope:
         """Round 1 with the linear estimator (``federated/_linear.py``): per fold the noisy
-        group-1 count (Δ = 1) and the cell sums, cell counts and second moments of the
-        lattice rows — one μ₁-GDP release, μ₁² = 1/σ_c² + μ_L², charged before any noise.
+        group-1 count (Δ = 1) and the group sums and label contrast, cell counts and
+        second moments of the lattice rows — one μ₁-GDP release, μ₁² = 1/σ_c² + μ_L²,
+        charged before any noise.
 
         With ``radius="auto"`` each fold first releases the site's own clip radius r_s
         (:func:`~dpfair.fairclass.federated._linear.private_radius`: a noisy histogram of
@@ -479,7 +480,8 @@ class Site:
         plan = self.plan
         if self.config.is_linear:
             sig = self.config.linear_sigmas(self.site_id)
-            what = "linear sufficient statistics (cell sums, cell counts, moments)"
+            what = ("linear sufficient statistics (group sums + label contrast, cell counts, "
+                    "moments)")
             noise = (
                 f"N(0, {sig.sums:.6g}^2) per sum coordinate (lattice 2^-12), "
                 f"N(0, {sig.cells:.6g}^2) per cell count, N(0, {sig.moments:.6g}^2) per "
