@@ -373,3 +373,42 @@ def test_today2_cli_unservable_radius_share_burns_no_budget(tmp_path):
         assert spent() == 0.0
         return
     assert spent() > 0.0  # it ran: a real, charged release
+
+
+def test_today2_each_fold_releases_the_radius_of_its_own_training_half():
+    """Cross-fitted, ε_s = 50: half A's rows are short (numeric at the box's centre), half
+    B's long (numeric at the corners). Fold 1 (trained on A) must clip at a small rung and
+    fold 2 (trained on B) at a large one — a site that reused fold 1's radius, read the
+    other half, or a previous run's radius would not. The exact histograms are those of
+    each half alone."""
+    n = 800
+    cfg = make_protocol([("h0", n, 50.0, 1e-6)], feature_bounds=[(-1.0, 3.0)] * K,
+                        alpha=0.1, estimator="linear", protocol_id="attack-today2-halves",
+                        cross_fit=True)
+    probe = Site("h0", np.ones((n, K)), np.tile([0, 1], n // 2), np.repeat([0, 1], n // 2),
+                 config=cfg, random_state=0)
+    half_a, half_b = probe._halves
+    rng = np.random.default_rng(9)
+    X = np.empty((n, K))
+    X[half_a] = 1.0 + 0.02 * rng.uniform(-1, 1, size=(half_a.size, K))  # ‖v‖ ≈ 0.01
+    X[half_b] = np.where(rng.uniform(size=(half_b.size, K)) < 0.5, -1.0, 3.0)  # ‖v‖ = 2
+    y = rng.integers(0, 2, n)
+    A = np.zeros(n, dtype=int)
+    A[half_a[::2]] = 1
+    A[half_b[::2]] = 1
+    site = Site("h0", X, y, A, config=cfg, random_state=0)
+    box = default_radius(cfg.feature_map())
+    ladder = radius_ladder(box)
+    ha, hb = site._radius_histogram(0), site._radius_histogram(1)
+    assert int(ha.sum()) == half_a.size and int(hb.sum()) == half_b.size
+    assert int(hb[1]) == half_b.size  # every long row on the top rung's bin
+    r1, r2 = site.round1().fields["radius"]
+    assert r2 in (float(ladder[0]), float(ladder[1]))  # the median sits on r_0 (a tie)
+    assert r1 <= float(ladder[40])
+    # and the exact histograms are those of each half alone (one changed row of B
+    # leaves A's histogram as it was)
+    X2 = X.copy()
+    X2[half_b[0]] = 1.0
+    other = Site("h0", X2, y, A, config=cfg, random_state=0)
+    np.testing.assert_array_equal(other._radius_histogram(0), ha)
+    assert int(np.abs(other._radius_histogram(1) - hb).sum()) == 2
