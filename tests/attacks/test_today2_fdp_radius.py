@@ -412,3 +412,47 @@ def test_today2_each_fold_releases_the_radius_of_its_own_training_half():
     other = Site("h0", X2, y, A, config=cfg, random_state=0)
     np.testing.assert_array_equal(other._radius_histogram(0), ha)
     assert int(np.abs(other._radius_histogram(1) - hb).sum()) == 2
+
+
+# -------------------------------------------------------------- malformed signed numbers
+def _signed_round1():
+    from dpfair.fairclass.federated._keys import Signer
+    from tests.fairclass.federated.test_linear import _cfg as _lin_cfg
+    from tests.fairclass.federated.test_linear import _design as _lin_design
+
+    signers = {p: Signer.generate(p) for p in ("centre", "h0", "h1", "h2")}
+    cfg = replace(_lin_cfg(), keys=tuple(sorted((p, s.public) for p, s in signers.items())))
+    rng = np.random.default_rng(3)
+    r1 = [Site(s, *_lin_design(600, rng), config=cfg, random_state=i).round1()
+          for i, s in enumerate(cfg.site_ids)]
+    return cfg, signers, r1
+
+
+@pytest.mark.parametrize("field", ["radius", "sigma_radius", "setup.radius_share"])
+@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
+    "FINDING: a validly signed round-1 message whose 'radius' list holds a huge JSON integer "
+    "(10**400) or whose 'sigma_radius' is one crashes Centre.aggregate with an uncaught "
+    "OverflowError ('int too large to convert to float') instead of a ProtocolError naming "
+    "the site and field: _centre.py _check_site_radius calls float(r) before "
+    "math.isfinite, and Envelope.number (_messages.py, `v = float(self.get(...))`) does the "
+    "same for every numeric field (sigma_* of round 1, numbers of the setup: a setup with "
+    "radius_share = 10**400 crashes ProtocolConfig.from_envelope the same way). A site can "
+    "thus abort the centre's aggregation without being named, a centre a site's setup "
+    "parsing (rule 7: malformed messages refused by name)."))
+def test_today2_huge_integer_in_a_signed_round1_is_refused_by_name(field):
+    from dpfair.fairclass.federated import Centre
+    from dpfair.fairclass.federated._messages import ProtocolError, decode, encode
+
+    if field.startswith("setup."):
+        env = _keyed(_cfg(n=400)).to_envelope()
+        forged = replace(env, fields={**env.fields, field[6:]: 10**400})
+        with pytest.raises(ProtocolError, match=field[6:]):
+            ProtocolConfig.from_envelope(forged)
+        return
+    cfg, signers, r1 = _signed_round1()
+    val = [10**400] if field == "radius" else 10**400
+    msg = replace(r1[0], fields={**r1[0].fields, field: val})
+    got = decode(encode(msg, signers["h0"]), keys=cfg.keyring(), kind="round1",
+                 protocol_id=cfg.protocol_id, shapes=cfg.message_shapes("round1"))
+    with pytest.raises(ProtocolError, match=field):
+        Centre(cfg).aggregate([got, *r1[1:]])
