@@ -456,3 +456,29 @@ def test_today2_huge_integer_in_a_signed_round1_is_refused_by_name(field):
                  protocol_id=cfg.protocol_id, shapes=cfg.message_shapes("round1"))
     with pytest.raises(ProtocolError, match=field):
         Centre(cfg).aggregate([got, *r1[1:]])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: public bounds whose width overflows binary64, e.g. (-1e308, 1e308), pass "
+    "check_feature_bounds (fairclass/_validation.py: only finiteness and lo < hi are "
+    "checked); FeatureMap.transform (fairclass/_linear.py, `out = X - lo; out /= hi - lo`) "
+    "then maps x = 1e308 to u = inf/inf = NaN (the box check `U < 0 | U > 1` is False for "
+    "NaN) and every other x to 0. The FDP linear site bins the NaN norms into bin 0 ('above "
+    "r_box'), releases a radius from that histogram, charges round 1, and only then "
+    "lattice_rows raises 'rows must be finite' (data-dependent failure after the charge; "
+    "the centralised linear fit silently fits on u = 0/NaN rows). Such a box should be "
+    "refused at setup, before any data are read."))
+def test_today2_overflowing_public_box_is_refused_before_the_data_are_read():
+    from dpfair._errors import InvalidParameterError
+
+    n = 64
+    try:
+        cfg = make_protocol([("h0", n, 1.0, 1e-6)], feature_bounds=[(-1e308, 1e308)] * 3,
+                            alpha=0.1, estimator="linear", protocol_id="attack-today2-box")
+    except InvalidParameterError:
+        return
+    X = np.full((n, 3), -1e308)
+    X[::2] = 1e308
+    site = Site("h0", X, np.tile([0, 1], n // 2), np.repeat([0, 1], n // 2), config=cfg,
+                random_state=0)
+    assert np.all(np.isfinite(site._U)), "the public map produced non-finite rows"
