@@ -73,8 +73,9 @@ def _quiet(fit: Any) -> Any:
 
 def _estimator(data: Any, **kw: Any) -> CDPFairClassifier:
     kw.setdefault("random_state", 5)
+    kw.setdefault("cross_fit", False)
     return CDPFairClassifier(**SETTINGS, feature_bounds=data.feature_bounds, split="position",
-                             constraints="equal_opportunity", cross_fit=False, **kw)
+                             constraints="equal_opportunity", **kw)
 
 
 # ------------------------------------------------------------------ validation: same refusals
@@ -268,3 +269,50 @@ def test_today2_same_cli_command_twice_charges_twice_then_refuses(data, frame, t
     assert res.exit_code != 0
     shown = json.loads(runner.invoke(app, ["ledger", "show", str(ledger), "--json"]).stdout)
     assert shown["spent"]["epsilon"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("cross_fit", [False, True])
+def test_today2_eo_streams_only_the_calibration_halves_positive_rows(
+        data, parquet, monkeypatch, cross_fit) -> None:
+    """Every S2 read of the file under equal opportunity is restricted to a calibration
+    half (the counts query and each streamed pass) and the streamed passes to label 1:
+    S2 never reads the training half of its fold. The streamed rows are exactly the
+    calibration half's positive rows (count per group = the counts query's)."""
+    from dpfair.fairclass import outofcore
+
+    calls: list[dict[str, Any]] = []
+    real_stream, real_counts = outofcore.stream_batches, outofcore.half_cell_counts
+
+    def stream(*a, **k):
+        rows = list(real_stream(*a, **k))
+        calls.append({"what": "stream", "only_half": k.get("only_half"),
+                      "positive_of": k.get("positive_of"),
+                      "halves": sorted({int(h) for _arr, hv in rows for h in hv}),
+                      "n": sum(arr.shape[0] for arr, _hv in rows)})
+        return iter(rows)
+
+    def counts(*a, **k):
+        out = real_counts(*a, **k)
+        calls.append({"what": "counts", "only_half": k.get("only_half"), "out": out})
+        return out
+
+    monkeypatch.setattr(outofcore, "stream_batches", stream)
+    monkeypatch.setattr(outofcore, "half_cell_counts", counts)
+    est = _estimator(data, cross_fit=cross_fit)
+    clf = _quiet(lambda: fit_cdp_fair_from_file(parquet, clone(est), features=FEATURES,
+                                                target="y", sensitive="a"))
+    assert clf.constraints_ == "equal_opportunity"
+    cnt = [c for c in calls if c["what"] == "counts"]
+    streams = [c for c in calls if c["what"] == "stream"]
+    assert len(cnt) == 1 and len(streams) == len(clf.folds_)
+    if cross_fit:
+        assert cnt[0]["only_half"] is None
+        assert sorted(s["only_half"] for s in streams) == [0, 1]
+    else:
+        cal = cnt[0]["only_half"]
+        assert cal in (0, 1)
+        assert [s["only_half"] for s in streams] == [cal]
+        assert int(cnt[0]["out"][1 - cal].sum()) == 0  # the training half is not counted
+    for s in streams:
+        assert s["positive_of"] == "y" and s["halves"] == [s["only_half"]]
+        assert s["n"] == int(cnt[0]["out"][s["only_half"], :, 1].sum())
