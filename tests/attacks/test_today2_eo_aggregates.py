@@ -316,3 +316,20 @@ def test_today2_eo_streams_only_the_calibration_halves_positive_rows(
     for s in streams:
         assert s["positive_of"] == "y" and s["halves"] == [s["only_half"]]
         assert s["n"] == int(cnt[0]["out"][s["only_half"], :, 1].sum())
+
+
+@pytest.mark.parametrize("batch_size", [1, 13, 1000])
+def test_today2_tiny_batches_give_the_in_memory_eo_release(data, parquet, batch_size) -> None:
+    """The streamed pass scores the positive rows batch by batch (here 1, 13 or 1000 rows
+    per Arrow batch): η̃ of a row must not depend on which rows share its batch, so the
+    released τ̂, p̃, certificate and tie seed equal the in-memory fit's bit for bit."""
+    est = _estimator(data, cross_fit=True)
+    mem = _quiet(lambda: clone(est).fit(data.X, data.y, sensitive_features=data.A))
+    ooc = _quiet(lambda: fit_cdp_fair_from_file(parquet, clone(est), features=FEATURES,
+                                                target="y", sensitive="a",
+                                                batch_size=batch_size))
+    assert mem.tau_.tobytes() == ooc.tau_.tobytes()
+    for fm, fo in zip(mem.folds_, ooc.folds_, strict=True):
+        assert fm.positive.tobytes() == fo.positive.tobytes()
+    assert mem.tie_seed_ == ooc.tie_seed_
+    assert mem.certified_ == ooc.certified_ and mem.certificates_ == ooc.certificates_
