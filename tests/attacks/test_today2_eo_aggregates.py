@@ -333,3 +333,34 @@ def test_today2_tiny_batches_give_the_in_memory_eo_release(data, parquet, batch_
         assert fm.positive.tobytes() == fo.positive.tobytes()
     assert mem.tie_seed_ == ooc.tie_seed_
     assert mem.certified_ == ooc.certified_ and mem.certificates_ == ooc.certificates_
+
+
+@pytest.mark.parametrize("case", ["no-positive-in-group-1", "no-positive-in-group-0",
+                                  "no-positive-at-all"])
+def test_today2_empty_positive_group_same_release_in_memory_and_streamed(case) -> None:
+    """A calibration half where a group (or both) has no positive label: the noisy counts
+    are clipped to ≥ 1 and S2 runs on an empty side; the streamed histogram (all-zero
+    counts for that group) must give the in-memory τ̂, p̃ and certificate exactly."""
+    rng = np.random.default_rng(8)
+    if case == "no-positive-at-all":
+        eta, A = np.zeros(0), np.zeros(0, dtype=np.int8)
+    else:
+        eta = rng.uniform(0.05, 0.95, 60)
+        A = np.full(60, 0 if case == "no-positive-in-group-1" else 1, dtype=np.int8)
+    U = np.column_stack([eta, eta])
+    mem = OpportunityCalibration(eta, A, 400)
+    req = SimpleNamespace(bins=SCORE_LATTICE_BINS)
+    n1 = int(np.sum(A == 1))
+    ooc = PositiveScoreHistogram(
+        400, (n1, int(A.size) - n1), SCORE_LATTICE_BINS,
+        lambda p: positive_score_counts(req, None, _EtaFold(), p, U, A), "stub")
+    plan = plan_budget(1.0, 1e-6, cross_fit=False, has_s2=True, check_share=0.35,
+                       constraints="equal_opportunity")
+    for seed in range(5):
+        for fail in (None, 0.05):
+            t1, c1, p1 = s2_opportunity(mem, (0.1, 0.0), plan, np.random.default_rng(seed),
+                                        fail)
+            t2, c2, p2 = s2_opportunity(ooc, (0.1, 0.0), plan, np.random.default_rng(seed),
+                                        fail)
+            assert np.float64(t1).tobytes() == np.float64(t2).tobytes()
+            assert p1.tobytes() == p2.tobytes() and c1 == c2
