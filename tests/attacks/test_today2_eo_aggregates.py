@@ -364,3 +364,76 @@ def test_today2_empty_positive_group_same_release_in_memory_and_streamed(case) -
                                         fail)
             assert np.float64(t1).tobytes() == np.float64(t2).tobytes()
             assert p1.tobytes() == p2.tobytes() and c1 == c2
+
+
+# ------------------------------------------------------------- public refusals charge nothing
+_BAD_OPTIONS = [
+    pytest.param("never", {"estimator": "forest"}, id="memory-estimator-typo"),
+    pytest.param("never", {"threshold_rule": "bogus"}, id="memory-threshold-rule"),
+    pytest.param("never", {"fail_prob": 2.0}, id="memory-fail-prob"),
+    pytest.param("never", {"bandwidth": -1.0}, id="memory-bandwidth"),
+    pytest.param("never", {"estimator": "linear", "radius": "wide"}, id="memory-radius"),
+    pytest.param("always", {"estimator": "forest"}, id="file-estimator-typo"),
+    pytest.param("always", {"estimator": "linear"}, id="file-linear-on-aggregates"),
+    pytest.param("always", {"estimator": "linear", "constraints": "equal_opportunity"},
+                 id="file-linear-eo-on-aggregates"),
+]
+
+
+@pytest.mark.parametrize(("agg", "kw"), _BAD_OPTIONS)
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: Session.fit_fair_classifier (session/_session.py, the checks before "
+    "self._release) validates only constraints, on_uncertified, aggregate, the columns, the "
+    "budget and alpha before charging; every other option (estimator, threshold_rule, "
+    "fail_prob, bandwidth, radius) and the public refusal 'estimator=linear needs the rows "
+    "in memory' on aggregate='always' are raised inside compute() (CDPFairClassifier / "
+    "validate_request / run_pipeline), where charged_on_failure charges the planned "
+    "(1, 1e-6) for a typo in a public parameter. THREATS rule 9 (validate, pre-check, "
+    "charge, compute) and tests/session/test_fair_options.py::test_bad_options_are_refused_"
+    "before_anything_is_read expect nothing charged; the CLI only escapes it by validating "
+    "--estimator/--radius itself."))
+def test_today2_session_public_parameter_error_charges_nothing(data, parquet, agg, kw) -> None:
+    from dpfair import InvalidParameterError
+
+    s = Session(parquet, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    with pytest.raises(InvalidParameterError):
+        _quiet(lambda: s.fit_fair_classifier(
+            features=FEATURES, target="y", sensitive="a", feature_bounds=data.feature_bounds,
+            aggregate=agg, **SETTINGS, **kw))
+    assert s.spent.epsilon == 0.0, s.records[-1].label
+
+
+@pytest.mark.parametrize("extra", [
+    pytest.param(["--estimator", "linear", "--aggregate", "always"], id="linear-on-aggregates"),
+    pytest.param(["--estimator", "linear", "--aggregate", "always", "--constraints",
+                  "opportunity"], id="linear-eo-on-aggregates"),
+    pytest.param(["--threshold-rule", "bogus"], id="threshold-rule-typo"),
+    pytest.param(["--fail-prob", "2"], id="fail-prob-out-of-range"),
+])
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (CLI form of test_today2_session_public_parameter_error_charges_nothing): "
+    "`dpfair fair-classify ... --ledger L` with --threshold-rule bogus, --fail-prob 2, or "
+    "--estimator linear --aggregate always (with or without --constraints opportunity) "
+    "exits 2 with a one-line parameter error AND charges epsilon = 1 to the persistent "
+    "ledger (recorded as 'failed on the data'): cli/fairclass.py validates --aggregate, "
+    "--bounds, --estimator/--radius/--constraints names itself but passes these to "
+    "Session.fit_fair_classifier, which raises them inside the charged compute(). Four "
+    "typos burn 4.0 of a 5.0 budget (measured)."))
+def test_today2_cli_public_parameter_error_charges_nothing(data, frame, tmp_path, extra) -> None:
+    from dpfair.cli import app
+
+    runner = CliRunner()
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    frame.to_csv(train, index=False)
+    frame.iloc[:300].to_csv(test, index=False)
+    ledger = tmp_path / "train.ledger"
+    assert runner.invoke(app, ["ledger", "init", str(ledger), "--data", str(train),
+                               "--epsilon", "5", "--delta", "1e-5"]).exit_code == 0
+    bounds = [str(v) for b in data.feature_bounds for v in b]
+    res = runner.invoke(app, ["fair-classify", str(train), str(test), "--target", "y",
+                              "--sensitive", "a", "--features", *FEATURES, "--bounds",
+                              *bounds, "--epsilon", "1", "--delta", "1e-6", "--alpha", "0.15",
+                              "--ledger", str(ledger), *extra])
+    assert res.exit_code == 2, res.output
+    shown = json.loads(runner.invoke(app, ["ledger", "show", str(ledger), "--json"]).stdout)
+    assert shown["spent"]["epsilon"] == 0.0
