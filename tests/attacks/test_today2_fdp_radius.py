@@ -199,7 +199,8 @@ def test_today2_exact_sensitivity_at_every_kind_of_rung(rung):
     """At a ladder rung r_j (the site's possible radii, down to the smallest r_63), replacing
     one record by an extreme one (numeric at the box corners or an ulp inside, with every
     one-hot set; or the centre of the box, norm √2 from the one-hots alone) moves the exact
-    integers by at most 8·4^q (sums: (G_0, G_1, V), 2√2 in w units), 2 (cells), 2·16^q (moments, Frobenius)."""
+    integers by at most 8·4^q (sums: (G_0, G_1, V), 2√2 in w units), 2 (cells), 2·16^q
+    (moments, Frobenius)."""
     cfg = _cfg()
     box = default_radius(cfg.feature_map())
     r = float(radius_ladder(box)[rung])
