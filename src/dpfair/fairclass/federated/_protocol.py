@@ -18,9 +18,9 @@ With ``estimator="linear"`` they are the group sums and label contrast, cell cou
 second moments of the centred, radius-clipped rows (``federated/_linear.py``,
 ``docs/proofs/fdp_linear.md``): one Gaussian mechanism of μ_f² = 8/σ_S² + 2/σ_n² +
 2/σ_M², split by fixed public shares, σ_f = σ_S; same μ₁ and ledger. With
-``radius="auto"`` each site first releases a noisy histogram of its row norms (Δ = √2, μ_r² = radius_share·μ₁², its clip radius r_s is the
-noisy median) and the statistics get the rest: μ₁² = μ_c² + μ_r² + μ_L² (adaptive
-composition), the same μ₁.
+``radius="auto"`` each site first releases a noisy histogram of its row norms (Δ = √2,
+μ_r² = radius_share·μ₁², its clip radius r_s is the noisy median) and the statistics get
+the rest: μ₁² = μ_c² + μ_r² + μ_L² (adaptive composition), the same μ₁.
 
 Round 2 on C (given the broadcast model, which is a post-processing of round-1 releases):
     two noisy binary trees of depth M with noisy roots, one per group, σ_t per node:
