@@ -138,12 +138,15 @@ def test_full_adult_configs() -> None:
 
 def test_many_features_part_reports_the_linear_score(section: Any) -> None:
     """Issue 19: the synthetic 20-feature design, the centred linear score (radius auto and
-    box) next to non-private LR + exact thresholds."""
+    box) and FDP-Fair's linear score over 4 unequal sites next to non-private LR + exact
+    thresholds."""
     mf = section.results["many_features"]
     assert mf["reps"] == FairclassReportConfig.tiny().many_features_reps
     methods = [s["method"] for s in mf["summary"]]
     assert methods == ["linear (radius auto)", "linear (radius box)",
+                       "FDP-Fair linear, 4 sites (radius auto)",
                        "non-private LR + exact thresholds"]
     assert all(0.0 < s["error_mean"] < 0.5 for s in mf["summary"])
-    assert mf["summary"][2]["certified_share"] is None
+    assert mf["summary"][2]["certified_share"] is not None
+    assert mf["summary"][3]["certified_share"] is None
     assert FairclassReportConfig.full().many_features_reps == 10
