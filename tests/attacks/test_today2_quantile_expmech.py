@@ -21,6 +21,15 @@ public width model. Claims attacked here, each by an independent computation:
   ranks, ε and a₂ are read from the API's own diagnostics (the choices the release made).
   A correct design gives ≤ a₂; power: the worst case comes within a few per cent of a₂
   (the bound is nearly attained), and moving the lower rank up by one is caught.
+* **The whole pipeline, exactly (stage 1 included).** For the same populations the
+  stage-1 NoisyBinSearch's miss P(l₁ > x_q | B) is computed exactly from the exact
+  discrete Gaussian law of its noise (:class:`LatticeNoise`: N_ℤ(0, S) on 2^-bits·ℤ; only
+  the one search node that straddles x_q's grid cell is uncertain at each step, so the law
+  costs O(D₁)); it is checked against a Monte Carlo of the real search below. Then
+  P(L > x_q) ≤ Σ_B P(B)·min(1, P(l₁ > x_q | B) + max_range P(stage 2 misses | B)), a
+  bound on the executed release (L₁ = min(l₁, u₁), widened down, is ≤ l₁). It must be
+  ≤ α/(2K) per end (what a per-end α/2 reading needs) and ≤ the end's own share
+  α₁ + a₂ (what the union bound of ``_localized`` claims).
 * **Unchanged paths.** The median API, ``localize=False``, an explicit granularity and
   the other localised methods give bit-identical output to the tree before the change
   (commit 60580c4^, values recorded from that tree with the same seeds).
@@ -28,6 +37,7 @@ public width model. Claims attacked here, each by an independent computation:
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -35,7 +45,9 @@ import pytest
 from scipy import stats
 
 import dpfair
+from dpfair.mechanisms import GaussianMechanism
 from dpfair.median._expmech import CellGrid, cell_order_statistic_law
+from dpfair.quantiles._methods import _query_noise, grid_point
 
 BOUNDS = (-5.0, 15.0)
 
@@ -145,6 +157,177 @@ def test_exact_harness_catches_a_rank_one_too_high():
     c = _choices(n, [p], rho)[0]
     k_low = c["ranks"][0]
     assert exact_worst_miss(n, p, k_low + 1, c["eps"], c["steps"], "low") > c["a2q"]
+
+
+class _DiscreteGaussian:
+    """Exact law of the stage-1 query noise Z·2^-bits, Z ~ N_ℤ(0, S) (LatticeNoise)."""
+
+    def __init__(self, n: int, sigma: float) -> None:
+        noise = _query_noise(n, sigma)
+        self.s, self.step = int(noise.variance), float(noise.step)
+        self.k = int(40 * math.sqrt(self.s)) + 2  # beyond 40 sd: e^-800
+        j = np.arange(-self.k, self.k + 1, dtype=np.float64)
+        w = np.exp(-j * j / (2.0 * self.s))
+        self.cdf = np.cumsum(w) / w.sum()
+
+    def at_most(self, t: float) -> float:  # P(Z·step ≤ t)
+        i = math.floor(t / self.step) + self.k
+        return 0.0 if i < 0 else 1.0 if i >= self.cdf.size else float(self.cdf[i])
+
+    def at_least(self, t: float) -> float:  # P(Z·step ≥ t)
+        i = math.ceil(t / self.step) - 1 + self.k
+        return 1.0 if i < 0 else 0.0 if i >= self.cdf.size else float(1.0 - self.cdf[i])
+
+
+def _last_index(bounds, depth, pred) -> int:
+    lo, hi = 0, 1 << depth
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if pred(grid_point(bounds, depth, mid)) else (lo, mid)
+    return lo
+
+
+def stage1_lower_miss(count, target, bounds, depth, xi, noise) -> float:
+    """Exact P(g_lo > xi) of binsearch_quantile's lower search (noisy ≤ target: lo = mid)."""
+    j_star = _last_index(bounds, depth, lambda g: g <= xi)
+    miss, p, lo, hi = 0.0, 1.0, 0, 1 << depth
+    while True:
+        if lo > j_star:
+            return miss + p
+        if hi - 1 <= j_star:
+            return miss
+        mid = (lo + hi) // 2
+        right = noise.at_most(target - count(mid))
+        if mid > j_star:
+            miss, p, hi = miss + p * right, p * (1.0 - right), mid
+        else:
+            p, lo = p * right, mid
+
+
+def stage1_upper_miss(count, target, bounds, depth, xi, noise) -> float:
+    """Exact P(g_hi < xi) of the upper search (noisy ≥ target: hi = mid)."""
+    j_star = _last_index(bounds, depth, lambda g: g < xi)
+    miss, p, lo, hi = 0.0, 1.0, 0, 1 << depth
+    while True:
+        if hi <= j_star:
+            return miss + p
+        if lo >= j_star:
+            return miss
+        mid = (lo + hi) // 2
+        left = noise.at_least(target - count(mid))
+        if mid <= j_star:
+            miss, p, lo = miss + p * left, p * (1.0 - left), mid
+        else:
+            p, hi = p * left, mid
+
+
+def _stage2_worst(x, k, eps, steps, side) -> float:
+    if k is None:
+        return 0.0
+    if side == "low":
+        return max(float(law[lows > 0.2].sum())
+                   for law, lows, _ in (_law(x, k, eps, steps, r) for r in _lower_ranges(0.2, 0.8)))
+    return max(float(law[highs < 0.8].sum())
+               for law, _, highs in (_law(x, k, eps, steps, r) for r in _upper_ranges(0.8, 0.2)))
+
+
+def pipeline_end_bounds(n: int, qs: list[float], rho: float, alpha: float = 0.05):
+    """[(q, side, bound on P(end misses), the end's share α₁ + a₂)] for the gap populations."""
+    x0 = np.linspace(BOUNDS[0], BOUNDS[1], n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpfair.quantiles.confidence_intervals(x0, qs, rho=rho, bounds=BOUNDS,
+                                                    alpha=alpha, method="expmech", rng=0)
+    k = len(qs)
+    loc = res.diagnostics["localize"]
+    frac1, d1 = loc["alpha"] / alpha, loc["depth"]
+    a1, a2 = frac1 * alpha / 2.0 / k, (1.0 - frac1) * alpha / 2.0 / k
+    sigma = GaussianMechanism.for_zcdp(0.1 * rho / k / (2.0 * d1), l2_sensitivity=1.0).sigma
+    noise = _DiscreteGaussian(n, sigma)
+    out = []
+    for p, iv in zip(qs, res.intervals, strict=True):
+        d = iv.diagnostics
+        st = d["stage1"]["target_ranks"]
+        searched = sum(t is not None for t in st)  # each searched end: D₁ queries at σ
+        assert d["stage1"]["rho"] == pytest.approx(0.1 * rho / k * searched / 2.0, rel=1e-12)
+        a2q = a2 + a1 * sum(t is None for t in st) / 2.0
+        ms = np.arange(n + 1)
+        pmf = stats.binom.pmf(ms, n, p)
+        keep = pmf > 1e-16
+        for e, side in enumerate(("low", "high")):
+            k1, k2 = st[e], d["target_ranks"][e]
+            if k1 is None and k2 is None:
+                continue
+            total = float(pmf[~keep].sum())
+            for b in ms[keep]:
+                def count(j, b=b):
+                    g = grid_point(BOUNDS, d1, j)
+                    return 0 if g < 0.2 else (b if g < 0.8 else n)
+                x = np.r_[np.full(b, 0.2), np.full(n - b, 0.8)]
+                search = stage1_lower_miss if side == "low" else stage1_upper_miss
+                p1 = 0.0 if k1 is None else search(count, k1, BOUNDS, d1,
+                                                    0.2 if side == "low" else 0.8, noise)
+                p2 = _stage2_worst(x, k2, d["epsilon_per_draw"], d["steps"], side)
+                total += float(pmf[b]) * min(1.0, p1 + p2)
+            out.append((p, side, total, (a1 if k1 is not None else 0.0) + a2q, alpha / 2 / k))
+    return out
+
+
+def test_exact_stage1_law_matches_the_real_search():
+    # The exact-law harness against the executed search (same noise sampler, same rule).
+    n, b, depth, rho_q = 50, 20, 14, 2.0
+    sigma = GaussianMechanism.for_zcdp(rho_q / (2.0 * depth), l2_sensitivity=1.0).sigma
+    noise = _DiscreteGaussian(n, sigma)
+
+    def count(j):
+        if j >= 1 << depth:
+            return n
+        g = grid_point(BOUNDS, depth, j)
+        return 0 if g < 0.2 else (b if g < 0.8 else n)
+    reps = 4000
+    z = _query_noise(n, sigma).sample((reps, depth), np.random.default_rng(1))
+    for target in (15, 18, 21):
+        exact_low = stage1_lower_miss(count, target, BOUNDS, depth, 0.2, noise)
+        exact_high = stage1_upper_miss(count, target + 6, BOUNDS, depth, 0.8, noise)
+        hit_low = hit_high = 0
+        for r in range(reps):
+            lo, hi = 0, 1 << depth
+            for s_ in range(depth):
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if count(mid) + z[r, s_] <= target else (lo, mid)
+            hit_low += grid_point(BOUNDS, depth, lo) > 0.2
+            lo, hi = 0, 1 << depth
+            for s_ in range(depth):
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if count(mid) + z[r, s_] >= target + 6 else (mid, hi)
+            hit_high += grid_point(BOUNDS, depth, hi) < 0.8
+        for exact, hits in ((exact_low, hit_low), (exact_high, hit_high)):
+            lo_p, hi_p = stats.binomtest(hits, reps).proportion_ci(1 - 1e-6, method="exact")
+            assert lo_p <= exact <= hi_p, (target, exact, hits)
+
+
+PIPE_FAST = [(50, [0.5], 50.0), (300, [0.3], 0.5), (1000, [0.99], 50.0),
+             (300, [0.1, 0.5, 0.9], 0.5)]
+PIPE_FULL = [(n, qs, rho) for n in (50, 51, 300, 1000)
+             for qs in ([0.01], [0.3], [0.5], [0.99], [0.1, 0.5, 0.9])
+             for rho in (1e-4, 0.5, 50.0)]
+
+
+def _check_pipeline(n, qs, rho):
+    for p, side, total, share, half in pipeline_end_bounds(n, qs, rho):
+        assert total <= share * (1 + 1e-9), (n, p, rho, side, total, share)
+        assert total <= half, (n, p, rho, side, total, half)
+
+
+@pytest.mark.parametrize(("n", "qs", "rho"), PIPE_FAST)
+def test_exact_pipeline_miss_per_end(n, qs, rho):
+    _check_pipeline(n, qs, rho)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "qs", "rho"), PIPE_FULL)
+def test_exact_pipeline_miss_per_end_full(n, qs, rho):
+    _check_pipeline(n, qs, rho)
 
 
 # Values printed by the tree BEFORE the change (commit 60580c4^) for the same calls.
