@@ -173,8 +173,21 @@ def expmech_lower_target_exact(n: int, epsilon: float, band_ratio: float,
                                alpha_half: float, p: float = 0.5) -> int:
     """Largest k in {0..n} with :func:`expmech_lower_failure_exact` ≤ level, or −1.
 
-    A pure function of public values, cached (both ends of q = 1/2 and the candidates of
-    the localised width model share it).
+    A pure function of public values, cached (both ends of q = 1/2 share it). The rank is
+    that of the reference computation (:func:`_expmech_lower_target_reference`, F on the
+    whole window), found by :func:`expmech_lower_targets_exact` from F on a few ranks
+    around the crossing with a certified margin, and by the reference itself whenever
+    that certificate fails.
+    """
+    return expmech_lower_targets_exact(n, epsilon, (float(band_ratio),), alpha_half, p)[0]
+
+
+def _expmech_lower_target_reference(n: int, epsilon: float, band_ratio: float,
+                               alpha_half: float, p: float = 0.5) -> int:
+    """Largest k in {0..n} with :func:`expmech_lower_failure_exact` ≤ level, or −1.
+
+    The reference computation (F on the whole window): :func:`expmech_lower_target_exact`
+    returns the same rank, faster, and calls this when its certificate fails.
 
     Every candidate in the window where F can cross the level is evaluated at once; when
     none there qualifies, the min(1, ·)-bound search of
@@ -193,6 +206,198 @@ def expmech_lower_target_exact(n: int, epsilon: float, band_ratio: float,
     if ok.size and not (ok[-1] == ks.size - 1 and ks[-1] < n):
         return int(ks[ok[-1]])
     return expmech_lower_target(n, epsilon, band_ratio, alpha_half, p)
+
+
+#: Relative margin of the certified rank searches (:func:`expmech_lower_targets_exact`,
+#: :func:`_binsearch_lower_target`): a decision F(k) ≤ level is taken from the fast
+#: evaluation only when it holds with this margin, far above the two computations' gap
+#: (a few 1e-12 relatively, see :func:`expmech_lower_targets_exact`).
+_CERTIFY_TOL = 1e-8
+#: Largest (ranks × kernel) block of one matrix product in the certified search.
+_CERTIFY_BLOCK = 1 << 20
+
+
+def _chernoff_outside(n: int, p: float, m_lo: int, m_hi: int) -> float:
+    """An upper bound on P(B < m_lo) + P(B > m_hi), B ~ Bin(n, p) (Chernoff, ×2 slack).
+
+    P(B ≤ a) ≤ e^{−n·KL(a/n ‖ p)} for a ≤ np and P(B ≥ b) ≤ e^{−n·KL(b/n ‖ p)} for
+    b ≥ np (KL the Bernoulli relative entropy).
+    """
+    if not 0.0 < p < 1.0:
+        return 1.0
+
+    def kl(x: float) -> float:
+        out = 0.0
+        if x > 0.0:
+            out += x * math.log(x / p)
+        if x < 1.0:
+            out += (1.0 - x) * math.log((1.0 - x) / (1.0 - p))
+        return max(out, 0.0)
+
+    total = 0.0
+    if m_lo > 0:
+        a = (m_lo - 1) / n
+        total += math.exp(-n * kl(a)) if a < p else 1.0
+    if m_hi < n:
+        b = (m_hi + 1) / n
+        total += math.exp(-n * kl(b)) if b > p else 1.0
+    return 2.0 * total
+
+
+@functools.lru_cache(maxsize=16)
+def _window_sums(n: int, p: float) -> tuple[int, int, NDArray[np.float64],
+                                            NDArray[np.float64], float]:
+    """(m_lo, m_hi, pmf, running sum of pmf, bound on the mass outside) of the window.
+
+    The ±20 sd window of :func:`dpfair.median._ranks._window` (the exact-law failure's),
+    with the pmf of :func:`_window_log_pmf`; cached, read-only.
+    """
+    centre, half_width = _window(n, p)
+    m_lo = max(0, math.floor(centre) - half_width)
+    m_hi = min(n, math.ceil(centre) + half_width)
+    _, log_pmf = _window_log_pmf(n, p, m_lo, m_hi)
+    pmf = np.exp(log_pmf)
+    cdf = np.cumsum(pmf)
+    pmf.setflags(write=False)
+    cdf.setflags(write=False)
+    return m_lo, m_hi, pmf, cdf, _chernoff_outside(n, p, m_lo, m_hi)
+
+
+def _certified_crossing(values: NDArray[np.float64], limit: float, slack: float, tol: float
+                        ) -> int | None:
+    """Index i of the crossing in ``values`` (F on consecutive ranks), or None.
+
+    i is the last index whose value certainly lies at or below ``limit`` (v·(1 + tol) +
+    slack ≤ limit) with every later value certainly above it (v·(1 − tol) > limit) and at
+    least one later value; None when the crossing is not certified inside ``values``.
+    """
+    below = values * (1.0 + tol) + slack <= limit
+    above = values * (1.0 - tol) > limit
+    if not below[0]:
+        return None
+    i = int(np.flatnonzero(below)[-1])
+    if i + 1 >= values.size or not above[i + 1:].all():
+        return None
+    return i
+
+
+def expmech_lower_targets_exact(n: int, epsilon: float, band_ratios: tuple[float, ...],
+                                alpha_half: float, p: float = 0.5) -> tuple[int, ...]:
+    r""":func:`expmech_lower_target_exact` for several tail constants C at once.
+
+    Returns, for every C, the rank of the reference computation
+    (:func:`_expmech_lower_target_reference`), which evaluates F = E[h(B − k)] on the
+    whole ±20 sd window (a correlation of ~40 sd × T products per C). Here F is evaluated
+    only on the ranks where it can cross the level, for every C in one matrix product:
+
+    * the ranks: F(k) ≥ P(B ≤ k), so F > level above k_top = max{k : P(B ≤ k) ≤ level};
+      and F(k) ≤ P(B ≤ k + s) + h(s + 1) with h(s + 1) ≤ C·e^{−ε(s+1)/2} ≤ level/100,
+      so F < level well below k_top' − s (k_top' the rank of 0.98·level). So the crossing
+      lies in [k_top' − s − 1, k_top + 1], about 2·ln(100·C/level)/ε ranks;
+    * F there: P(B ≤ k) from the window's running pmf sum, the near terms
+      Σ_{t ≤ T} P(B = k + t)·h(t) as a matrix product, the far terms by a suffix sum in
+      linear space: the same terms as the reference's, in another summation order, minus
+      the mass outside the window (≤ a Chernoff bound, :func:`_chernoff_outside`).
+
+    **Why the rank is the reference's.** Both computations approximate the same function
+    F_w (F with the window's truncation), which is non-decreasing in k (h is
+    non-increasing, and the far kernel C·e^{−εt/2} starts below h(T) when ε ≥ 2·10⁻⁸,
+    which ``t_cut < n`` implies for the n served here), each within a relative ~1e-12
+    (sums of ≤ 4·10⁴ positive terms with relative errors ≤ 6.2e-14·(1 + |ln P|) each,
+    :mod:`dpfair.median._binomial`; h's rounding a few ulps) plus the outside mass. A
+    rank k* is returned only if F(k*) is below the level and F(k* + 1), ..., at the
+    bracket's top, above it, each by the relative margin :data:`_CERTIFY_TOL` = 1e-8
+    (and the outside bound): then the reference's values satisfy the same comparisons,
+    and (F_w monotone) every larger rank in its window is above the level, so its
+    answer — the largest qualifying rank of its window — is k* (k* is checked to lie
+    strictly inside that window, so its fallbacks do not apply). Any other case (no
+    certified crossing, a constant C ≤ 0, the reference's bound-law branches for tiny ε)
+    runs the reference itself. Validity is the reference's: F(k*) ≤ level.
+    """
+    eps = float(epsilon)
+    cs = [float(c) for c in band_ratios]
+    out: list[int | None] = [None] * len(cs)
+    limit = alpha_half * (1.0 - _ROUNDING_MARGIN)
+    centre, half_width = _window(n, p)
+    m_lo = max(0, math.floor(centre) - half_width)
+    m_hi = min(n, math.ceil(centre) + half_width)
+    size = m_hi - m_lo + 1
+    fast: list[int] = []
+    t_maxs: dict[int, int] = {}
+    for i, c in enumerate(cs):
+        if not (c > 1.0 and math.isfinite(c) and eps > 0.0 and 1e-250 < limit < 0.5):
+            continue
+        if _expmech_t0(n, eps, c) >= n:
+            continue
+        t_cut = 2.0 * (math.log(c) + _EXACT_TAIL_CUTOFF) / eps
+        if not t_cut < n or size * math.ceil(t_cut) > _EXACT_TAIL_WORK:
+            continue
+        fast.append(i)
+        t_maxs[i] = max(1, math.ceil(t_cut))
+    if fast:
+        _, _, pmf, cdf, outside = _window_sums(n, p)
+        j_top = int(np.searchsorted(cdf, limit, side="right")) - 1
+        j_low = int(np.searchsorted(cdf, 0.98 * limit, side="right")) - 1
+        c_max = max(cs[i] for i in fast)
+        s = max(0, math.ceil(2.0 * math.log(100.0 * c_max / limit) / eps))
+        bottom = m_lo + j_low - s - 1
+        top = m_lo + j_top + 1
+        if j_low >= 0 and bottom >= m_lo and top <= m_hi and bottom < top:
+            _certify_expmech(n, eps, cs, fast, t_maxs, p, limit, pmf, cdf, outside,
+                             m_lo, m_hi, bottom, top, out)
+    for i, c in enumerate(cs):
+        if out[i] is None:
+            out[i] = _expmech_lower_target_reference(n, eps, c, alpha_half, p)
+    return tuple(int(k) for k in out if k is not None)
+
+
+def _certify_expmech(n: int, eps: float, cs: list[float], fast: list[int],
+                     t_maxs: dict[int, int], p: float, limit: float,
+                     pmf: NDArray[np.float64], cdf: NDArray[np.float64], outside: float,
+                     m_lo: int, m_hi: int, bottom: int, top: int,
+                     out: list[int | None]) -> None:
+    """Fill ``out[i]`` for the C's in ``fast`` whose crossing is certified on [bottom, top]."""
+    ks = np.arange(bottom, top + 1)
+    nk = ks.size
+    t_big = max(t_maxs[i] for i in fast)
+    tol = max(_CERTIFY_TOL, 8.0 * (t_big + 64) * 2.0**-53)
+    # near(k, C) = Σ_{t=1..T_C} pmf(k + t)·h_C(t): rows k, a zero-padded pmf window
+    padded = np.zeros(pmf.size + t_big + 1)
+    padded[: pmf.size] = pmf
+    rows = np.lib.stride_tricks.sliding_window_view(padded[bottom + 1 - m_lo:], t_big)[:nk]
+    t = np.arange(1, t_big + 1, dtype=np.float64)
+    kern = np.zeros((len(fast), t_big))
+    for j, i in enumerate(fast):
+        tt = t[: t_maxs[i]]
+        with np.errstate(over="ignore"):
+            x = cs[i] * np.exp(-eps * tt / 2.0)
+        h = x / (1.0 + x)
+        h[~np.isfinite(x)] = 1.0
+        kern[j, : t_maxs[i]] = h
+    near = np.empty((nk, len(fast)))
+    step = max(1, _CERTIFY_BLOCK // t_big)
+    for a in range(0, nk, step):
+        near[a : a + step] = rows[a : a + step] @ kern.T
+    # far(k, C) = C·Σ_{m > k + T_C, m ≤ m_hi} pmf(m)·e^{−ε(m − k)/2}, by a suffix sum from
+    # m_ref = bottom in linear space (terms ≤ pmf there: no overflow)
+    m_arr = np.arange(bottom, m_hi + 1, dtype=np.float64)
+    w = pmf[bottom - m_lo:] * np.exp(-eps * (m_arr - bottom) / 2.0)
+    suffix = np.concatenate((np.cumsum(w[::-1])[::-1], [0.0]))
+    lift = np.exp(eps * (ks - bottom) / 2.0)
+    base = cdf[ks - m_lo]
+    centre, half_width = _window(n, p)
+    k_last = min(n, math.ceil(centre) + half_width)
+    for j, i in enumerate(fast):
+        start = np.minimum(ks + t_maxs[i] + 1 - bottom, suffix.size - 1)
+        far = cs[i] * lift * suffix[start]
+        values = base + near[:, j] + far
+        idx = _certified_crossing(values, limit, 2.0 * outside, tol)
+        if idx is None:
+            continue
+        k_star = int(ks[idx])
+        k_first = max(0, math.floor(centre) - half_width - _expmech_t0(n, eps, cs[i]) - 1)
+        if k_first <= k_star < k_last:
+            out[i] = k_star
 
 
 @functools.lru_cache(maxsize=1024)
