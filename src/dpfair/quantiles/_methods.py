@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -531,7 +532,13 @@ def _binsearch_lower_target(n: int, sigma: float, depth: int, p: float, level: f
     """Largest k with F_p(k) ≤ level for NoisyBinSearch's tail (−1: none); cached.
 
     A pure function of public values (n, σ, D, p, level): repeated calls (several
-    quantiles, both ends of q = 1/2, a Session serving many requests) reuse it.
+    quantiles, both ends of q = 1/2, a Session serving many requests) reuse it. The rank
+    is the bisection's of :func:`dpfair.median._ranks.lower_target_rank` over
+    :func:`~dpfair.median._ranks.generic_lower_failure` (the reference); it is read off a
+    certified crossing of F on a few ranks (:func:`_binsearch_certified`) when there is
+    one, which the bisection would reach too (F is non-decreasing: the kernel
+    min(1, tail(t)), then tail(t_max + 1) beyond t_max, is non-increasing), and the
+    reference runs otherwise.
     """
     noise = _query_noise(n, sigma)
     base = gaussian_union_tail(noise.scale, depth)
@@ -540,8 +547,52 @@ def _binsearch_lower_target(n: int, sigma: float, depth: int, p: float, level: f
         return base(np.asarray(t, dtype=np.float64) - noise.step)
 
     t_max = n + 1 if not sigma * 40.0 < n else math.ceil(sigma * 40.0) + 1
+    if t_max <= n:
+        k = _binsearch_certified(n, tail, t_max, p, level, noise.scale, noise.step, depth)
+        if k is not None:
+            return k
     return lower_target_rank(
         lambda k: generic_lower_failure(n, tail, k, t_max=t_max, p=p), n, level)
+
+
+def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
+                         scale: float, step: float, n_queries: int) -> int | None:
+    r"""The bisection's rank from F on the ranks where it can cross ``level``, or None.
+
+    As in :func:`expmech_lower_targets_exact`: F(k) ≥ P(B ≤ k) puts the crossing at or
+    below k_top = max{k : P(B ≤ k) ≤ level} + 1, and F(k) ≤ P(B ≤ k + s) + tail(s + 1)
+    with tail(s + 1) ≤ level/100 puts it above k_top' − s − 1 (k_top' the rank of
+    0.98·level). On that bracket F = P(B ≤ k) + Σ_{t ≤ t_max} P(B = k + t)·min(1, tail(t))
+    (+ a remainder ≤ min(1, tail(t_max + 1))) is one convolution of the window's pmf.
+    The crossing k* is returned only if F(k*) ≤ level and F(k* + 1), ... > level with
+    the relative margin :data:`_CERTIFY_TOL` (and the outside and remainder bounds), so
+    the reference's values, within ~1e-12 of the same non-decreasing function, satisfy
+    the same comparisons at every rank its bisection visits: it returns k* as well.
+    """
+    limit = level * (1.0 - _ROUNDING_MARGIN)
+    if not 1e-250 < limit < 0.5:
+        return None
+    m_lo, m_hi, pmf, cdf, outside = _window_sums(n, p)
+    g_arg = 0.01 * limit / n_queries
+    s = max(0, math.ceil(step + scale * -NormalDist().inv_cdf(g_arg) - 1.0)) + 1
+    if float(np.minimum(tail(np.array([s + 1.0])), 1.0)[0]) > 0.011 * limit:
+        return None
+    j_top = int(np.searchsorted(cdf, limit, side="right")) - 1
+    j_low = int(np.searchsorted(cdf, 0.98 * limit, side="right")) - 1
+    bottom = m_lo + j_low - s - 1
+    top = m_lo + j_top + 1
+    if j_low < 0 or bottom < m_lo or top > m_hi or bottom >= top:
+        return None
+    kern = np.minimum(tail(np.arange(1, t_max + 1, dtype=np.float64)), 1.0)
+    remainder = float(min(1.0, tail(np.array([t_max + 1.0]))[0]))
+    padded = np.zeros(pmf.size + t_max + 1)
+    padded[: pmf.size] = pmf
+    seg = padded[bottom + 1 - m_lo : top + t_max + 1 - m_lo]
+    near = np.convolve(seg, kern[::-1], mode="valid")
+    values = cdf[np.arange(bottom, top + 1) - m_lo] + near
+    tol = max(_CERTIFY_TOL, 8.0 * (t_max + 64) * 2.0**-53)
+    idx = _certified_crossing(values, limit, 2.0 * outside + remainder, tol)
+    return None if idx is None else bottom + idx
 
 
 def binsearch_targets(n: int, sigma: float, depth: int, p: float, alpha_low: float,
