@@ -38,8 +38,8 @@ from dpfair.quantiles._methods import (
     binsearch_quantile,
     binsearch_targets,
     cdf_quantiles,
+    expmech_lower_targets_exact,
     expmech_quantile,
-    expmech_targets,
     grid_point,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
@@ -622,8 +622,14 @@ def localized_expmech_steps(n: int, p: float, epsilon: float, alpha_end: float,
     """
     best, best_cost = EXPMECH_STEPS[0], math.inf
     centre = n * p
-    for steps in EXPMECH_STEPS:
-        k_low, k_high = expmech_targets(n, epsilon, steps / 2.0, p, alpha_end, alpha_end, True)
+    # every candidate's exact-law ranks at once (expmech_targets(..., exact=True) for each
+    # C = K_E/2: the same ranks, by expmech_lower_targets_exact's certified search)
+    cs = tuple(steps / 2.0 for steps in EXPMECH_STEPS)
+    lows = expmech_lower_targets_exact(n, epsilon, cs, alpha_end, p)
+    mirrors = expmech_lower_targets_exact(n, epsilon, cs, alpha_end, 1.0 - p)
+    for steps, k_l, k_m in zip(EXPMECH_STEPS, lows, mirrors, strict=True):
+        k_low = k_l if k_l >= 0 else None
+        k_high = n - k_m if k_m >= 0 else None
         # an end without a rank is the public bound whatever K_E is: it adds a constant
         cost = sum(abs(k - centre) + width_ranks / 2.0 / steps
                    for k in (k_low, k_high) if k is not None)

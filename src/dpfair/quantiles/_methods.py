@@ -76,6 +76,7 @@ __all__ = [
     "cdf_quantiles",
     "expmech_lower_failure_exact",
     "expmech_lower_target_exact",
+    "expmech_lower_targets_exact",
     "expmech_quantile",
     "expmech_targets",
     "grid_point",
@@ -250,14 +251,14 @@ def _window_sums(n: int, p: float) -> tuple[int, int, NDArray[np.float64],
                                             NDArray[np.float64], float]:
     """(m_lo, m_hi, pmf, running sum of pmf, bound on the mass outside) of the window.
 
-    The ±20 sd window of :func:`dpfair.median._ranks._window` (the exact-law failure's),
-    with the pmf of :func:`_window_log_pmf`; cached, read-only.
+    ±12 sd around n·p (the reference's window is ±20 sd: the certified searches add the
+    Chernoff bound on the mass outside, ~e^-72, to their margin); cached, read-only.
     """
-    centre, half_width = _window(n, p)
+    centre = n * p
+    half_width = math.ceil(12.0 * math.sqrt(n * p * (1.0 - p))) + 2
     m_lo = max(0, math.floor(centre) - half_width)
     m_hi = min(n, math.ceil(centre) + half_width)
-    _, log_pmf = _window_log_pmf(n, p, m_lo, m_hi)
-    pmf = np.exp(log_pmf)
+    pmf = np.exp(_log_pmf(np.arange(m_lo, m_hi + 1, dtype=np.float64), n, p))
     cdf = np.cumsum(pmf)
     pmf.setflags(write=False)
     cdf.setflags(write=False)
@@ -326,7 +327,7 @@ def expmech_lower_targets_exact(n: int, epsilon: float, band_ratios: tuple[float
     fast: list[int] = []
     t_maxs: dict[int, int] = {}
     for i, c in enumerate(cs):
-        if not (c > 1.0 and math.isfinite(c) and eps > 0.0 and 1e-250 < limit < 0.5):
+        if not (c > 0.0 and math.isfinite(c) and eps > 0.0 and 1e-250 < limit < 0.5):
             continue
         if _expmech_t0(n, eps, c) >= n:
             continue
@@ -336,16 +337,17 @@ def expmech_lower_targets_exact(n: int, epsilon: float, band_ratios: tuple[float
         fast.append(i)
         t_maxs[i] = max(1, math.ceil(t_cut))
     if fast:
-        _, _, pmf, cdf, outside = _window_sums(n, p)
+        w_lo, w_hi, pmf, cdf, outside = _window_sums(n, p)
         j_top = int(np.searchsorted(cdf, limit, side="right")) - 1
         j_low = int(np.searchsorted(cdf, 0.98 * limit, side="right")) - 1
         c_max = max(cs[i] for i in fast)
         s = max(0, math.ceil(2.0 * math.log(100.0 * c_max / limit) / eps))
-        bottom = m_lo + j_low - s - 1
-        top = m_lo + j_top + 1
-        if j_low >= 0 and bottom >= m_lo and top <= m_hi and bottom < top:
+        bottom = w_lo + j_low - s - 1
+        top = w_lo + j_top + 1
+        if (j_low >= 0 and w_lo <= bottom < top <= w_hi
+                and eps * (top - bottom) / 2.0 < 600.0):
             _certify_expmech(n, eps, cs, fast, t_maxs, p, limit, pmf, cdf, outside,
-                             m_lo, m_hi, bottom, top, out)
+                             w_lo, w_hi, bottom, top, out)
     for i, c in enumerate(cs):
         if out[i] is None:
             out[i] = _expmech_lower_target_reference(n, eps, c, alpha_half, p)
