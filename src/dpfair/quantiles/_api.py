@@ -650,12 +650,25 @@ def _tree_end_excess(n: int, p: float, depth: int, rho: float, level: float
     For the width model only: the envelope threshold's normal approximation
     z·sqrt(n·p(1 − p) + σ⁺_max²) + shift (the released test uses the exact threshold).
     """
+    z, sig_plus_max, shift_max, rms = _tree_noise_summary(depth, rho, level)
+    excess = z * math.sqrt(n * p * (1.0 - p) + sig_plus_max ** 2)
+    return excess + shift_max, rms
+
+
+@functools.lru_cache(maxsize=256)
+def _tree_noise_summary(depth: int, rho: float, level: float
+                        ) -> tuple[float, float, float, float]:
+    """(z, max σ⁺, max shift, rms prefix sd) of the tree at (depth, ρ): n plays no part.
+
+    The n-free part of :func:`_tree_end_excess`, cached on its own so that a new n
+    (a new sample size, same ρ and α) recomputes only the closed form.
+    """
     tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
     sig = tree.prefix_std()[1 : 2**depth]
     sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
     z = -float(special.ndtri(level / factor))
-    excess = z * math.sqrt(n * p * (1.0 - p) + float(sig_plus.max()) ** 2)
-    return excess + float(np.max(shift)), float(np.sqrt(np.mean(sig**2)))
+    return (z, float(sig_plus.max()), float(np.max(shift)),
+            float(np.sqrt(np.mean(sig**2))))
 
 
 def _overshoot_bins(bin_ranks: float, sigma: float) -> float:

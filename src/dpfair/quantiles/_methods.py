@@ -246,16 +246,26 @@ def _chernoff_outside(n: int, p: float, m_lo: int, m_hi: int) -> float:
     return 2.0 * total
 
 
+def _window_half_width(n: int, p: float, below: int | None = None) -> int:
+    """±12 sd (+2), or a power of two reaching ``below`` when that lies further out."""
+    half = math.ceil(12.0 * math.sqrt(n * p * (1.0 - p))) + 2
+    if below is not None and n * p - below + 16 > half:
+        half = 1 << math.ceil(math.log2(n * p - below + 16))
+    return half
+
+
 @functools.lru_cache(maxsize=16)
-def _window_sums(n: int, p: float) -> tuple[int, int, NDArray[np.float64],
-                                            NDArray[np.float64], float]:
+def _window_sums(n: int, p: float, half_width: int | None = None
+                 ) -> tuple[int, int, NDArray[np.float64], NDArray[np.float64], float]:
     """(m_lo, m_hi, pmf, running sum of pmf, bound on the mass outside) of the window.
 
-    ±12 sd around n·p (the reference's window is ±20 sd: the certified searches add the
-    Chernoff bound on the mass outside, ~e^-72, to their margin); cached, read-only.
+    By default ±12 sd around n·p (the reference's window is ±20 sd: the certified
+    searches add the Chernoff bound on the mass outside, ~e^-72, to their margin), or
+    ±``half_width``; cached, read-only.
     """
     centre = n * p
-    half_width = math.ceil(12.0 * math.sqrt(n * p * (1.0 - p))) + 2
+    if half_width is None:
+        half_width = _window_half_width(n, p)
     m_lo = max(0, math.floor(centre) - half_width)
     m_hi = min(n, math.ceil(centre) + half_width)
     pmf = np.exp(_log_pmf(np.arange(m_lo, m_hi + 1, dtype=np.float64), n, p))
@@ -344,6 +354,9 @@ def expmech_lower_targets_exact(n: int, epsilon: float, band_ratios: tuple[float
         s = max(0, math.ceil(2.0 * math.log(100.0 * c_max / limit) / eps))
         bottom = w_lo + j_low - s - 1
         top = w_lo + j_top + 1
+        if j_low >= 0 and bottom < w_lo and bottom > 0:  # a wider window reaches it
+            w_lo, w_hi, pmf, cdf, outside = _window_sums(
+                n, p, _window_half_width(n, p, bottom))
         if (j_low >= 0 and w_lo <= bottom < top <= w_hi
                 and eps * (top - bottom) / 2.0 < 600.0):
             _certify_expmech(n, eps, cs, fast, t_maxs, p, limit, pmf, cdf, outside,
@@ -583,6 +596,8 @@ def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
     j_low = int(np.searchsorted(cdf, 0.98 * limit, side="right")) - 1
     bottom = m_lo + j_low - s - 1
     top = m_lo + j_top + 1
+    if j_low >= 0 and bottom < m_lo and bottom > 0:  # a wider window reaches it
+        m_lo, m_hi, pmf, cdf, outside = _window_sums(n, p, _window_half_width(n, p, bottom))
     if j_low < 0 or bottom < m_lo or top > m_hi or bottom >= top:
         return None
     kern = np.minimum(tail(np.arange(1, t_max + 1, dtype=np.float64)), 1.0)
