@@ -24,7 +24,7 @@ REF = json.loads((Path(__file__).with_name("speed_reference.json")).read_text())
 def _clear() -> None:
     for f in (_methods.expmech_lower_target_exact, _methods.expmech_targets,
               _methods._binsearch_lower_target, _api.localized_expmech_steps,
-              _methods._window_sums):
+              _methods._window_sums, _methods._window_pmf_core):
         f.cache_clear()
 
 

@@ -246,31 +246,82 @@ def _chernoff_outside(n: int, p: float, m_lo: int, m_hi: int) -> float:
     return 2.0 * total
 
 
-def _window_half_width(n: int, p: float, below: int | None = None) -> int:
-    """±12 sd (+2), or a power of two reaching ``below`` when that lies further out."""
-    half = math.ceil(12.0 * math.sqrt(n * p * (1.0 - p))) + 2
-    if below is not None and n * p - below + 16 > half:
-        half = 1 << math.ceil(math.log2(n * p - below + 16))
+def _window_half_width(n: int, p: float, limit: float, below: int | None = None) -> int:
+    """Half width of the certified searches' pmf window around n·p (public).
+
+    10 sd (+2), or 20 sd when the mass outside 10 sd (its Chernoff bound) is not
+    negligible against the margin at ``limit``, or a power of two reaching ``below``.
+    """
+    sd = math.sqrt(n * p * (1.0 - p))
+    half = math.ceil(10.0 * sd) + 2
+    centre = n * p
+    lo, hi = max(0, math.floor(centre) - half), min(n, math.ceil(centre) + half)
+    if _chernoff_outside(n, p, lo, hi) > 1e-4 * _CERTIFY_TOL * limit:
+        half = math.ceil(20.0 * sd) + 2
+    if below is not None and centre - below + 16 > half:
+        half = 1 << math.ceil(math.log2(centre - below + 16))
     return half
 
 
-@functools.lru_cache(maxsize=16)
-def _window_sums(n: int, p: float, half_width: int | None = None
+@functools.lru_cache(maxsize=32)
+def _window_pmf_core(n: int, p: float, half_width: int
+                     ) -> tuple[int, int, NDArray[np.float64]]:
+    """(m_lo, m_hi, P(B = m) for m = m_lo..m_hi), B ~ Bin(n, p), ±half_width around n·p.
+
+    P at the window's mode from :func:`dpfair.median._binomial.binom_log_pmf`, the rest
+    by running products of the exact ratios P(m + 1)/P(m) = (n − m)/(m + 1)·p/(1 − p)
+    outwards from it: each value within (2j + 2)·2^-53 (j steps from the mode) of the
+    exact product, i.e. ≤ 2^-38 relatively in a window of ≤ 2^14 ranks per side beyond
+    which the direct evaluation is used (cost: one log-pmf instead of one per rank).
+    """
+    m_lo = max(0, math.floor(n * p) - half_width)
+    m_hi = min(n, math.ceil(n * p) + half_width)
+    ks = np.arange(m_lo, m_hi + 1, dtype=np.float64)
+    mode = min(max(math.floor((n + 1) * p), m_lo), m_hi)
+    if not 0.0 < p < 1.0 or max(mode - m_lo, m_hi - mode) > 2**14 or ks.size < 3:
+        pmf = np.exp(_log_pmf(ks, n, p))
+    else:
+        odds = p / (1.0 - p)
+        ratio = (n - ks[:-1]) / (ks[:-1] + 1.0) * odds  # P(m + 1)/P(m), m = m_lo..m_hi − 1
+        top = mode - m_lo
+        pmf = np.empty(ks.size)
+        pmf[top] = math.exp(float(_log_pmf(np.array([float(mode)]), n, p)[0]))
+        if top + 1 < ks.size:
+            pmf[top + 1:] = pmf[top] * np.cumprod(ratio[top:])
+        if top > 0:
+            pmf[:top] = pmf[top] * np.cumprod(1.0 / ratio[:top][::-1])[::-1]
+    pmf.setflags(write=False)
+    return m_lo, m_hi, pmf
+
+
+#: Bin(n, p) is evaluated as Bin(n, p') with p' = 1 − fl(1 − p) (p < 1/2; the mirror
+#: image of Bin(n, fl(1 − p)) for p > 1/2), so that both ends of a quantile share one
+#: pmf, when the parameter's change moves the pmf by less than this, relatively.
+_MIRROR_ERROR = 1e-11
+
+
+@functools.lru_cache(maxsize=32)
+def _window_sums(n: int, p: float, half_width: int
                  ) -> tuple[int, int, NDArray[np.float64], NDArray[np.float64], float]:
     """(m_lo, m_hi, pmf, running sum of pmf, bound on the mass outside) of the window.
 
-    By default ±12 sd around n·p (the reference's window is ±20 sd: the certified
-    searches add the Chernoff bound on the mass outside, ~e^-72, to their margin), or
-    ±``half_width``; cached, read-only.
+    About ±``half_width`` around n·p (:func:`_window_half_width`; the certified searches
+    add the Chernoff bound on the mass outside to their margin); cached, read-only. The
+    pmf is that of Bin(n, p'), p' the ≤ 1/2 side shared by p and 1 − p (for p > 1/2 the
+    mirror image m ↦ n − m): |p' − p| ≤ 2^-53, which moves log P(B = m) by at most
+    |m − np|/(p(1 − p))·2^-53 ≤ half_width/(p(1 − p))·2^-52 (+ rounding), used only
+    while that is below :data:`_MIRROR_ERROR`, far inside the certificate's margin.
     """
-    centre = n * p
-    if half_width is None:
-        half_width = _window_half_width(n, p)
-    m_lo = max(0, math.floor(centre) - half_width)
-    m_hi = min(n, math.ceil(centre) + half_width)
-    pmf = np.exp(_log_pmf(np.arange(m_lo, m_hi + 1, dtype=np.float64), n, p))
+    side = 1.0 - p if p > 0.5 else 1.0 - (1.0 - p)
+    if half_width / (p * (1.0 - p)) * 2.0**-52 < _MIRROR_ERROR:
+        c_lo, c_hi, core = _window_pmf_core(n, side, half_width)
+        if p > 0.5:
+            m_lo, m_hi, pmf = n - c_hi, n - c_lo, core[::-1]
+        else:
+            m_lo, m_hi, pmf = c_lo, c_hi, core
+    else:
+        m_lo, m_hi, pmf = _window_pmf_core(n, p, half_width)
     cdf = np.cumsum(pmf)
-    pmf.setflags(write=False)
     cdf.setflags(write=False)
     return m_lo, m_hi, pmf, cdf, _chernoff_outside(n, p, m_lo, m_hi)
 
@@ -347,7 +398,7 @@ def expmech_lower_targets_exact(n: int, epsilon: float, band_ratios: tuple[float
         fast.append(i)
         t_maxs[i] = max(1, math.ceil(t_cut))
     if fast:
-        w_lo, w_hi, pmf, cdf, outside = _window_sums(n, p)
+        w_lo, w_hi, pmf, cdf, outside = _window_sums(n, p, _window_half_width(n, p, limit))
         j_top = int(np.searchsorted(cdf, limit, side="right")) - 1
         j_low = int(np.searchsorted(cdf, 0.98 * limit, side="right")) - 1
         c_max = max(cs[i] for i in fast)
@@ -356,7 +407,7 @@ def expmech_lower_targets_exact(n: int, epsilon: float, band_ratios: tuple[float
         top = w_lo + j_top + 1
         if j_low >= 0 and bottom < w_lo and bottom > 0:  # a wider window reaches it
             w_lo, w_hi, pmf, cdf, outside = _window_sums(
-                n, p, _window_half_width(n, p, bottom))
+                n, p, _window_half_width(n, p, limit, bottom))
         if (j_low >= 0 and w_lo <= bottom < top <= w_hi
                 and eps * (top - bottom) / 2.0 < 600.0):
             _certify_expmech(n, eps, cs, fast, t_maxs, p, limit, pmf, cdf, outside,
@@ -382,14 +433,13 @@ def _certify_expmech(n: int, eps: float, cs: list[float], fast: list[int],
     padded[: pmf.size] = pmf
     rows = np.lib.stride_tricks.sliding_window_view(padded[bottom + 1 - m_lo:], t_big)[:nk]
     t = np.arange(1, t_big + 1, dtype=np.float64)
-    kern = np.zeros((len(fast), t_big))
-    for j, i in enumerate(fast):
-        tt = t[: t_maxs[i]]
-        with np.errstate(over="ignore"):
-            x = cs[i] * np.exp(-eps * tt / 2.0)
-        h = x / (1.0 + x)
-        h[~np.isfinite(x)] = 1.0
-        kern[j, : t_maxs[i]] = h
+    c_vec = np.array([cs[i] for i in fast])
+    t_vec = np.array([t_maxs[i] for i in fast])
+    with np.errstate(over="ignore"):
+        x = c_vec[:, None] * np.exp(-eps * t / 2.0)[None, :]  # h_C(t), as the reference
+    kern = x / (1.0 + x)
+    kern[~np.isfinite(x)] = 1.0
+    kern[t[None, :] > t_vec[:, None]] = 0.0
     near = np.empty((nk, len(fast)))
     step = max(1, _CERTIFY_BLOCK // t_big)
     for a in range(0, nk, step):
@@ -400,15 +450,19 @@ def _certify_expmech(n: int, eps: float, cs: list[float], fast: list[int],
     w = pmf[bottom - m_lo:] * np.exp(-eps * (m_arr - bottom) / 2.0)
     suffix = np.concatenate((np.cumsum(w[::-1])[::-1], [0.0]))
     lift = np.exp(eps * (ks - bottom) / 2.0)
-    base = cdf[ks - m_lo]
+    start = np.minimum(ks[:, None] + t_vec[None, :] + 1 - bottom, suffix.size - 1)
+    far = c_vec[None, :] * lift[:, None] * suffix[start]
+    values = cdf[ks - m_lo][:, None] + near + far
+    # the certified crossing of every column (see _certified_crossing)
+    below = values * (1.0 + tol) + 2.0 * outside <= limit
+    above = values * (1.0 - tol) > limit
+    last = nk - 1 - np.argmax(below[::-1], axis=0)
+    above_after = np.logical_and.accumulate(above[::-1], axis=0)[::-1]
     centre, half_width = _window(n, p)
     k_last = min(n, math.ceil(centre) + half_width)
     for j, i in enumerate(fast):
-        start = np.minimum(ks + t_maxs[i] + 1 - bottom, suffix.size - 1)
-        far = cs[i] * lift * suffix[start]
-        values = base + near[:, j] + far
-        idx = _certified_crossing(values, limit, 2.0 * outside, tol)
-        if idx is None:
+        idx = int(last[j])
+        if not below[0, j] or idx + 1 >= nk or not above_after[idx + 1, j]:
             continue
         k_star = int(ks[idx])
         k_first = max(0, math.floor(centre) - half_width - _expmech_t0(n, eps, cs[i]) - 1)
@@ -587,7 +641,7 @@ def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
     limit = level * (1.0 - _ROUNDING_MARGIN)
     if not 1e-250 < limit < 0.5:
         return None
-    m_lo, m_hi, pmf, cdf, outside = _window_sums(n, p)
+    m_lo, m_hi, pmf, cdf, outside = _window_sums(n, p, _window_half_width(n, p, limit))
     g_arg = 0.01 * limit / n_queries
     s = max(0, math.ceil(step + scale * -NormalDist().inv_cdf(g_arg) - 1.0)) + 1
     if float(np.minimum(tail(np.array([s + 1.0])), 1.0)[0]) > 0.011 * limit:
@@ -597,7 +651,8 @@ def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
     bottom = m_lo + j_low - s - 1
     top = m_lo + j_top + 1
     if j_low >= 0 and bottom < m_lo and bottom > 0:  # a wider window reaches it
-        m_lo, m_hi, pmf, cdf, outside = _window_sums(n, p, _window_half_width(n, p, bottom))
+        m_lo, m_hi, pmf, cdf, outside = _window_sums(
+            n, p, _window_half_width(n, p, limit, bottom))
     if j_low < 0 or bottom < m_lo or top > m_hi or bottom >= top:
         return None
     kern = np.minimum(tail(np.arange(1, t_max + 1, dtype=np.float64)), 1.0)
