@@ -38,8 +38,8 @@ from dpfair.quantiles._methods import (
     binsearch_quantile,
     binsearch_targets,
     cdf_quantiles,
+    expmech_lower_targets_exact,
     expmech_quantile,
-    expmech_targets,
     grid_point,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
@@ -622,8 +622,14 @@ def localized_expmech_steps(n: int, p: float, epsilon: float, alpha_end: float,
     """
     best, best_cost = EXPMECH_STEPS[0], math.inf
     centre = n * p
-    for steps in EXPMECH_STEPS:
-        k_low, k_high = expmech_targets(n, epsilon, steps / 2.0, p, alpha_end, alpha_end, True)
+    # every candidate's exact-law ranks at once (expmech_targets(..., exact=True) for each
+    # C = K_E/2: the same ranks, by expmech_lower_targets_exact's certified search)
+    cs = tuple(steps / 2.0 for steps in EXPMECH_STEPS)
+    lows = expmech_lower_targets_exact(n, epsilon, cs, alpha_end, p)
+    mirrors = expmech_lower_targets_exact(n, epsilon, cs, alpha_end, 1.0 - p)
+    for steps, k_l, k_m in zip(EXPMECH_STEPS, lows, mirrors, strict=True):
+        k_low = k_l if k_l >= 0 else None
+        k_high = n - k_m if k_m >= 0 else None
         # an end without a rank is the public bound whatever K_E is: it adds a constant
         cost = sum(abs(k - centre) + width_ranks / 2.0 / steps
                    for k in (k_low, k_high) if k is not None)
@@ -644,12 +650,25 @@ def _tree_end_excess(n: int, p: float, depth: int, rho: float, level: float
     For the width model only: the envelope threshold's normal approximation
     z·sqrt(n·p(1 − p) + σ⁺_max²) + shift (the released test uses the exact threshold).
     """
+    z, sig_plus_max, shift_max, rms = _tree_noise_summary(depth, rho, level)
+    excess = z * math.sqrt(n * p * (1.0 - p) + sig_plus_max ** 2)
+    return excess + shift_max, rms
+
+
+@functools.lru_cache(maxsize=256)
+def _tree_noise_summary(depth: int, rho: float, level: float
+                        ) -> tuple[float, float, float, float]:
+    """(z, max σ⁺, max shift, rms prefix sd) of the tree at (depth, ρ): n plays no part.
+
+    The n-free part of :func:`_tree_end_excess`, cached on its own so that a new n
+    (a new sample size, same ρ and α) recomputes only the closed form.
+    """
     tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
     sig = tree.prefix_std()[1 : 2**depth]
     sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
     z = -float(special.ndtri(level / factor))
-    excess = z * math.sqrt(n * p * (1.0 - p) + float(sig_plus.max()) ** 2)
-    return excess + float(np.max(shift)), float(np.sqrt(np.mean(sig**2)))
+    return (z, float(sig_plus.max()), float(np.max(shift)),
+            float(np.sqrt(np.mean(sig**2))))
 
 
 def _overshoot_bins(bin_ranks: float, sigma: float) -> float:

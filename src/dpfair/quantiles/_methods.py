@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,7 @@ __all__ = [
     "cdf_quantiles",
     "expmech_lower_failure_exact",
     "expmech_lower_target_exact",
+    "expmech_lower_targets_exact",
     "expmech_quantile",
     "expmech_targets",
     "grid_point",
@@ -173,8 +175,21 @@ def expmech_lower_target_exact(n: int, epsilon: float, band_ratio: float,
                                alpha_half: float, p: float = 0.5) -> int:
     """Largest k in {0..n} with :func:`expmech_lower_failure_exact` ≤ level, or −1.
 
-    A pure function of public values, cached (both ends of q = 1/2 and the candidates of
-    the localised width model share it).
+    A pure function of public values, cached (both ends of q = 1/2 share it). The rank is
+    that of the reference computation (:func:`_expmech_lower_target_reference`, F on the
+    whole window), found by :func:`expmech_lower_targets_exact` from F on a few ranks
+    around the crossing with a certified margin, and by the reference itself whenever
+    that certificate fails.
+    """
+    return expmech_lower_targets_exact(n, epsilon, (float(band_ratio),), alpha_half, p)[0]
+
+
+def _expmech_lower_target_reference(n: int, epsilon: float, band_ratio: float,
+                               alpha_half: float, p: float = 0.5) -> int:
+    """Largest k in {0..n} with :func:`expmech_lower_failure_exact` ≤ level, or −1.
+
+    The reference computation (F on the whole window): :func:`expmech_lower_target_exact`
+    returns the same rank, faster, and calls this when its certificate fails.
 
     Every candidate in the window where F can cross the level is evaluated at once; when
     none there qualifies, the min(1, ·)-bound search of
@@ -193,6 +208,266 @@ def expmech_lower_target_exact(n: int, epsilon: float, band_ratio: float,
     if ok.size and not (ok[-1] == ks.size - 1 and ks[-1] < n):
         return int(ks[ok[-1]])
     return expmech_lower_target(n, epsilon, band_ratio, alpha_half, p)
+
+
+#: Relative margin of the certified rank searches (:func:`expmech_lower_targets_exact`,
+#: :func:`_binsearch_lower_target`): a decision F(k) ≤ level is taken from the fast
+#: evaluation only when it holds with this margin, far above the two computations' gap
+#: (a few 1e-12 relatively, see :func:`expmech_lower_targets_exact`).
+_CERTIFY_TOL = 1e-8
+#: Largest (ranks × kernel) block of one matrix product in the certified search.
+_CERTIFY_BLOCK = 1 << 20
+
+
+def _chernoff_outside(n: int, p: float, m_lo: int, m_hi: int) -> float:
+    """An upper bound on P(B < m_lo) + P(B > m_hi), B ~ Bin(n, p) (Chernoff, ×2 slack).
+
+    P(B ≤ a) ≤ e^{−n·KL(a/n ‖ p)} for a ≤ np and P(B ≥ b) ≤ e^{−n·KL(b/n ‖ p)} for
+    b ≥ np (KL the Bernoulli relative entropy).
+    """
+    if not 0.0 < p < 1.0:
+        return 1.0
+
+    def kl(x: float) -> float:
+        out = 0.0
+        if x > 0.0:
+            out += x * math.log(x / p)
+        if x < 1.0:
+            out += (1.0 - x) * math.log((1.0 - x) / (1.0 - p))
+        return max(out, 0.0)
+
+    total = 0.0
+    if m_lo > 0:
+        a = (m_lo - 1) / n
+        total += math.exp(-n * kl(a)) if a < p else 1.0
+    if m_hi < n:
+        b = (m_hi + 1) / n
+        total += math.exp(-n * kl(b)) if b > p else 1.0
+    return 2.0 * total
+
+
+def _window_half_width(n: int, p: float, limit: float, below: int | None = None) -> int:
+    """Half width of the certified searches' pmf window around n·p (public).
+
+    10 sd (+2), or 20 sd when the mass outside 10 sd (its Chernoff bound) is not
+    negligible against the margin at ``limit``, or a power of two reaching ``below``.
+    """
+    sd = math.sqrt(n * p * (1.0 - p))
+    half = math.ceil(10.0 * sd) + 2
+    centre = n * p
+    lo, hi = max(0, math.floor(centre) - half), min(n, math.ceil(centre) + half)
+    if _chernoff_outside(n, p, lo, hi) > 1e-4 * _CERTIFY_TOL * limit:
+        half = math.ceil(20.0 * sd) + 2
+    if below is not None and centre - below + 16 > half:
+        half = 1 << math.ceil(math.log2(centre - below + 16))
+    return half
+
+
+@functools.lru_cache(maxsize=32)
+def _window_pmf_core(n: int, p: float, half_width: int
+                     ) -> tuple[int, int, NDArray[np.float64]]:
+    """(m_lo, m_hi, P(B = m) for m = m_lo..m_hi), B ~ Bin(n, p), ±half_width around n·p.
+
+    P at the window's mode from :func:`dpfair.median._binomial.binom_log_pmf`, the rest
+    by running products of the exact ratios P(m + 1)/P(m) = (n − m)/(m + 1)·p/(1 − p)
+    outwards from it: each value within (2j + 2)·2^-53 (j steps from the mode) of the
+    exact product, i.e. ≤ 2^-38 relatively in a window of ≤ 2^14 ranks per side beyond
+    which the direct evaluation is used (cost: one log-pmf instead of one per rank).
+    """
+    m_lo = max(0, math.floor(n * p) - half_width)
+    m_hi = min(n, math.ceil(n * p) + half_width)
+    ks = np.arange(m_lo, m_hi + 1, dtype=np.float64)
+    mode = min(max(math.floor((n + 1) * p), m_lo), m_hi)
+    if not 0.0 < p < 1.0 or max(mode - m_lo, m_hi - mode) > 2**14 or ks.size < 3:
+        pmf = np.exp(_log_pmf(ks, n, p))
+    else:
+        odds = p / (1.0 - p)
+        ratio = (n - ks[:-1]) / (ks[:-1] + 1.0) * odds  # P(m + 1)/P(m), m = m_lo..m_hi − 1
+        top = mode - m_lo
+        pmf = np.empty(ks.size)
+        pmf[top] = math.exp(float(_log_pmf(np.array([float(mode)]), n, p)[0]))
+        if top + 1 < ks.size:
+            pmf[top + 1:] = pmf[top] * np.cumprod(ratio[top:])
+        if top > 0:
+            pmf[:top] = pmf[top] * np.cumprod(1.0 / ratio[:top][::-1])[::-1]
+    pmf.setflags(write=False)
+    return m_lo, m_hi, pmf
+
+
+#: Bin(n, p) is evaluated as Bin(n, p') with p' = 1 − fl(1 − p) (p < 1/2; the mirror
+#: image of Bin(n, fl(1 − p)) for p > 1/2), so that both ends of a quantile share one
+#: pmf, when the parameter's change moves the pmf by less than this, relatively.
+_MIRROR_ERROR = 1e-11
+
+
+@functools.lru_cache(maxsize=32)
+def _window_sums(n: int, p: float, half_width: int
+                 ) -> tuple[int, int, NDArray[np.float64], NDArray[np.float64], float]:
+    """(m_lo, m_hi, pmf, running sum of pmf, bound on the mass outside) of the window.
+
+    About ±``half_width`` around n·p (:func:`_window_half_width`; the certified searches
+    add the Chernoff bound on the mass outside to their margin); cached, read-only. The
+    pmf is that of Bin(n, p'), p' the ≤ 1/2 side shared by p and 1 − p (for p > 1/2 the
+    mirror image m ↦ n − m): |p' − p| ≤ 2^-53, which moves log P(B = m) by at most
+    |m − np|/(p(1 − p))·2^-53 ≤ half_width/(p(1 − p))·2^-52 (+ rounding), used only
+    while that is below :data:`_MIRROR_ERROR`, far inside the certificate's margin.
+    """
+    side = 1.0 - p if p > 0.5 else 1.0 - (1.0 - p)
+    if half_width / (p * (1.0 - p)) * 2.0**-52 < _MIRROR_ERROR:
+        c_lo, c_hi, core = _window_pmf_core(n, side, half_width)
+        if p > 0.5:
+            m_lo, m_hi, pmf = n - c_hi, n - c_lo, core[::-1]
+        else:
+            m_lo, m_hi, pmf = c_lo, c_hi, core
+    else:
+        m_lo, m_hi, pmf = _window_pmf_core(n, p, half_width)
+    cdf = np.cumsum(pmf)
+    cdf.setflags(write=False)
+    return m_lo, m_hi, pmf, cdf, _chernoff_outside(n, p, m_lo, m_hi)
+
+
+def _certified_crossing(values: NDArray[np.float64], limit: float, slack: float, tol: float
+                        ) -> int | None:
+    """Index i of the crossing in ``values`` (F on consecutive ranks), or None.
+
+    i is the last index whose value certainly lies at or below ``limit`` (v·(1 + tol) +
+    slack ≤ limit) with every later value certainly above it (v·(1 − tol) > limit) and at
+    least one later value; None when the crossing is not certified inside ``values``.
+    """
+    below = values * (1.0 + tol) + slack <= limit
+    above = values * (1.0 - tol) > limit
+    if not below[0]:
+        return None
+    i = int(np.flatnonzero(below)[-1])
+    if i + 1 >= values.size or not above[i + 1:].all():
+        return None
+    return i
+
+
+def expmech_lower_targets_exact(n: int, epsilon: float, band_ratios: tuple[float, ...],
+                                alpha_half: float, p: float = 0.5) -> tuple[int, ...]:
+    r""":func:`expmech_lower_target_exact` for several tail constants C at once.
+
+    Returns, for every C, the rank of the reference computation
+    (:func:`_expmech_lower_target_reference`), which evaluates F = E[h(B − k)] on the
+    whole ±20 sd window (a correlation of ~40 sd × T products per C). Here F is evaluated
+    only on the ranks where it can cross the level, for every C in one matrix product:
+
+    * the ranks: F(k) ≥ P(B ≤ k), so F > level above k_top = max{k : P(B ≤ k) ≤ level};
+      and F(k) ≤ P(B ≤ k + s) + h(s + 1) with h(s + 1) ≤ C·e^{−ε(s+1)/2} ≤ level/100,
+      so F < level well below k_top' − s (k_top' the rank of 0.98·level). So the crossing
+      lies in [k_top' − s − 1, k_top + 1], about 2·ln(100·C/level)/ε ranks;
+    * F there: P(B ≤ k) from the window's running pmf sum, the near terms
+      Σ_{t ≤ T} P(B = k + t)·h(t) as a matrix product, the far terms by a suffix sum in
+      linear space: the same terms as the reference's, in another summation order, minus
+      the mass outside the window (≤ a Chernoff bound, :func:`_chernoff_outside`).
+
+    **Why the rank is the reference's.** Both computations approximate the same function
+    F_w (F with the window's truncation), which is non-decreasing in k (h is
+    non-increasing, and the far kernel C·e^{−εt/2} starts below h(T) when ε ≥ 2·10⁻⁸,
+    which ``t_cut < n`` implies for the n served here), each within a relative ~1e-12
+    (sums of ≤ 4·10⁴ positive terms with relative errors ≤ 6.2e-14·(1 + |ln P|) each,
+    :mod:`dpfair.median._binomial`; h's rounding a few ulps) plus the outside mass. A
+    rank k* is returned only if F(k*) is below the level and F(k* + 1), ..., at the
+    bracket's top, above it, each by the relative margin :data:`_CERTIFY_TOL` = 1e-8
+    (and the outside bound): then the reference's values satisfy the same comparisons,
+    and (F_w monotone) every larger rank in its window is above the level, so its
+    answer — the largest qualifying rank of its window — is k* (k* is checked to lie
+    strictly inside that window, so its fallbacks do not apply). Any other case (no
+    certified crossing, a constant C ≤ 0, the reference's bound-law branches for tiny ε)
+    runs the reference itself. Validity is the reference's: F(k*) ≤ level.
+    """
+    eps = float(epsilon)
+    cs = [float(c) for c in band_ratios]
+    out: list[int | None] = [None] * len(cs)
+    limit = alpha_half * (1.0 - _ROUNDING_MARGIN)
+    centre, half_width = _window(n, p)
+    m_lo = max(0, math.floor(centre) - half_width)
+    m_hi = min(n, math.ceil(centre) + half_width)
+    size = m_hi - m_lo + 1
+    fast: list[int] = []
+    t_maxs: dict[int, int] = {}
+    for i, c in enumerate(cs):
+        if not (c > 0.0 and math.isfinite(c) and eps > 0.0 and 1e-250 < limit < 0.5):
+            continue
+        if _expmech_t0(n, eps, c) >= n:
+            continue
+        t_cut = 2.0 * (math.log(c) + _EXACT_TAIL_CUTOFF) / eps
+        if not t_cut < n or size * math.ceil(t_cut) > _EXACT_TAIL_WORK:
+            continue
+        fast.append(i)
+        t_maxs[i] = max(1, math.ceil(t_cut))
+    if fast:
+        w_lo, w_hi, pmf, cdf, outside = _window_sums(n, p, _window_half_width(n, p, limit))
+        j_top = int(np.searchsorted(cdf, limit, side="right")) - 1
+        j_low = int(np.searchsorted(cdf, 0.98 * limit, side="right")) - 1
+        c_max = max(cs[i] for i in fast)
+        s = max(0, math.ceil(2.0 * math.log(100.0 * c_max / limit) / eps))
+        bottom = w_lo + j_low - s - 1
+        top = w_lo + j_top + 1
+        if j_low >= 0 and bottom < w_lo and bottom > 0:  # a wider window reaches it
+            w_lo, w_hi, pmf, cdf, outside = _window_sums(
+                n, p, _window_half_width(n, p, limit, bottom))
+        if (j_low >= 0 and w_lo <= bottom < top <= w_hi
+                and eps * (top - bottom) / 2.0 < 600.0):
+            _certify_expmech(n, eps, cs, fast, t_maxs, p, limit, pmf, cdf, outside,
+                             w_lo, w_hi, bottom, top, out)
+    for i, c in enumerate(cs):
+        if out[i] is None:
+            out[i] = _expmech_lower_target_reference(n, eps, c, alpha_half, p)
+    return tuple(int(k) for k in out if k is not None)
+
+
+def _certify_expmech(n: int, eps: float, cs: list[float], fast: list[int],
+                     t_maxs: dict[int, int], p: float, limit: float,
+                     pmf: NDArray[np.float64], cdf: NDArray[np.float64], outside: float,
+                     m_lo: int, m_hi: int, bottom: int, top: int,
+                     out: list[int | None]) -> None:
+    """Fill ``out[i]`` for the C's in ``fast`` whose crossing is certified on [bottom, top]."""
+    ks = np.arange(bottom, top + 1)
+    nk = ks.size
+    t_big = max(t_maxs[i] for i in fast)
+    tol = max(_CERTIFY_TOL, 8.0 * (t_big + 64) * 2.0**-53)
+    # near(k, C) = Σ_{t=1..T_C} pmf(k + t)·h_C(t): rows k, a zero-padded pmf window
+    padded = np.zeros(pmf.size + t_big + 1)
+    padded[: pmf.size] = pmf
+    rows = np.lib.stride_tricks.sliding_window_view(padded[bottom + 1 - m_lo:], t_big)[:nk]
+    t = np.arange(1, t_big + 1, dtype=np.float64)
+    c_vec = np.array([cs[i] for i in fast])
+    t_vec = np.array([t_maxs[i] for i in fast])
+    with np.errstate(over="ignore"):
+        x = c_vec[:, None] * np.exp(-eps * t / 2.0)[None, :]  # h_C(t), as the reference
+    kern = x / (1.0 + x)
+    kern[~np.isfinite(x)] = 1.0
+    kern[t[None, :] > t_vec[:, None]] = 0.0
+    near = np.empty((nk, len(fast)))
+    step = max(1, _CERTIFY_BLOCK // t_big)
+    for a in range(0, nk, step):
+        near[a : a + step] = rows[a : a + step] @ kern.T
+    # far(k, C) = C·Σ_{m > k + T_C, m ≤ m_hi} pmf(m)·e^{−ε(m − k)/2}, by a suffix sum from
+    # m_ref = bottom in linear space (terms ≤ pmf there: no overflow)
+    m_arr = np.arange(bottom, m_hi + 1, dtype=np.float64)
+    w = pmf[bottom - m_lo:] * np.exp(-eps * (m_arr - bottom) / 2.0)
+    suffix = np.concatenate((np.cumsum(w[::-1])[::-1], [0.0]))
+    lift = np.exp(eps * (ks - bottom) / 2.0)
+    start = np.minimum(ks[:, None] + t_vec[None, :] + 1 - bottom, suffix.size - 1)
+    far = c_vec[None, :] * lift[:, None] * suffix[start]
+    values = cdf[ks - m_lo][:, None] + near + far
+    # the certified crossing of every column (see _certified_crossing)
+    below = values * (1.0 + tol) + 2.0 * outside <= limit
+    above = values * (1.0 - tol) > limit
+    last = nk - 1 - np.argmax(below[::-1], axis=0)
+    above_after = np.logical_and.accumulate(above[::-1], axis=0)[::-1]
+    centre, half_width = _window(n, p)
+    k_last = min(n, math.ceil(centre) + half_width)
+    for j, i in enumerate(fast):
+        idx = int(last[j])
+        if not below[0, j] or idx + 1 >= nk or not above_after[idx + 1, j]:
+            continue
+        k_star = int(ks[idx])
+        k_first = max(0, math.floor(centre) - half_width - _expmech_t0(n, eps, cs[i]) - 1)
+        if k_first <= k_star < k_last:
+            out[i] = k_star
 
 
 @functools.lru_cache(maxsize=1024)
@@ -326,7 +601,13 @@ def _binsearch_lower_target(n: int, sigma: float, depth: int, p: float, level: f
     """Largest k with F_p(k) ≤ level for NoisyBinSearch's tail (−1: none); cached.
 
     A pure function of public values (n, σ, D, p, level): repeated calls (several
-    quantiles, both ends of q = 1/2, a Session serving many requests) reuse it.
+    quantiles, both ends of q = 1/2, a Session serving many requests) reuse it. The rank
+    is the bisection's of :func:`dpfair.median._ranks.lower_target_rank` over
+    :func:`~dpfair.median._ranks.generic_lower_failure` (the reference); it is read off a
+    certified crossing of F on a few ranks (:func:`_binsearch_certified`) when there is
+    one, which the bisection would reach too (F is non-decreasing: the kernel
+    min(1, tail(t)), then tail(t_max + 1) beyond t_max, is non-increasing), and the
+    reference runs otherwise.
     """
     noise = _query_noise(n, sigma)
     base = gaussian_union_tail(noise.scale, depth)
@@ -335,8 +616,55 @@ def _binsearch_lower_target(n: int, sigma: float, depth: int, p: float, level: f
         return base(np.asarray(t, dtype=np.float64) - noise.step)
 
     t_max = n + 1 if not sigma * 40.0 < n else math.ceil(sigma * 40.0) + 1
+    if t_max <= n:
+        k = _binsearch_certified(n, tail, t_max, p, level, noise.scale, noise.step, depth)
+        if k is not None:
+            return k
     return lower_target_rank(
         lambda k: generic_lower_failure(n, tail, k, t_max=t_max, p=p), n, level)
+
+
+def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
+                         scale: float, step: float, n_queries: int) -> int | None:
+    r"""The bisection's rank from F on the ranks where it can cross ``level``, or None.
+
+    As in :func:`expmech_lower_targets_exact`: F(k) ≥ P(B ≤ k) puts the crossing at or
+    below k_top = max{k : P(B ≤ k) ≤ level} + 1, and F(k) ≤ P(B ≤ k + s) + tail(s + 1)
+    with tail(s + 1) ≤ level/100 puts it above k_top' − s − 1 (k_top' the rank of
+    0.98·level). On that bracket F = P(B ≤ k) + Σ_{t ≤ t_max} P(B = k + t)·min(1, tail(t))
+    (+ a remainder ≤ min(1, tail(t_max + 1))) is one convolution of the window's pmf.
+    The crossing k* is returned only if F(k*) ≤ level and F(k* + 1), ... > level with
+    the relative margin :data:`_CERTIFY_TOL` (and the outside and remainder bounds), so
+    the reference's values, within ~1e-12 of the same non-decreasing function, satisfy
+    the same comparisons at every rank its bisection visits: it returns k* as well.
+    """
+    limit = level * (1.0 - _ROUNDING_MARGIN)
+    if not 1e-250 < limit < 0.5:
+        return None
+    m_lo, m_hi, pmf, cdf, outside = _window_sums(n, p, _window_half_width(n, p, limit))
+    g_arg = 0.01 * limit / n_queries
+    s = max(0, math.ceil(step + scale * -NormalDist().inv_cdf(g_arg) - 1.0)) + 1
+    if float(np.minimum(tail(np.array([s + 1.0])), 1.0)[0]) > 0.011 * limit:
+        return None
+    j_top = int(np.searchsorted(cdf, limit, side="right")) - 1
+    j_low = int(np.searchsorted(cdf, 0.98 * limit, side="right")) - 1
+    bottom = m_lo + j_low - s - 1
+    top = m_lo + j_top + 1
+    if j_low >= 0 and bottom < m_lo and bottom > 0:  # a wider window reaches it
+        m_lo, m_hi, pmf, cdf, outside = _window_sums(
+            n, p, _window_half_width(n, p, limit, bottom))
+    if j_low < 0 or bottom < m_lo or top > m_hi or bottom >= top:
+        return None
+    kern = np.minimum(tail(np.arange(1, t_max + 1, dtype=np.float64)), 1.0)
+    remainder = float(min(1.0, tail(np.array([t_max + 1.0]))[0]))
+    padded = np.zeros(pmf.size + t_max + 1)
+    padded[: pmf.size] = pmf
+    seg = padded[bottom + 1 - m_lo : top + t_max + 1 - m_lo]
+    near = np.convolve(seg, kern[::-1], mode="valid")
+    values = cdf[np.arange(bottom, top + 1) - m_lo] + near
+    tol = max(_CERTIFY_TOL, 8.0 * (t_max + 64) * 2.0**-53)
+    idx = _certified_crossing(values, limit, 2.0 * outside + remainder, tol)
+    return None if idx is None else bottom + idx
 
 
 def binsearch_targets(n: int, sigma: float, depth: int, p: float, alpha_low: float,
