@@ -67,6 +67,7 @@ from dpfair.fairclass.federated._config import MAX_AXIS_NODES, MAX_DEPTH, FDPCon
 from dpfair.fairclass.federated._keys import parse_public_key
 from dpfair.fairclass.federated._linear import (
     LinearSigmas,
+    check_linear_noise,
     linear_function_sensitivity,
     linear_sigmas,
     radius_fraction,
@@ -397,6 +398,30 @@ class ProtocolConfig:
     def linear_sigmas(self, site_id: str) -> LinearSigmas:
         """The noise sds of ``site_id``'s linear round 1 (public: from the setup)."""
         return linear_sigmas(self.plan(site_id).sigma_function, self.radius_fraction)
+
+    def check_servable(self, site_id: str | None = None) -> None:
+        """Refuse a setup whose noise plan the exact samplers cannot serve.
+
+        For the linear estimator, every variance round 1 draws with (statistics and, with
+        ``radius="auto"``, the radius histogram) is checked against the sampler's public
+        limit for ``site_id`` (every site when None), from public numbers only
+        (:func:`~dpfair.fairclass.federated._linear.check_linear_noise`). Run when a setup is
+        built or parsed (:func:`make_protocol`) and by a site before it charges round 1,
+        so a setup that cannot run costs no budget.
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming the parameter (``radius_share``, the site's ``epsilon``) and the site.
+        """
+        if not self.is_linear:
+            return
+        for sid in self.site_ids if site_id is None else (site_id,):
+            try:
+                check_linear_noise(self.linear_sigmas(sid), self.site(sid).n,
+                                   private_radius=self.private_radius)
+            except InvalidParameterError as exc:
+                raise InvalidParameterError(f"site {sid!r}: {exc}") from None
 
     @property
     def linear_width(self) -> int:
@@ -807,7 +832,7 @@ def make_protocol(
         shape = default_grid_shape(cfg, h)
     else:
         shape = cfg.grid_shape
-    return ProtocolConfig(
+    setup = ProtocolConfig(
         protocol_id=protocol_id or secrets.token_hex(8),
         sites=specs,
         feature_bounds=cfg.feature_bounds,
@@ -835,6 +860,8 @@ def make_protocol(
         radius_share=float(cfg.radius_share or 0.0) if cfg.is_linear else 0.0,
         constraints=cfg.constraints,
     )
+    setup.check_servable()
+    return setup
 
 
 def _setup_radius(cfg: FDPConfig) -> float | str:
