@@ -258,16 +258,9 @@ def test_today2_rung_edge_records_keep_the_bounds_at_that_rung():
 
 
 # ------------------------------------------------------------ public parameters it cannot serve
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: a setup with radius_share = 1e-30 passes FDPConfig's check (0 < share < 0.5, "
-    "_config.py _radius_share) and ProtocolConfig.from_envelope, but its sigma_r = "
-    "sqrt(2)/(mu_f*sqrt(f)) needs a discrete-Gaussian variance > 2^104: Site._round1_linear "
-    "charges the whole round (radius + statistics records) in _charge_round1 and only then "
-    "sample_discrete_gaussian raises InvalidParameterError in noisy_histogram. A (malicious "
-    "or careless) centre thus burns every site's budget for a release that cannot happen; "
-    "on the CLI the persistent ledger charges the whole run (charged_on_failure). The "
-    "setup should be refused (or the sampler's limit checked) before any charge."))
 def test_today2_unservable_radius_share_is_refused_before_any_charge():
+    """A radius_share whose σ_r needs a sampler variance above 2^104 is refused when the
+    setup is written (fixed: ``ProtocolConfig.check_servable`` in make_protocol)."""
     try:
         cfg = _cfg(n=400, radius_share=1e-30)
     except Exception:  # refused at setup: the fix
@@ -283,6 +276,28 @@ def test_today2_unservable_radius_share_is_refused_before_any_charge():
         return
     # it ran: then it must have been a real, charged release
     assert site.ledger.records
+
+
+def test_today2_unservable_setup_is_refused_at_parse_and_by_the_site_before_its_charge():
+    """A centre that signs a setup with radius_share = 1e-30 anyway: the site's parse
+    refuses it by name; a ProtocolConfig built around make_protocol (dataclasses.replace)
+    is refused by the site's round 1 before the ledger is touched."""
+    from dpfair._errors import InvalidParameterError
+    from dpfair.fairclass.federated._messages import ProtocolError
+
+    env = _keyed(_cfg(n=400)).to_envelope()
+    forged = replace(env, fields={**env.fields, "radius_share": 1e-30})
+    with pytest.raises(ProtocolError, match="radius_share"):
+        ProtocolConfig.from_envelope(forged)
+    bad = replace(_cfg(n=400), radius_share=1e-30)
+    site = Site("h0", *_design(np.random.default_rng(7), 400), config=bad, random_state=0)
+    with pytest.raises(InvalidParameterError, match="radius_share"):
+        site.round1()
+    assert site.ledger.records == []
+    assert site._round == 0
+    # the smallest servable shares still run (the limit is the sampler's, not lower)
+    ok = _cfg(n=400, radius_share=1e-20)
+    Site("h0", *_design(np.random.default_rng(7), 400), config=ok, random_state=0).round1()
 
 
 def test_today2_setup_refuses_radius_share_out_of_range_from_a_centre():
@@ -356,14 +371,8 @@ def test_today2_cli_second_round1_of_the_same_run_is_refused(tmp_path):
     assert spent() == pytest.approx(1.0, rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING (CLI form of test_today2_unservable_radius_share_is_refused_before_any_charge): "
-    "`dpfair fdp centre setup --radius-share 1e-30` is accepted and signed; `dpfair fdp "
-    "site round1` then charges the site's whole run (epsilon_s = 1) to its persistent ledger "
-    "(charge() before site.round1(), cli/fdp.py) and fails in sample_discrete_gaussian "
-    "(variance > 2^104) with no message written: the budget is burnt for nothing. Expected: "
-    "the setup refused (or the site refusing it before the charge)."))
 def test_today2_cli_unservable_radius_share_burns_no_budget(tmp_path):
+    """The CLI centre refuses ``--radius-share 1e-30`` (nothing signed, nothing charged)."""
     try:
         round1, spent = _cli_site(tmp_path, "1e-30")
     except AssertionError:  # setup refused: the fix
