@@ -439,17 +439,9 @@ def _signed_round1():
 
 
 @pytest.mark.parametrize("field", ["radius", "sigma_radius", "setup.radius_share"])
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
-    "FINDING: a validly signed round-1 message whose 'radius' list holds a huge JSON integer "
-    "(10**400) or whose 'sigma_radius' is one crashes Centre.aggregate with an uncaught "
-    "OverflowError ('int too large to convert to float') instead of a ProtocolError naming "
-    "the site and field: _centre.py _check_site_radius calls float(r) before "
-    "math.isfinite, and Envelope.number (_messages.py, `v = float(self.get(...))`) does the "
-    "same for every numeric field (sigma_* of round 1, numbers of the setup: a setup with "
-    "radius_share = 10**400 crashes ProtocolConfig.from_envelope the same way). A site can "
-    "thus abort the centre's aggregation without being named, a centre a site's setup "
-    "parsing (rule 7: malformed messages refused by name)."))
 def test_today2_huge_integer_in_a_signed_round1_is_refused_by_name(field):
+    """A JSON integer 10**400 (no binary64 value) in a signed round 1 or setup is refused
+    by a ProtocolError naming the field, never an uncaught OverflowError."""
     from dpfair.fairclass.federated import Centre
     from dpfair.fairclass.federated._messages import ProtocolError, decode, encode
 
@@ -466,6 +458,26 @@ def test_today2_huge_integer_in_a_signed_round1_is_refused_by_name(field):
                  protocol_id=cfg.protocol_id, shapes=cfg.message_shapes("round1"))
     with pytest.raises(ProtocolError, match=field):
         Centre(cfg).aggregate([got, *r1[1:]])
+
+
+@pytest.mark.parametrize("where", ["sites.epsilon", "sites.delta", "feature_bounds",
+                                   "alpha", "tolerance"])
+def test_today2_huge_integer_anywhere_in_a_setup_is_a_protocol_error(where):
+    """The same 10**400 in a site's ε/δ, inside the bounds list, or in a scalar field of
+    the setup: refused as a ProtocolError naming the centre (the sender)."""
+    from dpfair.fairclass.federated._messages import ProtocolError
+
+    env = _keyed(_cfg(n=400)).to_envelope()
+    fields = dict(env.fields)
+    if where.startswith("sites."):
+        fields["sites"] = [{**fields["sites"][0], where[6:]: 10**400}]
+    elif where == "feature_bounds":
+        fields["feature_bounds"] = [[0, 10**400], *fields["feature_bounds"][1:]]
+    else:
+        fields[where] = 10**400
+    with pytest.raises(ProtocolError) as info:
+        ProtocolConfig.from_envelope(replace(env, fields=fields))
+    assert info.value.args and "centre" in str(info.value)
 
 
 @pytest.mark.xfail(strict=True, reason=(

@@ -77,6 +77,7 @@ from dpfair.fairclass.federated._messages import (
     MAX_MESSAGE_BYTES,
     Envelope,
     ProtocolError,
+    wire_float,
 )
 from dpfair.mechanisms import (
     KroneckerGaussianGrid,
@@ -681,6 +682,9 @@ class ProtocolConfig:
             if isinstance(exc, ProtocolError):
                 raise
             raise ProtocolError(env.sender, "fields", str(exc)) from None
+        except OverflowError:  # a JSON integer beyond binary64 in a nested field
+            raise ProtocolError(env.sender, "fields", "a number beyond binary64's range "
+                                "(a huge JSON integer); refused.") from None
 
 
 def _sites_from_envelope(env: Envelope) -> list[SiteSpec]:
@@ -700,6 +704,7 @@ def _sites_from_envelope(env: Envelope) -> list[SiteSpec]:
             and not isinstance(s["n"], bool)
             and all(
                 isinstance(s[k], (int, float)) and not isinstance(s[k], bool)
+                and math.isfinite(wire_float(s[k]))
                 for k in ("epsilon", "delta")
             )
         )
@@ -707,7 +712,7 @@ def _sites_from_envelope(env: Envelope) -> list[SiteSpec]:
             raise ProtocolError(
                 env.sender,
                 f"fields.sites[{i}]",
-                "malformed (exactly site_id: str, n: int, epsilon, delta: numbers).",
+                "malformed (exactly site_id: str, n: int, epsilon, delta: finite numbers).",
             )
         sites.append(SiteSpec(s["site_id"], s["n"], float(s["epsilon"]), float(s["delta"])))
     return sites
