@@ -480,17 +480,9 @@ def test_today2_huge_integer_anywhere_in_a_setup_is_a_protocol_error(where):
     assert info.value.args and "centre" in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: public bounds whose width overflows binary64, e.g. (-1e308, 1e308), pass "
-    "check_feature_bounds (fairclass/_validation.py: only finiteness and lo < hi are "
-    "checked); FeatureMap.transform (fairclass/_linear.py, `out = X - lo; out /= hi - lo`) "
-    "then maps x = 1e308 to u = inf/inf = NaN (the box check `U < 0 | U > 1` is False for "
-    "NaN) and every other x to 0. The FDP linear site bins the NaN norms into bin 0 ('above "
-    "r_box'), releases a radius from that histogram, charges round 1, and only then "
-    "lattice_rows raises 'rows must be finite' (data-dependent failure after the charge; "
-    "the centralised linear fit silently fits on u = 0/NaN rows). Such a box should be "
-    "refused at setup, before any data are read."))
 def test_today2_overflowing_public_box_is_refused_before_the_data_are_read():
+    """(-1e308, 1e308) has no finite width: the FDP setup refuses it (fixed:
+    ``check_bound_width`` in FeatureMap and check_feature_bounds)."""
     from dpfair._errors import InvalidParameterError
 
     n = 64
@@ -504,6 +496,50 @@ def test_today2_overflowing_public_box_is_refused_before_the_data_are_read():
     site = Site("h0", X, np.tile([0, 1], n // 2), np.repeat([0, 1], n // 2), config=cfg,
                 random_state=0)
     assert np.all(np.isfinite(site._U)), "the public map produced non-finite rows"
+
+
+@pytest.mark.parametrize("estimator", ["kernel", "rff", "linear"])
+def test_today2_overflowing_box_is_refused_by_every_bounds_validator(estimator):
+    """The same box in every validator of public bounds: the FDP setup of each estimator,
+    the centralised classifier (before the data: X is not even an array), the public
+    feature map, and a JSON integer 10**400 as a bound (no binary64 value)."""
+    from dpfair._errors import InvalidParameterError
+    from dpfair.fairclass import CDPFairClassifier
+    from dpfair.fairclass._linear import FeatureMap
+    from dpfair.fairclass._validation import check_feature_bounds
+
+    with pytest.raises(InvalidParameterError, match="feature_bounds.*width"):
+        make_protocol([("h0", 64, 1.0, 1e-6)], feature_bounds=[(0.0, 1.0), (-1e308, 1e308)],
+                      alpha=0.1, estimator=estimator, protocol_id="attack-today2-box")
+    if estimator != "rff":  # CDP-Fair has the kernel grid and the linear estimator
+        clf = CDPFairClassifier(epsilon=1.0, delta=1e-6, alpha=0.1, estimator=estimator,
+                                feature_bounds=[(0.0, 1.0), (-1e308, 1e308)])
+        with pytest.raises(InvalidParameterError, match="feature_bounds"):
+            clf.fit(np.zeros((64, 2)), np.tile([0, 1], 32),
+                    sensitive_features=np.repeat([0, 1], 32))
+    with pytest.raises(InvalidParameterError, match="width"):
+        check_feature_bounds([(0.0, 1.0), (-1e308, 1e308)], 2)
+    with pytest.raises(InvalidParameterError, match="width"):
+        FeatureMap.build([(0.0, 1.0), (-1e308, 1e308)], None, 2)
+    for bad in ([(0, 10**400)], [(-(10**400), 0)]):
+        with pytest.raises(InvalidParameterError, match="feature_bounds"):
+            check_feature_bounds(bad, 1)
+    # the narrowest overflow still refused, the widest finite width still accepted
+    big = float(np.finfo(np.float64).max)
+    check_feature_bounds([(-big / 2, big / 2)], 1)
+    with pytest.raises(InvalidParameterError, match="width"):
+        check_feature_bounds([(-big / 2, np.nextafter(big / 2, np.inf) * 1.0000001)], 1)
+
+
+@pytest.mark.parametrize("bounds", [(-1e308, 1e308), (0, 10**400), (-(10**400), 0)])
+def test_today2_interval_bounds_refuse_overflow_and_huge_integers(bounds):
+    """The median/quantile/facility validator (check_interval_bounds) refuses an
+    overflowing width and a bound with no binary64 value by name (not OverflowError)."""
+    from dpfair._errors import InvalidParameterError
+    from dpfair._validation import check_interval_bounds
+
+    with pytest.raises(InvalidParameterError, match="bounds"):
+        check_interval_bounds("bounds", bounds)
 
 
 @pytest.mark.parametrize("features", ["x1,x2", "x1,x2,x3,x1"])
