@@ -508,7 +508,7 @@ def test_today2_overflowing_box_is_refused_by_every_bounds_validator(estimator):
     from dpfair.fairclass._linear import FeatureMap
     from dpfair.fairclass._validation import check_feature_bounds
 
-    with pytest.raises(InvalidParameterError, match="feature_bounds.*width"):
+    with pytest.raises(InvalidParameterError, match=r"feature_bounds.*width"):
         make_protocol([("h0", 64, 1.0, 1e-6)], feature_bounds=[(0.0, 1.0), (-1e308, 1e308)],
                       alpha=0.1, estimator=estimator, protocol_id="attack-today2-box")
     if estimator != "rff":  # CDP-Fair has the kernel grid and the linear estimator
