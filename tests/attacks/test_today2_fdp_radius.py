@@ -543,15 +543,9 @@ def test_today2_interval_bounds_refuse_overflow_and_huge_integers(bounds):
 
 
 @pytest.mark.parametrize("features", ["x1,x2", "x1,x2,x3,x1"])
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: `dpfair fdp site round1 --features x1,x2` (2 names for a setup of 3 public "
-    "features, or a duplicated name) is a public-parameter mismatch, but cli/fdp.py calls "
-    "make_site inside charged_on_failure, so the ProtocolError ('X has shape ...; the "
-    "protocol has 3 features' / 'expected 3 distinct feature columns') is raised after the "
-    "whole run's epsilon_s was charged to the persistent ledger and is shown as 'the data "
-    "failed this release's checks'. The feature count and distinctness against the "
-    "setup's feature_bounds should be checked before preflight/charge."))
 def test_today2_cli_feature_count_mismatch_charges_nothing(tmp_path, features):
+    """A --features list that does not match the setup (count, duplicates) is a free
+    parameter error (fixed: check_site_columns before the ledger pre-check)."""
     from tests.fairclass.federated.test_linear import _cli
 
     _round1, spent = _cli_site(tmp_path, None)
@@ -559,6 +553,27 @@ def test_today2_cli_feature_count_mismatch_charges_nothing(tmp_path, features):
          "--key", "keys/h1.key", "--centre-key", "keys/centre.pub", "--ledger",
          "h1/h1.fdp-ledger", "--features", features, "--target", "y", "--sensitive", "a",
          "--state", "h1/state.json", "--out", "h1.r1.json", cwd=tmp_path, code=2)
+    assert spent() == 0.0
+
+
+@pytest.mark.parametrize("features", ["x1,x2", "x1,x1,x2", "x1,x2,a", "x1,x2,y"])
+@pytest.mark.parametrize("rnd", ["round1", "round2"])
+def test_today2_cli_feature_list_is_checked_before_the_data_are_touched(tmp_path, features,
+                                                                        rnd):
+    """The column check reads nothing: with a DATA path that does not exist the wrong
+    --features (count, a duplicate, target or sensitive among them) is still the named
+    parameter error, in round 1 and round 2, and the ledger is untouched."""
+    from tests.fairclass.federated.test_linear import _cli
+
+    _round1, spent = _cli_site(tmp_path, None)
+    extra = ["--model", "no-model.json"] if rnd == "round2" else []
+    got = _cli("site", rnd, "h1/missing.csv", "--setup", "setup.json", "--site-id", "h1",
+               "--key", "keys/h1.key", "--centre-key", "keys/centre.pub", "--ledger",
+               "h1/h1.fdp-ledger", "--features", features, "--target", "y", "--sensitive",
+               "a", "--state", "h1/state.json", "--out", "h1.out.json", *extra,
+               cwd=tmp_path, code=2)
+    assert "features" in got["error"] or "columns" in got["error"], got["error"]
+    assert "missing.csv" not in got["error"]
     assert spent() == 0.0
 
 
