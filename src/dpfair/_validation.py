@@ -78,7 +78,7 @@ def check_interval_bounds(
         )
     try:
         lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InvalidParameterError(
             f"{name}={bounds!r}: expected a pair (lo, hi) of real numbers, e.g. {example}."
         ) from None

@@ -381,17 +381,6 @@ _BAD_OPTIONS = [
 
 
 @pytest.mark.parametrize(("agg", "kw"), _BAD_OPTIONS)
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: Session.fit_fair_classifier (session/_session.py, the checks before "
-    "self._release) validates only constraints, on_uncertified, aggregate, the columns, the "
-    "budget and alpha before charging; every other option (estimator, threshold_rule, "
-    "fail_prob, bandwidth, radius) and the public refusal 'estimator=linear needs the rows "
-    "in memory' on aggregate='always' are raised inside compute() (CDPFairClassifier / "
-    "validate_request / run_pipeline), where charged_on_failure charges the planned "
-    "(1, 1e-6) for a typo in a public parameter. THREATS rule 9 (validate, pre-check, "
-    "charge, compute) and tests/session/test_fair_options.py::test_bad_options_are_refused_"
-    "before_anything_is_read expect nothing charged; the CLI only escapes it by validating "
-    "--estimator/--radius itself."))
 def test_today2_session_public_parameter_error_charges_nothing(data, parquet, agg, kw) -> None:
     from dpfair import InvalidParameterError
 
@@ -410,15 +399,6 @@ def test_today2_session_public_parameter_error_charges_nothing(data, parquet, ag
     pytest.param(["--threshold-rule", "bogus"], id="threshold-rule-typo"),
     pytest.param(["--fail-prob", "2"], id="fail-prob-out-of-range"),
 ])
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING (CLI form of test_today2_session_public_parameter_error_charges_nothing): "
-    "`dpfair fair-classify ... --ledger L` with --threshold-rule bogus, --fail-prob 2, or "
-    "--estimator linear --aggregate always (with or without --constraints opportunity) "
-    "exits 2 with a one-line parameter error AND charges epsilon = 1 to the persistent "
-    "ledger (recorded as 'failed on the data'): cli/fairclass.py validates --aggregate, "
-    "--bounds, --estimator/--radius/--constraints names itself but passes these to "
-    "Session.fit_fair_classifier, which raises them inside the charged compute(). Four "
-    "typos burn 4.0 of a 5.0 budget (measured)."))
 def test_today2_cli_public_parameter_error_charges_nothing(data, frame, tmp_path, extra) -> None:
     from dpfair.cli import app
 

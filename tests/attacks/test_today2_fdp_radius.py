@@ -258,16 +258,9 @@ def test_today2_rung_edge_records_keep_the_bounds_at_that_rung():
 
 
 # ------------------------------------------------------------ public parameters it cannot serve
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: a setup with radius_share = 1e-30 passes FDPConfig's check (0 < share < 0.5, "
-    "_config.py _radius_share) and ProtocolConfig.from_envelope, but its sigma_r = "
-    "sqrt(2)/(mu_f*sqrt(f)) needs a discrete-Gaussian variance > 2^104: Site._round1_linear "
-    "charges the whole round (radius + statistics records) in _charge_round1 and only then "
-    "sample_discrete_gaussian raises InvalidParameterError in noisy_histogram. A (malicious "
-    "or careless) centre thus burns every site's budget for a release that cannot happen; "
-    "on the CLI the persistent ledger charges the whole run (charged_on_failure). The "
-    "setup should be refused (or the sampler's limit checked) before any charge."))
 def test_today2_unservable_radius_share_is_refused_before_any_charge():
+    """A radius_share whose σ_r needs a sampler variance above 2^104 is refused when the
+    setup is written (fixed: ``ProtocolConfig.check_servable`` in make_protocol)."""
     try:
         cfg = _cfg(n=400, radius_share=1e-30)
     except Exception:  # refused at setup: the fix
@@ -283,6 +276,28 @@ def test_today2_unservable_radius_share_is_refused_before_any_charge():
         return
     # it ran: then it must have been a real, charged release
     assert site.ledger.records
+
+
+def test_today2_unservable_setup_is_refused_at_parse_and_by_the_site_before_its_charge():
+    """A centre that signs a setup with radius_share = 1e-30 anyway: the site's parse
+    refuses it by name; a ProtocolConfig built around make_protocol (dataclasses.replace)
+    is refused by the site's round 1 before the ledger is touched."""
+    from dpfair._errors import InvalidParameterError
+    from dpfair.fairclass.federated._messages import ProtocolError
+
+    env = _keyed(_cfg(n=400)).to_envelope()
+    forged = replace(env, fields={**env.fields, "radius_share": 1e-30})
+    with pytest.raises(ProtocolError, match="radius_share"):
+        ProtocolConfig.from_envelope(forged)
+    bad = replace(_cfg(n=400), radius_share=1e-30)
+    site = Site("h0", *_design(np.random.default_rng(7), 400), config=bad, random_state=0)
+    with pytest.raises(InvalidParameterError, match="radius_share"):
+        site.round1()
+    assert site.ledger.records == []
+    assert site._round == 0
+    # the smallest servable shares still run (the limit is the sampler's, not lower)
+    ok = _cfg(n=400, radius_share=1e-20)
+    Site("h0", *_design(np.random.default_rng(7), 400), config=ok, random_state=0).round1()
 
 
 def test_today2_setup_refuses_radius_share_out_of_range_from_a_centre():
@@ -356,14 +371,8 @@ def test_today2_cli_second_round1_of_the_same_run_is_refused(tmp_path):
     assert spent() == pytest.approx(1.0, rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING (CLI form of test_today2_unservable_radius_share_is_refused_before_any_charge): "
-    "`dpfair fdp centre setup --radius-share 1e-30` is accepted and signed; `dpfair fdp "
-    "site round1` then charges the site's whole run (epsilon_s = 1) to its persistent ledger "
-    "(charge() before site.round1(), cli/fdp.py) and fails in sample_discrete_gaussian "
-    "(variance > 2^104) with no message written: the budget is burnt for nothing. Expected: "
-    "the setup refused (or the site refusing it before the charge)."))
 def test_today2_cli_unservable_radius_share_burns_no_budget(tmp_path):
+    """The CLI centre refuses ``--radius-share 1e-30`` (nothing signed, nothing charged)."""
     try:
         round1, spent = _cli_site(tmp_path, "1e-30")
     except AssertionError:  # setup refused: the fix
@@ -430,17 +439,9 @@ def _signed_round1():
 
 
 @pytest.mark.parametrize("field", ["radius", "sigma_radius", "setup.radius_share"])
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
-    "FINDING: a validly signed round-1 message whose 'radius' list holds a huge JSON integer "
-    "(10**400) or whose 'sigma_radius' is one crashes Centre.aggregate with an uncaught "
-    "OverflowError ('int too large to convert to float') instead of a ProtocolError naming "
-    "the site and field: _centre.py _check_site_radius calls float(r) before "
-    "math.isfinite, and Envelope.number (_messages.py, `v = float(self.get(...))`) does the "
-    "same for every numeric field (sigma_* of round 1, numbers of the setup: a setup with "
-    "radius_share = 10**400 crashes ProtocolConfig.from_envelope the same way). A site can "
-    "thus abort the centre's aggregation without being named, a centre a site's setup "
-    "parsing (rule 7: malformed messages refused by name)."))
 def test_today2_huge_integer_in_a_signed_round1_is_refused_by_name(field):
+    """A JSON integer 10**400 (no binary64 value) in a signed round 1 or setup is refused
+    by a ProtocolError naming the field, never an uncaught OverflowError."""
     from dpfair.fairclass.federated import Centre
     from dpfair.fairclass.federated._messages import ProtocolError, decode, encode
 
@@ -459,17 +460,29 @@ def test_today2_huge_integer_in_a_signed_round1_is_refused_by_name(field):
         Centre(cfg).aggregate([got, *r1[1:]])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: public bounds whose width overflows binary64, e.g. (-1e308, 1e308), pass "
-    "check_feature_bounds (fairclass/_validation.py: only finiteness and lo < hi are "
-    "checked); FeatureMap.transform (fairclass/_linear.py, `out = X - lo; out /= hi - lo`) "
-    "then maps x = 1e308 to u = inf/inf = NaN (the box check `U < 0 | U > 1` is False for "
-    "NaN) and every other x to 0. The FDP linear site bins the NaN norms into bin 0 ('above "
-    "r_box'), releases a radius from that histogram, charges round 1, and only then "
-    "lattice_rows raises 'rows must be finite' (data-dependent failure after the charge; "
-    "the centralised linear fit silently fits on u = 0/NaN rows). Such a box should be "
-    "refused at setup, before any data are read."))
+@pytest.mark.parametrize("where", ["sites.epsilon", "sites.delta", "feature_bounds",
+                                   "alpha", "tolerance"])
+def test_today2_huge_integer_anywhere_in_a_setup_is_a_protocol_error(where):
+    """The same 10**400 in a site's ε/δ, inside the bounds list, or in a scalar field of
+    the setup: refused as a ProtocolError naming the centre (the sender)."""
+    from dpfair.fairclass.federated._messages import ProtocolError
+
+    env = _keyed(_cfg(n=400)).to_envelope()
+    fields = dict(env.fields)
+    if where.startswith("sites."):
+        fields["sites"] = [{**fields["sites"][0], where[6:]: 10**400}]
+    elif where == "feature_bounds":
+        fields["feature_bounds"] = [[0, 10**400], *fields["feature_bounds"][1:]]
+    else:
+        fields[where] = 10**400
+    with pytest.raises(ProtocolError) as info:
+        ProtocolConfig.from_envelope(replace(env, fields=fields))
+    assert info.value.args and "centre" in str(info.value)
+
+
 def test_today2_overflowing_public_box_is_refused_before_the_data_are_read():
+    """(-1e308, 1e308) has no finite width: the FDP setup refuses it (fixed:
+    ``check_bound_width`` in FeatureMap and check_feature_bounds)."""
     from dpfair._errors import InvalidParameterError
 
     n = 64
@@ -485,16 +498,54 @@ def test_today2_overflowing_public_box_is_refused_before_the_data_are_read():
     assert np.all(np.isfinite(site._U)), "the public map produced non-finite rows"
 
 
+@pytest.mark.parametrize("estimator", ["kernel", "rff", "linear"])
+def test_today2_overflowing_box_is_refused_by_every_bounds_validator(estimator):
+    """The same box in every validator of public bounds: the FDP setup of each estimator,
+    the centralised classifier (before the data: X is not even an array), the public
+    feature map, and a JSON integer 10**400 as a bound (no binary64 value)."""
+    from dpfair._errors import InvalidParameterError
+    from dpfair.fairclass import CDPFairClassifier
+    from dpfair.fairclass._linear import FeatureMap
+    from dpfair.fairclass._validation import check_feature_bounds
+
+    with pytest.raises(InvalidParameterError, match=r"feature_bounds.*width"):
+        make_protocol([("h0", 64, 1.0, 1e-6)], feature_bounds=[(0.0, 1.0), (-1e308, 1e308)],
+                      alpha=0.1, estimator=estimator, protocol_id="attack-today2-box")
+    if estimator != "rff":  # CDP-Fair has the kernel grid and the linear estimator
+        clf = CDPFairClassifier(epsilon=1.0, delta=1e-6, alpha=0.1, estimator=estimator,
+                                feature_bounds=[(0.0, 1.0), (-1e308, 1e308)])
+        with pytest.raises(InvalidParameterError, match="feature_bounds"):
+            clf.fit(np.zeros((64, 2)), np.tile([0, 1], 32),
+                    sensitive_features=np.repeat([0, 1], 32))
+    with pytest.raises(InvalidParameterError, match="width"):
+        check_feature_bounds([(0.0, 1.0), (-1e308, 1e308)], 2)
+    with pytest.raises(InvalidParameterError, match="width"):
+        FeatureMap.build([(0.0, 1.0), (-1e308, 1e308)], None, 2)
+    for bad in ([(0, 10**400)], [(-(10**400), 0)]):
+        with pytest.raises(InvalidParameterError, match="feature_bounds"):
+            check_feature_bounds(bad, 1)
+    # the narrowest overflow still refused, the widest finite width still accepted
+    big = float(np.finfo(np.float64).max)
+    check_feature_bounds([(-big / 2, big / 2)], 1)
+    with pytest.raises(InvalidParameterError, match="width"):
+        check_feature_bounds([(-big / 2, np.nextafter(big / 2, np.inf) * 1.0000001)], 1)
+
+
+@pytest.mark.parametrize("bounds", [(-1e308, 1e308), (0, 10**400), (-(10**400), 0)])
+def test_today2_interval_bounds_refuse_overflow_and_huge_integers(bounds):
+    """The median/quantile/facility validator (check_interval_bounds) refuses an
+    overflowing width and a bound with no binary64 value by name (not OverflowError)."""
+    from dpfair._errors import InvalidParameterError
+    from dpfair._validation import check_interval_bounds
+
+    with pytest.raises(InvalidParameterError, match="bounds"):
+        check_interval_bounds("bounds", bounds)
+
+
 @pytest.mark.parametrize("features", ["x1,x2", "x1,x2,x3,x1"])
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: `dpfair fdp site round1 --features x1,x2` (2 names for a setup of 3 public "
-    "features, or a duplicated name) is a public-parameter mismatch, but cli/fdp.py calls "
-    "make_site inside charged_on_failure, so the ProtocolError ('X has shape ...; the "
-    "protocol has 3 features' / 'expected 3 distinct feature columns') is raised after the "
-    "whole run's epsilon_s was charged to the persistent ledger and is shown as 'the data "
-    "failed this release's checks'. The feature count and distinctness against the "
-    "setup's feature_bounds should be checked before preflight/charge."))
 def test_today2_cli_feature_count_mismatch_charges_nothing(tmp_path, features):
+    """A --features list that does not match the setup (count, duplicates) is a free
+    parameter error (fixed: check_site_columns before the ledger pre-check)."""
     from tests.fairclass.federated.test_linear import _cli
 
     _round1, spent = _cli_site(tmp_path, None)
@@ -502,6 +553,27 @@ def test_today2_cli_feature_count_mismatch_charges_nothing(tmp_path, features):
          "--key", "keys/h1.key", "--centre-key", "keys/centre.pub", "--ledger",
          "h1/h1.fdp-ledger", "--features", features, "--target", "y", "--sensitive", "a",
          "--state", "h1/state.json", "--out", "h1.r1.json", cwd=tmp_path, code=2)
+    assert spent() == 0.0
+
+
+@pytest.mark.parametrize("features", ["x1,x2", "x1,x1,x2", "x1,x2,a", "x1,x2,y"])
+@pytest.mark.parametrize("rnd", ["round1", "round2"])
+def test_today2_cli_feature_list_is_checked_before_the_data_are_touched(tmp_path, features,
+                                                                        rnd):
+    """The column check reads nothing: with a DATA path that does not exist the wrong
+    --features (count, a duplicate, target or sensitive among them) is still the named
+    parameter error, in round 1 and round 2, and the ledger is untouched."""
+    from tests.fairclass.federated.test_linear import _cli
+
+    _round1, spent = _cli_site(tmp_path, None)
+    extra = ["--model", "no-model.json"] if rnd == "round2" else []
+    got = _cli("site", rnd, "h1/missing.csv", "--setup", "setup.json", "--site-id", "h1",
+               "--key", "keys/h1.key", "--centre-key", "keys/centre.pub", "--ledger",
+               "h1/h1.fdp-ledger", "--features", features, "--target", "y", "--sensitive",
+               "a", "--state", "h1/state.json", "--out", "h1.out.json", *extra,
+               cwd=tmp_path, code=2)
+    assert "features" in got["error"] or "columns" in got["error"], got["error"]
+    assert "missing.csv" not in got["error"]
     assert spent() == 0.0
 
 

@@ -166,3 +166,98 @@ def test_calibration_share_with_aggregates_is_refused_before_reading(tmp_path: P
         s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, calibration_share=0.7,
                               aggregate="always")
     assert s.spent.epsilon == 0.0
+
+
+# ------------------------------------------------ public-parameter errors read and charge nothing
+def _no_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way a release reads the data raises: an error must come before them."""
+    from dpfair.session._sources import FileSource, MemorySource
+
+    def read(*_a: object, **_k: object) -> None:
+        raise AssertionError("the data were read before a public-parameter error")
+
+    for cls in (FileSource, MemorySource):
+        monkeypatch.setattr(cls, "column", read)
+        monkeypatch.setattr(cls, "columns", read)
+    monkeypatch.setattr(Session, "_use_aggregates", read)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"estimator": "forest"}, "estimator="),
+    ({"threshold_rule": "bogus"}, "threshold_rule="),
+    ({"fail_prob": 2.0}, "fail_prob="),
+    ({"bandwidth": -1.0}, "bandwidth"),
+    ({"bandwidth": "wide"}, "bandwidth="),
+    ({"estimator": "linear", "radius": "wide"}, "radius="),
+    ({"grid_resolution": -1.0}, "grid_resolution"),
+    ({"max_grid_nodes": 2.5}, "max_grid_nodes="),
+    ({"s1_share": 1.5}, "s1_share"),
+    ({"clip": "yes"}, "clip="),
+    ({"feature_bounds": [(0.0, 1.0), (-1e308, 1e308)]}, "width"),
+    ({"feature_bounds": [(0.0, 1.0)]}, "feature_bounds"),
+    ({"estimator": "linear", "aggregate": "always"}, "linear"),
+    ({"estimator": "linear", "aggregate": "always",
+      "constraints": "equal_opportunity"}, "linear"),
+    ({"categories": {"x1": [0, 1]}, "aggregate": "always"}, "categories"),
+])
+def test_fair_classifier_public_errors_come_before_any_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kw: dict, match: str) -> None:
+    """THREATS rule 9: the estimator's own checks (CDPFairClassifier.check_params, and the
+    out-of-core request's with aggregate='always') run before the file is opened for
+    rows or the budget is charged; a typo costs nothing."""
+    path = tmp_path / "train.parquet"
+    frame(400, 2).to_parquet(path, index=False)
+    s = Session(path, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    _no_reads(monkeypatch)
+    req = {**REQ, **{k: v for k, v in kw.items() if k == "feature_bounds"}}
+    opts = {k: v for k, v in kw.items() if k != "feature_bounds"}
+    with pytest.raises(InvalidParameterError, match=match):
+        s.fit_fair_classifier(**req, epsilon=1.0, alpha=0.1, **opts)
+    assert len(s.records) == 0 and s.spent.epsilon == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
+def test_check_params_is_what_fit_checks() -> None:
+    """check_params refuses what fit refuses (the same functions) and accepts what fit
+    accepts; a valid estimator's seeded fit is unchanged by the pre-check."""
+    X, y, A = unseen(600, 4)
+    for bad in ({"threshold_rule": "bogus"}, {"fail_prob": 0.7}, {"bandwidth": 0.0},
+                {"estimator": "linear", "radius": -1.0}, {"epsilon": -1.0}, {"alpha": 2.0},
+                {"on_uncertified": "ignore"}, {"constraints": "parity"}):
+        est = CDPFairClassifier(**{"feature_bounds": BOUNDS, **bad})
+        with pytest.raises(InvalidParameterError) as pre:
+            est.check_params(2)
+        with pytest.raises(InvalidParameterError) as fit:
+            CDPFairClassifier(**{"feature_bounds": BOUNDS, **bad}).fit(
+                X, y, sensitive_features=A)
+        assert str(pre.value) == str(fit.value)
+    for est_name in ("kernel", "linear", "auto"):
+        est = CDPFairClassifier(feature_bounds=BOUNDS, estimator=est_name, random_state=3)
+        assert est.check_params(2) in ("kernel", "linear")
+        a = est.fit(X, y, sensitive_features=A)
+        b = CDPFairClassifier(feature_bounds=BOUNDS, estimator=est_name,
+                              random_state=3).fit(X, y, sensitive_features=A)
+        assert np.asarray(a.tau_).tobytes() == np.asarray(b.tau_).tobytes()
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"method": "bogus"}, "method="),
+    ({"q": 1.5}, "q="),
+    ({"q": [0.2, 1.5]}, "q="),
+    ({"bounds": (10.0, 0.0)}, "bounds="),
+    ({"bounds": (-1e308, 1e308)}, "width"),
+    ({"granularity": -1.0}, "granularity="),
+    ({"granularity": 4.0}, "granularity="),
+])
+def test_quantile_ci_public_errors_come_before_any_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kw: dict, match: str) -> None:
+    """quantile_ci validates q, bounds, method and granularity by the engine's own
+    dpfair.quantiles.check_request before anything is read or charged (was: charged ρ)."""
+    path = tmp_path / "x.parquet"
+    pd.DataFrame({"x": np.linspace(0.0, 10.0, 500)}).to_parquet(path, index=False)
+    s = Session(path, budget=Budget.zcdp(2.0), reproducible_seed=0)
+    _no_reads(monkeypatch)
+    args = {"q": 0.5, "rho": 0.5, "bounds": (0.0, 10.0), **kw}
+    with pytest.raises(InvalidParameterError, match=match):
+        s.quantile_ci("x", **args)
+    assert len(s.records) == 0 and s.spent.rho == 0.0

@@ -476,6 +476,7 @@ def register(app: typer.Typer) -> None:
         """Round 1 on this site's training half: write the signed ``round1`` message."""
         from dpfair.fairclass.federated import (
             charge_round,
+            check_site_columns,
             make_site,
             open_site_ledger,
             preflight,
@@ -488,6 +489,7 @@ def register(app: typer.Typer) -> None:
             _check_aggregate(aggregate)
             _check_seed(seed)
             cfg, signer = site_setup(setup, site_id, key, centre_key)
+            check_site_columns(cfg, site_id, features, target, sensitive)  # before any charge
             if state.exists():
                 raise InvalidParameterError(
                     f"--state {str(state)!r} already exists; a state file is never "
@@ -587,6 +589,7 @@ def register(app: typer.Typer) -> None:
         """Round 2 on this site's calibration half: write the signed ``round2`` message."""
         from dpfair.fairclass.federated import (
             charge_round,
+            check_site_columns,
             make_site,
             open_site_ledger,
             preflight,
@@ -599,6 +602,7 @@ def register(app: typer.Typer) -> None:
             _check_aggregate(aggregate)
             _check_seed(seed)
             cfg, signer = site_setup(setup, site_id, key, centre_key)
+            check_site_columns(cfg, site_id, features, target, sensitive)  # before any charge
             st = _read_state(state, site_id, cfg.protocol_id)
             led, per_run = open_site_ledger(
                 ledger=ledger, max_epsilon=max_epsilon, max_delta=max_delta, state=state,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -187,9 +188,13 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
         return cross_fit, clip, res, int(max_nodes)
 
     def _resolve_bandwidth(self, n_train: int, d: int, mu_f: float | None) -> float:
-        bw = self.bandwidth
-        if bw is None:
+        if self.bandwidth is None:
             return bandwidth_rule(n_train, d, mu_f)
+        return self._public_bandwidth()
+
+    def _public_bandwidth(self) -> float:
+        """The caller's public bandwidth, validated (not None: the rule needs n)."""
+        bw = self.bandwidth
         if isinstance(bw, str):
             raise InvalidParameterError(
                 f"bandwidth={bw!r}: expected None (the public rule) or a positive number "
@@ -314,6 +319,60 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
             )
         return share
 
+    def check_params(self, n_features: int,
+                     feature_names: Sequence[str] | None = None) -> str:
+        """Run every check :meth:`fit` runs on the public parameters, reading no data.
+
+        The same checks, in the same functions, as ``fit`` (estimator name and its
+        resolution for ``n_features`` columns, budget, α, threshold rule and ``fail_prob``,
+        shares, constraints, grid, bandwidth, radius, the public box or feature map,
+        ``on_uncertified``): a caller that charges a budget before it reads the data (a
+        :class:`~dpfair.Session`, the CLI) calls this first, so a typo in a public parameter
+        costs nothing. Releases nothing.
+
+        Parameters
+        ----------
+        n_features : int
+            Columns of X (public).
+        feature_names : sequence of str, optional
+            Their names (``categories`` may name columns).
+
+        Returns
+        -------
+        str
+            The group score the fit will use ("kernel" or "linear").
+
+        Raises
+        ------
+        InvalidParameterError
+            The first public parameter out of range, named with its fix.
+        """
+        score = self._resolve_estimator(np.zeros((0, int(n_features))))
+        self._alpha_params()
+        self._on_uncertified()
+        self._public_request(score, int(n_features), feature_names)
+        return score
+
+    def _public_request(
+        self, score: str, d: int, feature_names: Sequence[str] | None = None
+    ) -> tuple[FitSettings, FeatureMap | None, NDArray[np.float64] | None,
+               NDArray[np.float64] | None, bool]:
+        """The validated pipeline settings of a fit with ``d`` columns (no data read):
+        (settings, feature map or None, lows, highs, clip)."""
+        self._privacy_params()
+        _cross, clip, _res, _nodes = self._validate_common()
+        if score == "linear":
+            fmap = FeatureMap.build(
+                self.feature_bounds, getattr(self, "categories", None), d,
+                None if feature_names is None else list(feature_names), clip,
+            )
+            return self._settings("linear", d, feature_map=fmap), fmap, None, None, clip
+        lows, highs = check_feature_bounds(self.feature_bounds, d)
+        if self.bandwidth is not None:
+            self._public_bandwidth()
+        return (self._settings("kernel", d, lows=lows, highs=highs), None, lows, highs,
+                clip)
+
     def _fit_path(
         self,
         X: ArrayLike,
@@ -338,27 +397,25 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
                 raise InvalidDataError(str(exc)) from None
             names = getattr(self, "feature_names_in_", None)
             n, ncols = X_obj.shape
-            fmap = FeatureMap.build(
-                self.feature_bounds, getattr(self, "categories", None), ncols,
-                None if names is None else list(names), clip,
-            )
+            settings, fmap, _lo, _hi, _clip = self._public_request(
+                "linear", ncols, None if names is None else list(names))
+            assert fmap is not None
             yy = check_binary("y", y, n_samples=n)
             A = check_sensitive(sensitive_features, n)
             U = fmap.transform(X_obj, None if names is None else list(names))
             check_group_sizes(A, yy)
-            settings = self._settings("linear", ncols, feature_map=fmap)
         else:
             X_arr, y_raw = self._prepare_X(X, reset=True, y=y)
             n, d = X_arr.shape
             yy = check_binary("y", y_raw, n_samples=n)
             A = check_sensitive(sensitive_features, n)
-            lows, highs = check_feature_bounds(self.feature_bounds, d)
+            settings, _fmap, lows, highs, _clip = self._public_request("kernel", d)
+            assert lows is not None and highs is not None
             U = scale_to_unit_box(
                 X_arr, lows, highs, clip=clip,
                 feature_names=getattr(self, "feature_names_in_", None),
             )
             check_group_sizes(A, yy)
-            settings = self._settings("kernel", d, lows=lows, highs=highs)
         rng = as_generator(self.random_state, name="random_state")
         return run_pipeline(settings, ArraySource(U, A, yy), alphas, rng).states
 
@@ -1116,9 +1173,8 @@ def prepare_out_of_core(
             "split='permutation': an out-of-core fit cannot permute the rows; use None or "
             "'position' (a seeded hash of the row position)."
         )
-    _cross, clip, _res, _nodes = clf._validate_common()
-    lows, highs = check_feature_bounds(clf.feature_bounds, d)
-    settings = clf._settings("kernel", d, lows=lows, highs=highs)
+    settings, _fmap, lows, highs, clip = clf._public_request("kernel", d)
+    assert lows is not None and highs is not None
     return settings, lows, highs, clip
 
 

@@ -106,6 +106,7 @@ from numpy.typing import NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError, MissingPublicBoundError
 from dpfair.fairclass._rule import PlugInRule
+from dpfair.fairclass._validation import check_bound_width
 from dpfair.mechanisms import snap_to_lattice
 
 __all__ = [
@@ -237,7 +238,7 @@ class FeatureMap:
                 )
             try:
                 lo, hi = float(b[0]), float(b[1])
-            except (TypeError, ValueError, IndexError):
+            except (TypeError, ValueError, IndexError, OverflowError):
                 raise InvalidParameterError(
                     f"feature_bounds[{label!r}]={b!r}: expected a (lo, hi) pair of numbers."
                 ) from None
@@ -245,6 +246,7 @@ class FeatureMap:
                 raise InvalidParameterError(
                     f"feature_bounds[{label!r}]=({lo}, {hi}): need finite lo < hi."
                 )
+            check_bound_width(label, lo, hi)
             bounds.append((lo, hi))
         return cls(tuple(bounds), cats, bool(clip))
 

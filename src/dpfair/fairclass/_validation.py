@@ -26,6 +26,7 @@ __all__ = [
     "MIN_GROUP_ROWS",
     "check_alpha",
     "check_binary",
+    "check_bound_width",
     "check_budget",
     "check_feature_bounds",
     "check_group_sizes",
@@ -55,7 +56,7 @@ def check_feature_bounds(
         )
     try:
         arr = np.array(feature_bounds, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InvalidParameterError(
             f"feature_bounds={feature_bounds!r}: expected {n_features} (lo, hi) pairs of real "
             "numbers."
@@ -81,7 +82,25 @@ def check_feature_bounds(
             f"feature_bounds[{j}]={tuple(arr[j])}: lo must be strictly smaller than hi; swap "
             "them or widen the range."
         )
+    for j in range(arr.shape[0]):
+        check_bound_width(j, float(arr[j, 0]), float(arr[j, 1]))
     return arr[:, 0].copy(), arr[:, 1].copy()
+
+
+def check_bound_width(label: Any, lo: float, hi: float) -> None:
+    """Refuse a public box side whose width ``hi − lo`` overflows binary64.
+
+    Every map to the unit box divides by the width: with ``hi − lo = inf`` (e.g.
+    (-1e308, 1e308)) a record at ``hi`` maps to inf/inf = NaN and every other one to 0, so
+    the box must be refused before any data are read (the one check for the kernel grid's
+    :func:`check_feature_bounds` and the linear/RFF :class:`FeatureMap`).
+    """
+    if not np.isfinite(hi - lo):
+        raise InvalidParameterError(
+            f"feature_bounds[{label!r}]=({lo!r}, {hi!r}): the width hi - lo overflows a "
+            "float (inf), so the map to the unit box is undefined; give a narrower public "
+            "range or rescale the column (e.g. other units)."
+        )
 
 
 def scale_to_unit_box(

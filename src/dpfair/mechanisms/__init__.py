@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dpfair.mechanisms.discrete import DiscreteExponentialMechanism, DiscreteLaw
+    from dpfair.mechanisms.discrete_gaussian import MAX_VARIANCE as GAUSSIAN_MAX_VARIANCE
     from dpfair.mechanisms.discrete_gaussian import round_to_scale, sample_discrete_gaussian
     from dpfair.mechanisms.discrete_laplace import MAX_SCALE as LAPLACE_MAX_SCALE
     from dpfair.mechanisms.discrete_laplace import SAFE_SCALE as LAPLACE_SAFE_SCALE
@@ -77,6 +78,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # exact samplers
     "sample_discrete_gaussian": ("discrete_gaussian", "sample_discrete_gaussian"),
     "round_to_scale": ("discrete_gaussian", "round_to_scale"),
+    "GAUSSIAN_MAX_VARIANCE": ("discrete_gaussian", "MAX_VARIANCE"),
     "ClippedDiscreteLaplaceLaw": ("discrete_laplace", "ClippedDiscreteLaplaceLaw"),
     "LAPLACE_MAX_SCALE": ("discrete_laplace", "MAX_SCALE"),
     "LAPLACE_SAFE_SCALE": ("discrete_laplace", "SAFE_SCALE"),
@@ -116,6 +118,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "GAUSSIAN_MAX_VARIANCE",
     "LAPLACE_MAX_SCALE",
     "LAPLACE_SAFE_SCALE",
     "SMOOTHING_VARIANCE",

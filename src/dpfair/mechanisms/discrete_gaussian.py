@@ -46,6 +46,7 @@ from dpfair.mechanisms._exp_tables import ExpTables, decide_exp, exp_tables
 from dpfair.mechanisms.discrete_laplace import bernoulli_exp
 
 __all__ = [
+    "MAX_VARIANCE",
     "bernoulli_exp_big",
     "round_to_scale",
     "sample_discrete_gaussian",
@@ -54,6 +55,9 @@ __all__ = [
 #: Largest σ (variance parameter ≤ 2^104) the sampler accepts: keeps the Laplace scale t
 #: ≤ 2^52 + 1 and every accepted draw far inside int64.
 _MAX_VARIANCE = Fraction(2**104)
+#: The public form of that limit: callers check a planned variance against it before they
+#: charge a release (a release the sampler would refuse must cost nothing).
+MAX_VARIANCE = _MAX_VARIANCE
 #: |A| up to this bound keeps A² in int64.
 _A_SAFE = math.isqrt(2**63 - 1)
 _CHUNK = 62

@@ -54,6 +54,7 @@ __all__ = [
     "QUERY_METHODS",
     "QuantileWarning",
     "cdf_band",
+    "check_request",
     "confidence_interval",
     "confidence_intervals",
     "confidence_intervals_from_queries",
@@ -737,13 +738,48 @@ def _free_warnings(low: float, high: float, bounds: tuple[float, float], rho: fl
     return tuple(msgs)
 
 
+def check_request(
+    qs: Any, *, rho: float, bounds: tuple[float, float] | None, alpha: float = 0.05,
+    method: str = "cdf", granularity: float | None = None, localize: bool | None = None,
+    out_of_core: bool = False,
+) -> tuple[list[float], float, float, tuple[float, float], bool, float]:
+    """Validate a quantile request's public parameters, reading no data.
+
+    The checks :func:`confidence_intervals` and (``out_of_core=True``, which also refuses
+    ExpMech) :func:`confidence_intervals_from_queries` run before they touch the data: the
+    levels, ρ, α, the public bounds (finite, lo < hi, finite width), the method and the grid
+    step. A caller that charges a budget before it reads the data (a
+    :class:`~dpfair.Session`) runs this first, so a typo costs nothing. Releases nothing.
+
+    Returns
+    -------
+    (levels, rho, alpha, (lo, hi), localize, theta)
+        The validated values (``localize`` resolved: the default localises when no
+        ``granularity`` is given; theta the grid step of the non-localised path).
+
+    Raises
+    ------
+    InvalidParameterError
+        The first invalid parameter, named with its fix.
+    """
+    ps = _check_levels(qs)
+    r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
+    if out_of_core and method not in QUERY_METHODS:
+        raise InvalidParameterError(
+            f"method={method!r}: the out-of-core path serves {list(QUERY_METHODS)}; ExpMech "
+            "needs the records' order statistics (load the column instead)."
+        )
+    loc = (granularity is None) if localize is None else bool(localize)
+    theta = _theta(method, (lo, hi), granularity)
+    return ps, r, a, (lo, hi), loc, theta
+
+
 def _intervals(x: ArrayLike, qs: Sequence[float], rho: float, bounds: tuple[float, float] | None,
                alpha: float, method: str, granularity: float | None, localize: bool | None,
                rng: RandomLike) -> QuantileIntervals:
-    ps = _check_levels(qs)
-    r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
-    loc = (granularity is None) if localize is None else bool(localize)
-    theta = _theta(method, (lo, hi), granularity)
+    ps, r, a, (lo, hi), loc, theta = check_request(
+        qs, rho=rho, bounds=bounds, alpha=alpha, method=method, granularity=granularity,
+        localize=localize)
     src = _prepare(x, (lo, hi))
     return _release(src, ps, r, (lo, hi), a, method, theta, loc, as_generator(rng))
 
@@ -870,17 +906,11 @@ def confidence_intervals_from_queries(
     per search step (2·D₁ per quantile, D₁ = :func:`localization_depth`), the trees one
     histogram query. The queries' answers are never released, only the noisy results.
     """
-    ps = _check_levels(qs)
-    r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
-    if method not in QUERY_METHODS:
-        raise InvalidParameterError(
-            f"method={method!r}: the out-of-core path serves {list(QUERY_METHODS)}; ExpMech "
-            "needs the records' order statistics (load the column instead)."
-        )
+    ps, r, a, (lo, hi), loc, theta = check_request(
+        qs, rho=rho, bounds=bounds, alpha=alpha, method=method, granularity=granularity,
+        localize=localize, out_of_core=True)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise InvalidParameterError(f"n={n!r}: expected the number of records, an int >= 1.")
-    loc = (granularity is None) if localize is None else bool(localize)
-    theta = _theta(method, (lo, hi), granularity)
     src = _Queries(int(n), count_at_most, histogram)
     return _release(src, ps, r, (lo, hi), a, method, theta, loc, as_generator(rng),
                     stacklevel=3)

@@ -920,6 +920,18 @@ class Session:
         options.setdefault("clip", True)
         settings = dict(epsilon=eps, delta=dl, alpha=alpha, feature_bounds=feature_bounds,
                         random_state=gen, cross_fit=cross_fit, **options)
+        # the aggregate fits take a bool: the threshold rule's default, as in memory
+        rule_default = options.get("threshold_rule", "certified") == "target"
+        agg_settings = {**settings, "cross_fit": rule_default if cross_fit is None else cross_fit}
+        # every public parameter is checked by the estimator's own checks before anything
+        # is read or charged (THREATS rule 9): a typo costs nothing
+        CDPFairClassifier(**settings).check_params(len(names), [str(f) for f in names])
+        if agg == "always" or (source.kind == "dask" and agg != "never"):
+            from dpfair.fairclass.outofcore import validate_request
+
+            validate_request(CDPFairClassifier(**agg_settings),
+                             features=[str(f) for f in names], target=str(target),
+                             sensitive=str(sensitive))
         held: list[warnings.WarningMessage] = []
 
         def compute() -> CDPFairClassifier:
@@ -935,16 +947,13 @@ class Session:
 
         def fit() -> CDPFairClassifier:
             use_aggregates = used[0]
-            # the aggregate fits take a bool: the threshold rule's default, as in memory
-            rule_default = options.get("threshold_rule", "certified") == "target"
-            agg_settings = {**settings,
-                            "cross_fit": rule_default if cross_fit is None else cross_fit}
             if use_aggregates and isinstance(source, FileSource):
-                file_opts = {k: agg_settings.pop(k) for k in _FILE_FIT_OPTIONS
-                             if k in agg_settings}
+                file_settings = dict(agg_settings)
+                file_opts = {k: file_settings.pop(k) for k in _FILE_FIT_OPTIONS
+                             if k in file_settings}
                 return fit_cdp_fair_from_file(
                     source.path,  # type: ignore[arg-type]
-                    CDPFairClassifier(**agg_settings),
+                    CDPFairClassifier(**file_settings),
                     features=[str(f) for f in names], target=str(target),
                     sensitive=str(sensitive), **file_opts,
                 )
@@ -1067,6 +1076,7 @@ class Session:
             confidence_intervals_from_queries,
             file_queries,
         )
+        from dpfair.quantiles import check_request as check_quantile_request
 
         col = self._source.resolve(column)
         agg = _check_aggregate(aggregate)
@@ -1080,8 +1090,18 @@ class Session:
         r = check_positive("rho", rho)
         a = check_in_open_interval("alpha", alpha, 0.0, 1.0)
         many = not np.isscalar(q)
-        levels = [float(v) for v in np.atleast_1d(np.asarray(q, dtype=np.float64))]
-        lo, hi = float(bounds[0]), float(bounds[1])
+        # every public parameter through the engine's own checks, before anything is read
+        # or charged (THREATS rule 9): a typo in q, bounds, method or granularity is free
+        try:
+            levels, _r, _a, (lo, hi), _loc, _theta = check_quantile_request(
+                q, rho=r, bounds=bounds, alpha=a, method=str(method),
+                granularity=granularity, localize=localize)
+        except OverflowError:  # public parameters only: (HI - LO) / granularity overflows
+            raise InvalidParameterError(
+                f"bounds={tuple(bounds)!r}, granularity={granularity!r}: the range over the "
+                "granularity overflows a float; use a coarser granularity or narrower "
+                "public bounds."
+            ) from None
         source = self._source
         _refuse_caller_randomness(rng, "rng")
         gen = self._random_source()

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from dpfair.fairclass.federated._site_budget import charge_round as charge_round
     from dpfair.fairclass.federated._site_budget import open_site_ledger as open_site_ledger
     from dpfair.fairclass.federated._site_budget import preflight as preflight
+    from dpfair.fairclass.federated._siteio import check_site_columns as check_site_columns
     from dpfair.fairclass.federated._siteio import make_site as make_site
     from dpfair.fairclass.federated._siteio import read_setup as read_setup
     from dpfair.fairclass.federated._siteio import read_site_data as read_site_data
@@ -102,6 +103,7 @@ _WHERE: dict[str, str] = {
     "charge_round": "dpfair.fairclass.federated._site_budget",
     "open_site_ledger": "dpfair.fairclass.federated._site_budget",
     "preflight": "dpfair.fairclass.federated._site_budget",
+    "check_site_columns": "dpfair.fairclass.federated._siteio",
     "make_site": "dpfair.fairclass.federated._siteio",
     "read_setup": "dpfair.fairclass.federated._siteio",
     "read_site_data": "dpfair.fairclass.federated._siteio",

@@ -60,7 +60,7 @@ from dpfair._errors import InvalidParameterError
 from dpfair._rng import as_generator
 from dpfair.fairclass._model import RIDGE, eta_from_sums
 from dpfair.fairclass._rff import RFF_LATTICE_BITS
-from dpfair.fairclass.federated._messages import Envelope, ProtocolError
+from dpfair.fairclass.federated._messages import Envelope, ProtocolError, wire_float
 from dpfair.fairclass.federated._monotone import (
     confidence_threshold,
     confidence_z,
@@ -516,11 +516,13 @@ class Centre:
         box = default_radius(cfg.feature_map())
         ok = len(raw) == cfg.n_folds and all(
             isinstance(r, (int, float)) and not isinstance(r, bool)
-            and math.isfinite(float(r)) and ladder_rung(float(r), box) is not None
+            and math.isfinite(wire_float(r)) and ladder_rung(wire_float(r), box) is not None
             for r in raw
         )
         if not ok:
-            raise ProtocolError(sid, "fields.radius", f"{raw!r}: expected {cfg.n_folds} "
+            shown = [wire_float(r) if isinstance(r, (int, float)) else type(r).__name__
+                     for r in raw[: cfg.n_folds + 1]]
+            raise ProtocolError(sid, "fields.radius", f"{shown!r}: expected {cfg.n_folds} "
                                 "rung(s) of the public radius ladder r_box·2^(-j/8).")
         return [float(r) for r in raw]
 

@@ -87,6 +87,7 @@ from dpfair.fairclass._linear import (
 )
 from dpfair.fairclass._rule import PlugInRule
 from dpfair.mechanisms import (
+    GAUSSIAN_MAX_VARIANCE,
     SMOOTHING_VARIANCE,
     lattice_variance,
     sample_discrete_gaussian,
@@ -103,6 +104,7 @@ __all__ = [
     "LinearSigmas",
     "ReleasedFedLinearFold",
     "centred_norms",
+    "check_linear_noise",
     "choose_rung",
     "default_radius",
     "fit_theta",
@@ -431,7 +433,7 @@ def choose_rung(noisy: NDArray[np.float64], n: int, quantile: float = RADIUS_QUA
 def radius_noise_variance(sigma: float) -> int:
     """The sampler's variance parameter S (units 2^-6) of each histogram bin: the least
     S ≥ ⌈σ_r²·4^6⌉ + smoothing on the sampler's scale (what :func:`private_radius` draws)."""
-    return int(_round_to_scale(lattice_variance(float(sigma), CELL_BITS) + SMOOTHING_VARIANCE))
+    return int(_noise_variance(sigma, CELL_BITS))
 
 
 def private_radius(
@@ -479,11 +481,63 @@ def _noise(
     """Exact discrete Gaussian N_ℤ(0, S) in units of 2^-bits with S ≥ σ²4^bits (or, with
     ``halve``, ≥ σ²4^bits/2 exactly: the off-diagonal moments) plus the smoothing variance,
     rounded up to the sampler's scale (the construction of the RFF and count releases)."""
+    var = _noise_variance(sigma, bits, halve=halve)
+    return np.asarray(sample_discrete_gaussian(var, shape, rng), dtype=np.int64)
+
+
+def _noise_variance(sigma: float, bits: int, *, halve: bool = False) -> Any:
+    """The sampler's variance parameter of :func:`_noise` (and of the radius histogram):
+    ⌈σ²4^bits⌉ (halved, rounded up, with ``halve``) plus the smoothing variance, rounded up
+    to the sampler's scale. A pure function of public numbers."""
     base = lattice_variance(float(sigma), int(bits))  # ⌈σ²4^bits⌉, σ read exactly
     if halve:
         base = -(-base // 2)
-    var = _round_to_scale(base + SMOOTHING_VARIANCE)
-    return np.asarray(sample_discrete_gaussian(var, shape, rng), dtype=np.int64)
+    return _round_to_scale(base + SMOOTHING_VARIANCE)
+
+
+def check_linear_noise(sigmas: LinearSigmas, n_rows: int, *, private_radius: bool,
+                       bits: int = LINEAR_LATTICE_BITS) -> None:
+    """Refuse a linear round 1 the exact samplers cannot serve (public numbers only).
+
+    Every variance parameter round 1 draws with (:func:`release_linear_stats`' three blocks
+    and, with ``private_radius``, :func:`noisy_histogram`'s) must stay within the discrete
+    Gaussian sampler's limit 2^104, and the statistics plus noise within the exact int64
+    range of the lattice. The centre checks this when it writes a setup and a site when it
+    parses one and again before it charges round 1, so a setup that cannot run is refused
+    by name and costs no budget (THREATS rules 1 and 7).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``radius_share`` when only the radius release is out of range, else the
+        site's budget (``epsilon``) or size.
+    """
+    if private_radius and _noise_variance(sigmas.radius, CELL_BITS) > GAUSSIAN_MAX_VARIANCE:
+        raise InvalidParameterError(
+            f"radius_share: the clip-radius release's noise sd {sigmas.radius:.6g} needs a "
+            "discrete-Gaussian variance above the sampler's limit 2^104; raise radius_share "
+            "(or the site's epsilon), or give a public radius."
+        )
+    for name, sigma, b, halve in (("sums", sigmas.sums, bits, False),
+                                  ("cells", sigmas.cells, CELL_BITS, False),
+                                  ("moments", sigmas.moments, 2 * bits, False),
+                                  ("moments", sigmas.moments, 2 * bits, True)):
+        if _noise_variance(sigma, b, halve=halve) > GAUSSIAN_MAX_VARIANCE:
+            raise InvalidParameterError(
+                f"epsilon: the linear {name}' noise sd {sigma:.6g} needs a discrete-Gaussian "
+                "variance above the sampler's limit 2^104; raise the site's epsilon."
+            )
+    _check_int_range(sigmas, n_rows, bits)
+
+
+def _check_int_range(sigmas: LinearSigmas, n_rows: int, bits: int) -> None:
+    """Statistics of ``n_rows`` rows plus 64 noise sds must stay exact in int64."""
+    big = max(sigmas.sums, sigmas.moments, sigmas.cells)
+    if (n_rows + 64.0 * big) * 4.0**bits >= _INT_LIMIT:
+        raise InvalidParameterError(
+            f"release_linear_stats: N = {n_rows} rows with noise sd {big:g} exceed the exact "
+            "int64 range of the lattice; use fewer rows per site or a larger budget."
+        )
 
 
 def release_linear_stats(
@@ -503,12 +557,7 @@ def release_linear_stats(
     p = sums.shape[0]
     off = np.ones(p * (p + 1) // 2, dtype=bool)
     off[_diag_positions(p)] = False
-    big = max(sigmas.sums, sigmas.moments, sigmas.cells)
-    if (n_rows + 64.0 * big) * 4.0**bits >= _INT_LIMIT:
-        raise InvalidParameterError(
-            f"release_linear_stats: N = {n_rows} rows with noise sd {big:g} exceed the exact "
-            "int64 range of the lattice; use fewer rows per site or a larger budget."
-        )
+    _check_int_range(sigmas, n_rows, bits)
     s = sums + _noise(sigmas.sums, bits, sums.shape, rng)
     c = cells * 2**CELL_BITS + _noise(sigmas.cells, CELL_BITS, cells.shape, rng)
     m = moments.copy()
@@ -524,10 +573,7 @@ def release_linear_stats(
 def noise_sd(sigma: float, bits: int, *, halve: bool = False) -> float:
     """The actual sd √S·2^-bits of :func:`_noise` (≥ σ, or σ/√2 with ``halve``): what the
     centre's plausibility check uses."""
-    base = lattice_variance(float(sigma), int(bits))
-    if halve:
-        base = -(-base // 2)
-    return math.sqrt(_round_to_scale(base + SMOOTHING_VARIANCE)) * 2.0 ** -int(bits)
+    return math.sqrt(_noise_variance(sigma, bits, halve=halve)) * 2.0 ** -int(bits)
 
 
 def _diag_positions(p: int) -> NDArray[np.intp]:

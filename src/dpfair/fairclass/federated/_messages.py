@@ -93,6 +93,7 @@ __all__ = [
     "decode",
     "encode",
     "read_message",
+    "wire_float",
     "write_message",
 ]
 
@@ -303,13 +304,17 @@ class Envelope:
         return value
 
     def number(self, name: str, *, positive: bool = False) -> float:
-        """A finite real field (optionally > 0)."""
-        v = float(self.get(name, (int, float)))
+        """A finite real field (optionally > 0); a JSON integer beyond binary64's range
+        (e.g. 10**400) is refused like inf, naming the sender and the field."""
+        raw = self.get(name, (int, float))
+        v = wire_float(raw)
         if not np.isfinite(v) or (positive and v <= 0):
+            shown = f"{v!r}" if isinstance(raw, float) or np.isfinite(v) else (
+                "an integer beyond binary64's range")
             raise ProtocolError(
                 self.sender,
                 f"fields.{name}",
-                f"{v!r} is not a finite{' positive' if positive else ''} number.",
+                f"{shown} is not a finite{' positive' if positive else ''} number.",
             )
         return v
 
@@ -328,6 +333,16 @@ class Envelope:
         if not np.all(np.isfinite(arr)):
             raise ProtocolError(self.sender, f"arrays.{name}", "contains NaN or inf.")
         return arr
+
+
+def wire_float(value: int | float) -> float:
+    """``float(value)`` for a JSON number of a message; NaN when it has no binary64 value
+    (an integer beyond ±1.8e308 raises OverflowError in ``float``), so callers refuse it
+    with their finiteness check and name the party instead of crashing."""
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        return math.nan
 
 
 def _check_schema_names(who: str, kind: str, fields: Mapping[str, Any], arrays: Any) -> None:

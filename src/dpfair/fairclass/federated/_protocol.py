@@ -67,6 +67,7 @@ from dpfair.fairclass.federated._config import MAX_AXIS_NODES, MAX_DEPTH, FDPCon
 from dpfair.fairclass.federated._keys import parse_public_key
 from dpfair.fairclass.federated._linear import (
     LinearSigmas,
+    check_linear_noise,
     linear_function_sensitivity,
     linear_sigmas,
     radius_fraction,
@@ -76,6 +77,7 @@ from dpfair.fairclass.federated._messages import (
     MAX_MESSAGE_BYTES,
     Envelope,
     ProtocolError,
+    wire_float,
 )
 from dpfair.mechanisms import (
     KroneckerGaussianGrid,
@@ -398,6 +400,30 @@ class ProtocolConfig:
         """The noise sds of ``site_id``'s linear round 1 (public: from the setup)."""
         return linear_sigmas(self.plan(site_id).sigma_function, self.radius_fraction)
 
+    def check_servable(self, site_id: str | None = None) -> None:
+        """Refuse a setup whose noise plan the exact samplers cannot serve.
+
+        For the linear estimator, every variance round 1 draws with (statistics and, with
+        ``radius="auto"``, the radius histogram) is checked against the sampler's public
+        limit for ``site_id`` (every site when None), from public numbers only
+        (:func:`~dpfair.fairclass.federated._linear.check_linear_noise`). Run when a setup is
+        built or parsed (:func:`make_protocol`) and by a site before it charges round 1,
+        so a setup that cannot run costs no budget.
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming the parameter (``radius_share``, the site's ``epsilon``) and the site.
+        """
+        if not self.is_linear:
+            return
+        for sid in self.site_ids if site_id is None else (site_id,):
+            try:
+                check_linear_noise(self.linear_sigmas(sid), self.site(sid).n,
+                                   private_radius=self.private_radius)
+            except InvalidParameterError as exc:
+                raise InvalidParameterError(f"site {sid!r}: {exc}") from None
+
     @property
     def linear_width(self) -> int:
         """p: columns of the public map u(x) (the linear model has p + 2 coefficients)."""
@@ -656,6 +682,9 @@ class ProtocolConfig:
             if isinstance(exc, ProtocolError):
                 raise
             raise ProtocolError(env.sender, "fields", str(exc)) from None
+        except OverflowError:  # a JSON integer beyond binary64 in a nested field
+            raise ProtocolError(env.sender, "fields", "a number beyond binary64's range "
+                                "(a huge JSON integer); refused.") from None
 
 
 def _sites_from_envelope(env: Envelope) -> list[SiteSpec]:
@@ -675,6 +704,7 @@ def _sites_from_envelope(env: Envelope) -> list[SiteSpec]:
             and not isinstance(s["n"], bool)
             and all(
                 isinstance(s[k], (int, float)) and not isinstance(s[k], bool)
+                and math.isfinite(wire_float(s[k]))
                 for k in ("epsilon", "delta")
             )
         )
@@ -682,7 +712,7 @@ def _sites_from_envelope(env: Envelope) -> list[SiteSpec]:
             raise ProtocolError(
                 env.sender,
                 f"fields.sites[{i}]",
-                "malformed (exactly site_id: str, n: int, epsilon, delta: numbers).",
+                "malformed (exactly site_id: str, n: int, epsilon, delta: finite numbers).",
             )
         sites.append(SiteSpec(s["site_id"], s["n"], float(s["epsilon"]), float(s["delta"])))
     return sites
@@ -807,7 +837,7 @@ def make_protocol(
         shape = default_grid_shape(cfg, h)
     else:
         shape = cfg.grid_shape
-    return ProtocolConfig(
+    setup = ProtocolConfig(
         protocol_id=protocol_id or secrets.token_hex(8),
         sites=specs,
         feature_bounds=cfg.feature_bounds,
@@ -835,6 +865,8 @@ def make_protocol(
         radius_share=float(cfg.radius_share or 0.0) if cfg.is_linear else 0.0,
         constraints=cfg.constraints,
     )
+    setup.check_servable()
+    return setup
 
 
 def _setup_radius(cfg: FDPConfig) -> float | str:

@@ -409,6 +409,7 @@ class Site:
         cfg, plan = self.config, self.plan
         folds = folds_of(cfg.cross_fit)
         sig = cfg.linear_sigmas(self.site_id)
+        cfg.check_servable(self.site_id)  # a round the samplers cannot serve costs nothing
         self._charge_round1()
         rng = self._noise(STREAM_ROUND1)
         counts, sums, cells, moments, n_train, radii = [], [], [], [], [], []

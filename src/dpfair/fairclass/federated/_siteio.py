@@ -28,6 +28,7 @@ from dpfair.fairclass.federated._site import Site
 __all__ = [
     "SETUP_MAX_BYTES",
     "categorical_positions",
+    "check_site_columns",
     "check_site_pinned",
     "feature_names",
     "make_site",
@@ -99,6 +100,35 @@ def feature_names(features: str) -> list[str]:
     return names
 
 
+def check_site_columns(
+    cfg: ProtocolConfig, site_id: str, features: str, target: str | None, sensitive: str
+) -> list[str]:
+    """The ``--features`` names checked against the setup, reading no data: exactly one
+    distinct column per public feature of the setup, and target/sensitive two further
+    distinct columns. A driver calls this before its budget pre-check, so a wrong list is
+    a free parameter error (THREATS rule 9), never a charged data failure.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the site and ``features`` (or ``columns``).
+    """
+    names = feature_names(features)
+    d = len(cfg.feature_bounds)
+    if len(names) != d or len(set(names)) != d:
+        raise ProtocolError(
+            site_id, "features", f"expected {d} distinct feature columns (one per public "
+            f"feature of the setup, in its order), got {names!r}; fix --features."
+        )
+    others = [c for c in (target, sensitive) if c]
+    if len({*names, *others}) != d + len(others):
+        raise ProtocolError(
+            site_id, "columns", "target and sensitive must be two distinct non-feature "
+            "columns."
+        )
+    return names
+
+
 def read_site_data(
     path: Path, features: str, target: str | None, sensitive: str,
     categorical: frozenset[int] = frozenset(),
@@ -146,6 +176,7 @@ def make_site(
     for them the site is always loaded (same position split, so the same halves). Under
     equal opportunity the streamed site counts the positive-label rows in round 2, as the
     loaded one does."""
+    check_site_columns(cfg, site_id, features, target, sensitive)
     if out_of_core and not cfg.is_mapped:
         return FileSite(
             site_id,
