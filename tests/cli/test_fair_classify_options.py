@@ -104,8 +104,8 @@ def test_raise_on_uncertified_exits_2_without_a_model_and_charges(csvs, tmp_path
                                              ("--estimator", "forest"),
                                              ("--uncertified", "ignore"),
                                              ("--constraints", "fairness"),
-                                             ("--calibration-share", "most"),
-                                             ("--calibration-share", "0.95")])
+                                             ("--cal-share", "most"),
+                                             ("--cal-share", "0.95")])
 def test_bad_option_is_one_line_and_charges_nothing(csvs, tmp_path, flag, value):
     ledger = tmp_path / "train.ledger"
     runner.invoke(app, ["ledger", "init", str(ledger), "--data", str(csvs / "train.csv"),
@@ -118,12 +118,12 @@ def test_bad_option_is_one_line_and_charges_nothing(csvs, tmp_path, flag, value)
 
 
 def test_calibration_share_moves_rows_to_the_check_and_auto_follows_the_plan(csvs):
-    """``--calibration-share 0.7`` fits with 70% of TRAIN in S2 (the check's denominators grow),
+    """``--cal-share 0.7`` fits with 70% of TRAIN in S2 (the check's denominators grow),
     ``auto`` is the planner's choice from public numbers, and a plan prints the share."""
     from dpfair.fairclass import plan_certification
 
     half = json.loads(runner.invoke(app, _args(csvs, "--json")).stdout)
-    res = runner.invoke(app, _args(csvs, "--calibration-share", "0.7", "--json"))
+    res = runner.invoke(app, _args(csvs, "--cal-share", "0.7", "--json"))
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["privacy_spent"]["epsilon"] == pytest.approx(1.0)
@@ -133,15 +133,15 @@ def test_calibration_share_moves_rows_to_the_check_and_auto_follows_the_plan(csv
     planned = plan_certification(12000, 1.0, 1e-8, 0.3, 0.05, calibration_share="auto",
                                  alpha=0.04, target_rate=0.9).calibration_share
     assert planned > 0.5
-    auto = runner.invoke(app, _args(csvs, "--calibration-share", "auto", "--min-share", "0.3",
+    auto = runner.invoke(app, _args(csvs, "--cal-share", "auto", "--min-share", "0.3",
                                     "--json", alpha="0.04"))
     assert auto.exit_code == 0, auto.output
-    same = runner.invoke(app, _args(csvs, "--calibration-share", str(planned), "--json",
+    same = runner.invoke(app, _args(csvs, "--cal-share", str(planned), "--json",
                                     alpha="0.04"))
     assert json.loads(auto.stdout)["certificates"] == json.loads(same.stdout)["certificates"]
-    missing = runner.invoke(app, _args(csvs, "--calibration-share", "auto"))
+    missing = runner.invoke(app, _args(csvs, "--cal-share", "auto"))
     assert missing.exit_code == 2 and "--min-share" in missing.output
     plan = runner.invoke(app, _args(csvs, "--plan", "--min-share", "0.3",
-                                    "--calibration-share", "0.7", "--json"))
+                                    "--cal-share", "0.7", "--json"))
     assert plan.exit_code == 0, plan.output
     assert json.loads(plan.stdout)["calibration_share"] == pytest.approx(0.7)

@@ -343,7 +343,7 @@ def fair_classify(
     calibration_share: Annotated[
         str,
         typer.Option(
-            "--calibration-share",
+            "--cal-share",
             help=(
                 "A number in [0.1, 0.9] or 'auto': the calibration half's share of TRAIN's "
                 "rows (in memory, no cross-fitting). 'auto' needs --min-share and picks "
@@ -356,7 +356,7 @@ def fair_classify(
         typer.Option(
             "--min-share",
             help=(
-                "With --plan or --calibration-share auto: a public lower bound on the "
+                "With --plan or --cal-share auto: a public lower bound on the "
                 "smaller group's share P(A = a) "
                 "(with --constraints opportunity: P(A = a, Y = 1)), from outside "
                 "knowledge, never measured on TRAIN."
@@ -519,14 +519,14 @@ def fair_classify(
 
 
 def _parse_share(calibration_share: str) -> float | str:
-    """``--calibration-share``: ``"auto"`` or a number (range checked by the planner/estimator)."""
+    """``--cal-share``: ``"auto"`` or a number (range checked by the planner/estimator)."""
     if calibration_share == "auto":
         return "auto"
     try:
         return float(calibration_share)
     except ValueError:
         raise InvalidParameterError(
-            f"--calibration-share={calibration_share!r}: expected a number in [0.1, 0.9] or "
+            f"--cal-share={calibration_share!r}: expected a number in [0.1, 0.9] or "
             "'auto'."
         ) from None
 
@@ -535,7 +535,7 @@ def _calibration_share_option(calibration_share: str, train: Path, epsilon: floa
                               delta: float, alpha: float, fail_prob: float,
                               min_group_share: float | None, cross_fit: bool | None,
                               constraints: str) -> dict[str, Any]:
-    """The Session option of ``--calibration-share`` (nothing for the default ½).
+    """The Session option of ``--cal-share`` (nothing for the default ½).
 
     ``auto`` is the plan's choice (:func:`dpfair.fairclass.plan_certification` with
     ``calibration_share="auto"``): a function of TRAIN's row count (public under
@@ -548,7 +548,7 @@ def _calibration_share_option(calibration_share: str, train: Path, epsilon: floa
 
         if min_group_share is None:
             raise InvalidParameterError(
-                "--calibration-share auto needs --min-share: a public lower bound on the "
+                "--cal-share auto needs --min-share: a public lower bound on the "
                 "smaller group's share, from outside knowledge, not from TRAIN."
             )
         if constraints not in _CONSTRAINTS:
