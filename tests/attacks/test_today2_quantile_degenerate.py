@@ -217,3 +217,20 @@ def test_ordinary_bounds_still_localise():
                                                      method=method, rng=0)
         assert r.diagnostics["localized"] is True
         assert "localize_skipped" not in r.diagnostics
+
+
+def test_public_range_binsearch_cdf_never_collapses():
+    # The paper-mode binsearch_cdf widened a narrow stage-1 hull by θ = |R|/400, which
+    # rounds back to a point at one-ulp bounds: at R = [1e6, 1e6 + ulp] with the data
+    # spread over both ends it raised 'bounds=(1000000.0, 1000000.0)' for 15 of these 25
+    # seeds (measured before the fix). A collapsed hull now uses the public range.
+    lo = 1e6
+    hi = float(np.nextafter(lo, 2e6))
+    x = np.linspace(lo, hi, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in range(25):
+            r = dpfair.quantiles.confidence_interval(x, 0.25, rho=1.0, bounds=(lo, hi),
+                                                     method="binsearch_cdf",
+                                                     localize=False, rng=seed)
+            assert lo <= r.low <= r.high <= hi
