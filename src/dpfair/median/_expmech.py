@@ -523,6 +523,19 @@ class CellGrid:
 
 @functools.lru_cache(maxsize=64)
 def _cell_grid(a: float, b: float, granularity: float) -> CellGrid:
+    # Defence in depth: a zero-width, reversed or non-finite range, or a zero, negative or
+    # non-finite θ, has no grid (and θ = 0 would make the doubling below loop forever,
+    # 0·2 = 0). No release asks for one (the public checks of the callers exclude it).
+    if not (math.isfinite(a) and math.isfinite(b) and a < b and math.isfinite(b - a)):
+        raise InvalidParameterError(
+            f"bounds={(a, b)!r}: the ExpMech output grid needs finite bounds with lo < hi "
+            "(an internal range that collapsed; bounds too narrow for their magnitude?)."
+        )
+    if not (math.isfinite(granularity) and granularity > 0.0):
+        raise InvalidParameterError(
+            f"granularity={granularity!r}: the ExpMech output grid needs a finite, positive "
+            f"granularity for the range {(a, b)}."
+        )
     scale = max(abs(a), abs(b), b - a)
 
     def fits(cell: float) -> bool:
@@ -532,8 +545,15 @@ def _cell_grid(a: float, b: float, granularity: float) -> CellGrid:
     while q > 1 and not fits(granularity / q):
         q //= 2
     cell = granularity / q
-    while not fits(cell):  # R is too wide for θ: coarser cells, one-cell shifts
+    # R is too wide for θ: coarser cells, one-cell shifts. cell > 0 here, so it reaches
+    # the smallest fitting power-of-two multiple within 2100 doublings (binary64 spans
+    # 2^-1074..2^1024); the bound makes termination explicit.
+    for _ in range(2200):
+        if fits(cell):
+            break
         cell *= 2.0
+    else:
+        cell = math.inf
     if not math.isfinite(cell) or cell <= 0.0:
         raise InvalidParameterError(
             f"granularity={granularity!r}: no public output grid fits the range {(a, b)}; "

@@ -157,7 +157,9 @@ def localization_depth(n: int, bounds: tuple[float, float]) -> int:
     """Depth D₁ of the localisation search: ⌈log₂ n⌉ + 8, within [12, 40] (public).
 
     Capped further so that the 2^D₁ grid steps stay above 2^-44 of the bounds' magnitude
-    (distinct binary64 grid points).
+    (distinct binary64 grid points). The cap stops at depth 1: for bounds narrower than
+    2^-43 of their magnitude even that step is below 2^-44·scale, and
+    :func:`localization_regular` is False (the localisation is then not run).
     """
     lo, hi = bounds
     depth = min(40, max(12, math.ceil(math.log2(max(n, 2))) + 8))
@@ -165,6 +167,33 @@ def localization_depth(n: int, bounds: tuple[float, float]) -> int:
     while depth > 1 and (hi - lo) / 2.0**depth < scale * 2.0**-44:
         depth -= 1
     return depth
+
+
+#: Smallest stage-1 step, relative to the bounds' magnitude max(|lo|, |hi|, hi − lo), for
+#: which the localisation is *regular* (:func:`localization_regular`).
+LOCALIZE_MIN_RELATIVE_STEP: Final[float] = 2.0**-44
+
+
+def localization_regular(n: int, bounds: tuple[float, float]) -> bool:
+    r"""Whether the localisation stage can run on these public bounds (public, no data).
+
+    A function of (n, R) only. The stage-2 ranges R₂ are built from stage-1 grid points
+    g_j = lo + j·s₁ (s₁ = |R|/2^{D₁}, :func:`localization_depth`) and, for a zero-width
+    bracket, one step s₁ of widening. Every argument about R₂ (a positive width ≥ s₁/2,
+    distinct grid points, a widening that moves) needs s₁ ≥ 2^-44·scale, scale =
+    max(|lo|, |hi|, |R|): then s₁ exceeds 2^8 ulps of any point of R, so fl(g + s₁) ≠ g.
+    :func:`localization_depth` meets that by lowering D₁, except when even D₁ = 1 fails,
+    i.e. |R| < 2^-43·scale (bounds a few thousand ulps wide or narrower, e.g.
+    (1, nextafter(1, 2))): there the stage-1 midpoint can round back onto a bound and R₂
+    collapse to a single point. For such bounds :func:`_release` runs the public-range
+    (non-localised) method instead — a choice made from public values before any data
+    are read, which spends nothing and keeps every guarantee of that method (recorded
+    as ``diagnostics["localize_skipped"]``).
+    """
+    lo, hi = bounds
+    scale = max(abs(lo), abs(hi), hi - lo)
+    step = (hi - lo) / 2.0 ** localization_depth(n, bounds)
+    return step > 0.0 and step >= scale * LOCALIZE_MIN_RELATIVE_STEP
 
 
 #: Smallest stage-1 step for which the localised ExpMech grid is *regular*
@@ -192,9 +221,13 @@ def localized_expmech_regular(n: int, bounds: tuple[float, float]) -> bool:
     ~2^-990 of zero width, subnormal arithmetic) the rounding of θ₂ can leave many more
     cells (e.g. R₂ = [0, 12223·2^-1074] with K_E = 128: an unpadded constant ≈ 187), so the
     localised ExpMech is not used there (:func:`_release` runs the public-range method).
+    The premise s₁ ≥ 2^-44·scale is :func:`localization_regular`, required here too (it
+    fails for bounds narrower than 2^-43 of their magnitude, where R₂ can collapse to a
+    point and θ₂ to 0).
     """
     lo, hi = bounds
-    return (hi - lo) / 2.0 ** localization_depth(n, bounds) >= REGULAR_STEP
+    return (localization_regular(n, bounds)
+            and (hi - lo) / 2.0 ** localization_depth(n, bounds) >= REGULAR_STEP)
 
 
 def _clip_sorted(x: NDArray[np.float64], bounds: tuple[float, float],
@@ -378,6 +411,12 @@ def _legacy(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, floa
         r_hi = max(max(l1, u1) for l1, u1, _ in stage1)
         if r_hi - r_lo < theta:
             r_lo, r_hi = max(lo, r_lo - theta), min(hi, r_hi + theta)
+        if not r_lo < r_hi:
+            # θ below an ulp of the stage-1 ends (bounds narrow for their magnitude): the
+            # widening rounded back to a point. Use the public range (a function of the
+            # released stage-1 ends: the envelope test holds for any such range). Only
+            # this case changes; it formerly raised "bounds=(r, r)" from here.
+            r_lo, r_hi = lo, hi
         rest = rho - _r(s1)
         ends, s2, d2, cdf = cdf_quantiles(
             src.leaves((r_lo, r_hi), depth),
@@ -790,7 +829,15 @@ def _release(src: Any, ps: list[float], r: float, bounds: tuple[float, float], a
     """Run the engine on a prepared source (sorted data or count queries) and package."""
     lo, hi = bounds
     fallback: dict[str, Any] = {}
-    if loc and method == "expmech" and not localized_expmech_regular(src.n, (lo, hi)):
+    if loc and not localization_regular(src.n, (lo, hi)):
+        # public (n, R), before any data are read: bounds narrower than 2^-43 of their
+        # magnitude leave no distinct stage-1 grid (R₂ could collapse to a point), so
+        # the public-range method of the same name runs instead (all four methods), on
+        # the caller's granularity (the default when none was given)
+        loc = False
+        fallback = {"localize_skipped": "bounds too narrow for their magnitude: |hi - lo| "
+                                        "< 2^-43 max(|lo|, |hi|); ran the public-range method"}
+    elif loc and method == "expmech" and not localized_expmech_regular(src.n, (lo, hi)):
         # public (n, R): stage-1 steps below 2^-1000 could give R₂ grids whose tail
         # constant exceeds K_E, so the public-range ExpMech (its own public C) runs instead
         loc = False
