@@ -1090,7 +1090,9 @@ def confidence_intervals(
     Notes
     -----
     Simultaneity (Bonferroni over the 2K ends): each of the K quantiles gets α/K, split
-    α/(2K) per end (and, when localised, 10 % of that to the localisation stage), so
+    α/(2K) per end (when localised, a share of that goes to the localisation stage; a
+    stage-1 end with no valid rank passes its share to both stage-2 ends, so one end may
+    get more than α/(2K) while the two together keep α/K), so
     P(∃ q: x_q ∉ CI_q) ≤ Σ_q P(x_q ∉ CI_q) ≤ K·α/K = α whatever the dependence between
     the intervals (they share the sample, and for the tree methods one noisy release).
     A joint order-statistic bound could be tighter for close levels; Bonferroni's cost is
