@@ -25,31 +25,7 @@ import numpy as np
 import pytest
 
 from dpfair.median._expmech import CellGrid, cell_order_statistic_law
-
-BOUNDS = (0.0, 1.0)
-GRAN = 0.25
-
-
-def _h(t: np.ndarray, c: float, eps: float) -> np.ndarray:
-    x = c * np.exp(-eps * np.maximum(t, 1) / 2.0)
-    return np.where(t <= 0, 1.0, x / (1.0 + x))
-
-
-def _datasets(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    out = {
-        "n1_low": np.array([0.0]),
-        "n1_high": np.array([1.0]),
-        "n2_split": np.array([0.0, 1.0]),
-        "all_equal_mid": np.full(9, 0.5),
-        "all_at_low": np.zeros(9),
-        "all_at_high": np.ones(9),
-        "clump_far_end": np.concatenate([np.full(4, 0.1), np.full(12, 1.0)]),
-        "clump_near_end": np.concatenate([np.zeros(12), np.full(4, 0.9)]),
-        "two_clumps": np.concatenate([np.zeros(8), np.ones(8)]),
-        "ties_on_edges": np.repeat(np.arange(0, 1.01, GRAN / 64 * 7)[:10], 2),
-        "uniform": rng.uniform(size=15),
-    }
-    return {k: np.sort(v) for k, v in out.items()}
+from tests._expmech_cases import BOUNDS, GRAN, adversarial_datasets, miss_bound
 
 
 def _thresholds(x: np.ndarray, grid: CellGrid) -> np.ndarray:
@@ -68,7 +44,7 @@ def test_today_expmech_exact_miss_probability_within_x_over_one_plus_x(eps):
     lows = np.maximum(BOUNDS[0], grid.low + (m - q - 1) * grid.cell)
     highs = np.minimum(BOUNDS[1], grid.low + (m + q + 2) * grid.cell)
     closest = 0.0
-    for name, x in _datasets(rng).items():
+    for name, x in adversarial_datasets(rng).items():
         n = x.size
         vs = _thresholds(x, grid)
         # The strong (atom-safe) form: a lower end above v has every record <= v below it,
@@ -84,13 +60,13 @@ def test_today_expmech_exact_miss_probability_within_x_over_one_plus_x(eps):
             order = np.argsort(lows)
             cum = np.concatenate([[0.0], np.cumsum(law[order])])
             p_low_miss = 1.0 - cum[np.searchsorted(lows[order], vs, side="right")]
-            bound_low = _h(below - k, c, eps)
+            bound_low = miss_bound(below - k, c, eps)
             assert np.all(p_low_miss <= bound_low + 1e-12), (name, k)
             # upper end: P(high < v) <= h(k - #{x_i < v})
             order = np.argsort(highs)
             cum = np.concatenate([[0.0], np.cumsum(law[order])])
             p_high_miss = cum[np.searchsorted(highs[order], vs, side="left")]
-            bound_high = _h(k - at_most, c, eps)
+            bound_high = miss_bound(k - at_most, c, eps)
             assert np.all(p_high_miss <= bound_high + 1e-12), (name, k)
             ok = (below - k >= 1) & (bound_low > 1e-9)
             if ok.any():
@@ -105,8 +81,8 @@ def test_today_exact_tail_is_never_above_the_old_bound():
     for eps in (0.05, 1.0, 10.0):
         x = grid.tail_constant * np.exp(-eps * np.maximum(t, 1) / 2.0)
         old = np.where(t <= 0, 1.0, np.minimum(1.0, x))
-        assert np.all(_h(t, grid.tail_constant, eps) <= old)
-        assert math.isclose(float(_h(np.array([1]), 1.0, 1e-300)[0]), 0.5)
+        assert np.all(miss_bound(t, grid.tail_constant, eps) <= old)
+        assert math.isclose(float(miss_bound(np.array([1]), 1.0, 1e-300)[0]), 0.5)
 
 
 # ---------------------------------------------------------------- public choices of the

@@ -33,33 +33,8 @@ from dpfair.quantiles._api import (
     expmech_split,
     localized_expmech_steps,
 )
+from tests._expmech_cases import BOUNDS, GRAN, adversarial_datasets, miss_bound
 from tests._stats import min_successes
-
-BOUNDS = (0.0, 1.0)
-GRAN = 0.25
-
-
-def _h(t: np.ndarray, c: float, eps: float) -> np.ndarray:
-    x = c * np.exp(-eps * np.maximum(t, 1) / 2.0)
-    return np.where(t <= 0, 1.0, x / (1.0 + x))
-
-
-def _datasets(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    out = {
-        "n1_low": np.array([0.0]),
-        "n1_high": np.array([1.0]),
-        "n2_split": np.array([0.0, 1.0]),
-        "all_equal_mid": np.full(9, 0.5),
-        "all_at_low": np.zeros(9),
-        "all_at_high": np.ones(9),
-        "clump_far_end": np.concatenate([np.full(4, 0.1), np.full(12, 1.0)]),
-        "clump_near_end": np.concatenate([np.zeros(12), np.full(4, 0.9)]),
-        "two_clumps": np.concatenate([np.zeros(8), np.ones(8)]),
-        "ties_on_edges": np.repeat(np.arange(0, 1.01, GRAN / 64 * 7)[:10], 2),
-        "outside": np.concatenate([np.full(5, -3.0), np.full(5, 0.4), np.full(5, 7.0)]),
-        "uniform": rng.uniform(size=15),
-    }
-    return {k: np.sort(v) for k, v in out.items()}
 
 
 def _ends(grid: CellGrid, sub: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -88,7 +63,7 @@ def test_padded_split_miss_probability_within_exact_law(eps, sub):
     assert c < (grid.n_cells - grid.per_theta - 1) / (grid.per_theta + 1)  # below unpadded
     lows, highs = _ends(grid, sub)
     closest = 0.0
-    for name, raw in _datasets(rng).items():
+    for name, raw in adversarial_datasets(rng, outside=True).items():
         x = np.clip(raw, *sub)  # what the draw sees
         n = x.size
         fine = np.linspace(-0.1, 1.1, 4 * grid.n_cells + 1)
@@ -107,10 +82,10 @@ def test_padded_split_miss_probability_within_exact_law(eps, sub):
             assert np.all(p_low[vs >= sub[1]] <= 1e-12), (name, k)
             assert np.all(p_high[vs <= sub[0]] <= 1e-12), (name, k)
             inside_l = (vs >= sub[0]) & (vs < sub[1])
-            bound_low = _h(below - k, c, eps)
+            bound_low = miss_bound(below - k, c, eps)
             assert np.all(p_low[inside_l] <= bound_low[inside_l] + 1e-12), (name, k)
             inside_u = (vs > sub[0]) & (vs <= sub[1])
-            bound_high = _h(k - at_most, c, eps)
+            bound_high = miss_bound(k - at_most, c, eps)
             assert np.all(p_high[inside_u] <= bound_high[inside_u] + 1e-12), (name, k)
             ok = inside_l & (below - k >= 1) & (bound_low > 1e-9)
             if ok.any():
