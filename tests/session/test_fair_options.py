@@ -261,3 +261,53 @@ def test_quantile_ci_public_errors_come_before_any_read(
     with pytest.raises(InvalidParameterError, match=match):
         s.quantile_ci("x", **args)
     assert len(s.records) == 0 and s.spent.rho == 0.0
+
+
+# ------------------------------------- aggregate="auto": the path is public, so is its refusal
+@pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"estimator": "linear"}, "linear"),
+    ({"calibration_share": 0.7}, "aggregate='never'"),
+])
+def test_auto_on_a_big_file_refuses_what_aggregates_cannot_serve_uncharged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kw: dict, match: str
+) -> None:
+    """A file over AGGREGATE_ROWS rows goes out of core under "auto"; a request that path
+    refuses (the linear score, a calibration share) used to be refused inside the release,
+    after the charge. The row count is public: the refusal now comes first, uncharged."""
+    import dpfair.session._session as session_mod
+
+    path = tmp_path / "train.parquet"
+    frame(500, 9).to_parquet(path)
+    monkeypatch.setattr(session_mod, "AGGREGATE_ROWS", 100)  # 500 rows count as "big"
+    s = Session(path, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+    with pytest.raises(InvalidParameterError, match=match):
+        s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, aggregate="auto", **kw)
+    assert s.spent.epsilon == 0.0
+    assert s.records == []
+    # the same request on a file under the threshold is served in memory and charged
+    monkeypatch.setattr(session_mod, "AGGREGATE_ROWS", 10_000)
+    clf = s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, aggregate="auto", **kw)
+    assert s.records[-1].params["aggregated"] is False
+    assert s.spent.epsilon == pytest.approx(1.0)
+    assert clf.certificates_ is not None
+
+
+def test_auto_with_an_unreadable_file_is_left_to_the_charged_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether DuckDB can count a file's rows depends on its content: that failure must not
+    be an uncharged pre-check (it would be a free data-dependent signal)."""
+    from dpfair.session._sources import FileSource
+
+    path = tmp_path / "train.parquet"
+    frame(500, 9).to_parquet(path)
+    s = Session(path, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
+
+    def broken(self: object) -> int:
+        from dpfair import InvalidDataError
+
+        raise InvalidDataError("cannot read")
+
+    monkeypatch.setattr(FileSource, "row_count", broken)
+    assert s._auto_out_of_core() is False

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from dpfair._errors import (
+    DPFairError,
     InsufficientDataError,
     InvalidDataError,
     InvalidParameterError,
@@ -592,6 +593,22 @@ class Session:
                 "Do not modify a data file while a release runs on it."
             )
 
+    def _auto_out_of_core(self) -> bool:
+        """Whether ``aggregate="auto"`` will read this source out of core, decided before
+        the release so that a request only the in-memory path serves is refused uncharged.
+
+        The row count is public under replace-one neighbours. A file the row count cannot
+        read answers False here: that failure depends on the file's content, so it is
+        left to the release, where it is charged (the release counts again on the file it
+        binds, so a file replaced in between is decided on what is actually read).
+        """
+        if not isinstance(self._source, FileSource):
+            return False
+        try:
+            return self._source.row_count() > AGGREGATE_ROWS
+        except (DPFairError, OSError):
+            return False
+
     def _use_aggregates(self, aggregate: str) -> bool:
         if self._source.kind == "dask":
             return aggregate != "never"
@@ -883,8 +900,12 @@ class Session:
                 "halves, so they must be equal; use calibration_share=0.5 or cross_fit=False."
             )
         agg = _check_aggregate(aggregate)  # before anything is read or charged
-        if float(share) != 0.5 and (agg == "always" or (self._source.kind == "dask"
-                                                         and agg != "never")):
+        # Which path "auto" takes is a public fact (the row count), so a request the
+        # out-of-core path cannot serve is refused here, uncharged, like with "always"
+        # (the release re-decides on the file it binds; see _auto_out_of_core).
+        out_of_core = (agg == "always" or (self._source.kind == "dask" and agg != "never")
+                       or (agg == "auto" and self._auto_out_of_core()))
+        if float(share) != 0.5 and out_of_core:
             raise InvalidParameterError(
                 f"calibration_share={share!r} with aggregates: the out-of-core split is by "
                 "position hash into halves; use calibration_share=0.5 or aggregate='never'."
@@ -926,7 +947,7 @@ class Session:
         # every public parameter is checked by the estimator's own checks before anything
         # is read or charged (THREATS rule 9): a typo costs nothing
         CDPFairClassifier(**settings).check_params(len(names), [str(f) for f in names])
-        if agg == "always" or (source.kind == "dask" and agg != "never"):
+        if out_of_core:
             from dpfair.fairclass.outofcore import validate_request
 
             validate_request(CDPFairClassifier(**agg_settings),
