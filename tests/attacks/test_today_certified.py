@@ -155,12 +155,13 @@ def test_today_equal_opportunity_charges_positive_label_counts():
     assert clf.privacy_spent_.epsilon <= 1.0 + 1e-12
 
 
+@pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
 def test_today_calibration_share_split_is_blind_to_the_records():
     """calibration_share ≠ ½: the halves are a function of (n, seed, share) only, so two data
     sets of the same size (hence a record and its replace-one neighbour) get the same rows
     in each half and parallel composition and the S2 argument stand; the split's signature
-    carries no record. The share cannot reach the position split (out of core), which
-    splits in halves by construction: refused before anything is fitted."""
+    carries no record. The position split (out of core) takes the share through its hash
+    cut: its half sizes are a function of (n, seed, share) too."""
     from dpfair import InvalidParameterError
     from dpfair.fairclass import CDPFairClassifier
     from dpfair.fairclass._split import draw_split
@@ -180,6 +181,21 @@ def test_today_calibration_share_split_is_blind_to_the_records():
     rng = np.random.default_rng(5)
     X, A = rng.uniform(size=(n, 2)), (rng.uniform(size=n) < 0.5).astype(np.int8)
     y = (rng.uniform(size=n) < 0.5).astype(np.int64)
+    fits = []
+    for _ in range(2):  # the data and a neighbour (the last record replaced)
+        clf = CDPFairClassifier(epsilon=1.0, delta=1e-6, calibration_share=0.7,
+                                split="position", feature_bounds=[(0.0, 1.0)] * 2,
+                                cross_fit=False, random_state=9)
+        fits.append(clf.fit(X, y, sensitive_features=A))
+        X, y, A = X.copy(), y.copy(), A.copy()
+        X[-1], y[-1], A[-1] = (0.5, 0.5), 1 - y[-1], 1 - A[-1]
+    # the ledger names the same rows (half sizes) for the data and its neighbour
+    assert [(r.label, r.rows) for r in fits[0].privacy_ledger_.records] == [
+        (r.label, r.rows) for r in fits[1].privacy_ledger_.records]
+    pos = [draw_split("position", np.random.default_rng(9), n, 0.7).rows(n) for _ in range(2)]
+    assert all(np.array_equal(a, b) for a, b in zip(*pos, strict=True))
+    # Bin(1001, 0.7): a deviation over 150 has probability < 1e-19 (Hoeffding)
+    assert abs(pos[0][1].size - 700.7) < 150
     with pytest.raises(InvalidParameterError, match="calibration_share"):
-        CDPFairClassifier(epsilon=1.0, delta=1e-6, calibration_share=0.7, split="position",
+        CDPFairClassifier(epsilon=1.0, delta=1e-6, calibration_share=0.95, split="position",
                           feature_bounds=[(0.0, 1.0)] * 2).fit(X, y, sensitive_features=A)

@@ -88,6 +88,37 @@ def test_position_split_sql_equals_python_reference_and_is_balanced() -> None:
     assert all(0 <= c < MERSENNE_61 for c in split.coefficients)
 
 
+@pytest.mark.parametrize("share", [0.3, 0.7, 0.9])
+def test_position_split_with_a_share_puts_that_share_in_the_calibration_half(share) -> None:
+    """The hash cut ⌊(1 − c)·p⌋: SQL equals the Python reference, the same coefficients
+    (one rng.integers call whatever the share), and the calibration half holds a share c
+    of the positions (4-wise independent coins: Chebyshev on the count, variance n·c(1−c),
+    a deviation over 1000 sd has probability < 1e-6)."""
+    from dpfair.fairclass._split import position_cut
+
+    split = PositionSplit.from_rng(np.random.default_rng(0), share)
+    assert split.coefficients == PositionSplit.from_rng(np.random.default_rng(0)).coefficients
+    assert split.cut == position_cut(share)
+    halves = split.halves(100_000)
+    for i in [0, 1, 2, 3, 17, 999, 65_536, 99_999]:
+        assert halves[i] == split.half_of(i)
+    assert split.half_sizes(100_000) == (int(np.sum(halves == 0)), int(np.sum(halves == 1)))
+    sd = np.sqrt(100_000 * share * (1 - share))
+    assert abs(int(np.sum(halves == 1)) - share * 100_000) < 1000 * sd / 100  # 10 sd
+    # a larger share moves rows only from training to calibration (nested halves)
+    if share < 0.9:
+        more = PositionSplit.from_rng(np.random.default_rng(0), 0.9).halves(100_000)
+        assert np.all(more[halves == 1] == 1)
+
+
+def test_position_cut_of_a_half_is_the_old_cut() -> None:
+    from dpfair.fairclass._split import position_cut
+
+    assert position_cut(0.5) == (MERSENNE_61 - 1) // 2
+    with pytest.raises(Exception, match="calibration_share"):
+        position_cut(1.0)
+
+
 def test_both_splits_share_one_interface() -> None:
     """rows, labels and half_sizes agree for both splits; neither looks at the data."""
     for split in (draw_split("permutation", np.random.default_rng(4), 1001),

@@ -190,8 +190,11 @@ def test_calibration_share_split_sizes_and_default_unchanged():
     tr, cal = c.rows(6000)
     assert tr.size == 1800 and cal.size == 4200 and np.intersect1d(tr, cal).size == 0
     assert np.array_equal(np.flatnonzero(c.labels(0, 6000) == 1), cal)
+    # the position split (out of core) takes the share through its hash cut
+    pos = draw_split("position", np.random.default_rng(4), 6000, 0.7)
+    assert abs(pos.half_sizes(6000)[1] - 4200) < 10 * (6000 * 0.21) ** 0.5
     with pytest.raises(InvalidParameterError, match="calibration_share"):
-        draw_split("position", np.random.default_rng(4), 6000, 0.7)
+        draw_split("position", np.random.default_rng(4), 6000, 1.0)
 
 
 def test_calibration_share_plan_and_fit_agree():

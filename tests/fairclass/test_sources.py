@@ -102,8 +102,9 @@ def _same_release(a: CDPFairClassifier, b: CDPFairClassifier, rows: Any) -> None
                                   b.predict_proba(rows.X, sensitive_features=rows.A))
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(cross_fit=True), dict(threshold_rule="target")],
-                         ids=["certified", "cross-fit", "target"])
+@pytest.mark.parametrize("kw", [dict(), dict(cross_fit=True), dict(threshold_rule="target"),
+                                dict(calibration_share=0.7)],
+                         ids=["certified", "cross-fit", "target", "share-0.7"])
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 @pytest.mark.parametrize("constraints", CONSTRAINTS)
 def test_memory_and_file_give_the_same_release(data, test_rows, files, fmt, kw,
@@ -132,6 +133,25 @@ def test_session_forced_onto_aggregates_gives_the_same_release(data, test_rows, 
     # A session clamps features to the box (clip=True); the data lie inside it anyway.
     mem = _quiet(lambda: _estimator(data, clip=True, random_state=_session_stream(5),
                                     constraints=constraints).fit(
+        data.X, data.y, sensitive_features=data.A))
+    _same_release(mem, clf, test_rows)
+
+
+def test_session_on_aggregates_takes_a_calibration_share(data, test_rows, files) -> None:
+    """calibration_share reaches the out-of-core split: the position hash puts each row in
+    the calibration half with probability c, the same rows as the in-memory position split."""
+    s = Session(files["parquet"], budget=Budget.approx(2.0, 1e-5), reproducible_seed=5)
+    clf = _quiet(lambda: s.fit_fair_classifier(
+        features=FEATURES, target="y", sensitive="a", feature_bounds=data.feature_bounds,
+        aggregate="always", calibration_share=0.7, **SETTINGS))
+    assert s.records[-1].params["aggregated"] is True
+    assert s.records[-1].params["calibration_share"] == 0.7
+    train, cal = clf.outofcore_.half_sizes
+    assert train + cal == data.n
+    # Bin(4000, 0.7): |cal - 2800| > 200 has probability < 1e-10 (Hoeffding: 2·e^{-2·200²/4000})
+    assert abs(cal - 0.7 * data.n) < 200
+    mem = _quiet(lambda: _estimator(data, clip=True, random_state=_session_stream(5),
+                                    calibration_share=0.7).fit(
         data.X, data.y, sensitive_features=data.A))
     _same_release(mem, clf, test_rows)
 

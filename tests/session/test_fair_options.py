@@ -158,12 +158,14 @@ def test_calibration_share_passes_through_as_the_estimator_fits_it() -> None:
     assert s.records[-1].params["calibration_share"] == 0.7
 
 
-def test_calibration_share_with_aggregates_is_refused_before_reading(tmp_path: Path) -> None:
+def test_calibration_share_with_a_bad_value_and_aggregates_is_refused_before_reading(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "train.parquet"
     frame(500, 9).to_parquet(path)
     s = Session(path, budget=Budget.approx(3.0, 1e-5), reproducible_seed=0)
-    with pytest.raises(InvalidParameterError, match="aggregate='never'"):
-        s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, calibration_share=0.7,
+    with pytest.raises(InvalidParameterError, match="calibration_share"):
+        s.fit_fair_classifier(**REQ, epsilon=1.0, alpha=0.1, calibration_share=0.95,
                               aggregate="always")
     assert s.spent.epsilon == 0.0
 
@@ -267,7 +269,7 @@ def test_quantile_ci_public_errors_come_before_any_read(
 @pytest.mark.filterwarnings("ignore::dpfair.UncertifiedFairnessWarning")
 @pytest.mark.parametrize(("kw", "match"), [
     ({"estimator": "linear"}, "linear"),
-    ({"calibration_share": 0.7}, "aggregate='never'"),
+    ({"estimator": "linear", "constraints": "equal_opportunity"}, "linear"),
 ])
 def test_auto_on_a_big_file_refuses_what_aggregates_cannot_serve_uncharged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kw: dict, match: str

@@ -161,18 +161,21 @@ def count_rows(con: duckdb.DuckDBPyConnection, pq: Path) -> int:
     return int(rows[0][0])
 
 
-def position_half_sql(coefficients: Sequence[int], position: str) -> str:
+def position_half_sql(coefficients: Sequence[int], position: str, cut: int = _HALF) -> str:
     """A DuckDB expression (INTEGER 0/1) for the half of the row at ``position``: 0 iff
-    h(i) = c₃i³ + c₂i² + c₁i + c₀ (mod 2^61 − 1) is below (p − 1)/2.
+    h(i) = c₃i³ + c₂i² + c₁i + c₀ (mod 2^61 − 1) is below ``cut`` ((p − 1)/2: halves).
 
     ``position`` is an SQL expression for the 0-based row number, e.g. DuckDB's
     ``file_row_number`` of ``read_parquet(..., file_row_number = true)``.
     """
+    cut = int(cut)
+    if not 0 < cut < MERSENNE_61:
+        raise ValueError(f"cut={cut}: expected 0 < cut < 2^61 - 1.")
     x = f"CAST({position} AS HUGEINT)"
     h = f"CAST({int(coefficients[0])} AS HUGEINT)"
     for c in coefficients[1:]:
         h = f"(({h}) * {x} + {int(c)}) % {MERSENNE_61}"
-    return f"(CASE WHEN {h} < {_HALF} THEN 0 ELSE 1 END)"
+    return f"(CASE WHEN {h} < {cut} THEN 0 ELSE 1 END)"
 
 
 def _query_positions(sql: str) -> dict[str, Any]:
@@ -182,9 +185,11 @@ def _query_positions(sql: str) -> dict[str, Any]:
         return dict(con.execute(sql).fetchnumpy())
 
 
-def position_half_sizes(coefficients: Sequence[int], n: int) -> tuple[int, int]:
+def position_half_sizes(
+    coefficients: Sequence[int], n: int, cut: int = _HALF
+) -> tuple[int, int]:
     """(|half 0|, |half 1|) among positions 0..n−1 (one aggregate query, O(1) memory)."""
-    expr = position_half_sql(coefficients, "range")
+    expr = position_half_sql(coefficients, "range", cut)
     got = _query_positions(
         f"SELECT count(*) FILTER (WHERE {expr} = 0) AS h0, "
         f"count(*) FILTER (WHERE {expr} = 1) AS h1 FROM range({int(n)})"
@@ -192,12 +197,14 @@ def position_half_sizes(coefficients: Sequence[int], n: int) -> tuple[int, int]:
     return int(got["h0"][0]), int(got["h1"][0])
 
 
-def position_labels(coefficients: Sequence[int], start: int, count: int) -> NDArray[np.intp]:
+def position_labels(
+    coefficients: Sequence[int], start: int, count: int, cut: int = _HALF
+) -> NDArray[np.intp]:
     """The half (0/1) of positions ``start`` .. ``start + count − 1``, in order."""
     if int(count) <= 0:
         return np.zeros(0, dtype=np.intp)
     got = _query_positions(
-        f"SELECT {position_half_sql(coefficients, 'range')} AS half FROM "
+        f"SELECT {position_half_sql(coefficients, 'range', cut)} AS half FROM "
         f"range({int(start)}, {int(start) + int(count)}) ORDER BY range"
     )
     return np.asarray(got["half"], dtype=np.intp)

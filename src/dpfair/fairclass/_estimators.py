@@ -731,7 +731,9 @@ class CDPFairClassifier(_PlugInBase):
         same (the error carries the ledger).
     calibration_share : float in [0.1, 0.9], default=0.5
         Public share of the rows in the calibration half (S2 and the certificate), the rest
-        training S1; in memory and without cross-fitting only. A larger share shrinks the
+        training S1; without cross-fitting only. In memory the permutation split puts
+        exactly ⌈share·n⌉ rows in it; out of core (and with ``split="position"``) each
+        row's position hash does so with probability share. A larger share shrinks the
         certificate's margin (its sampling term ∝ (share·n)^-1/2) and the noise of S2, so a
         smaller α certifies, at the price of a score trained on fewer rows.
         :func:`~dpfair.fairclass.plan_certification` (``calibration_share=``) predicts the

@@ -60,6 +60,7 @@ __all__ = [
     "Split",
     "calibration_size",
     "draw_split",
+    "position_cut",
 ]
 
 #: Names of the two halves in ledgers and messages.
@@ -78,15 +79,23 @@ class PositionSplit:
     ----------
     coefficients : tuple of 4 int
         (c₃, c₂, c₁, c₀), each in [0, 2^61 − 1).
+    cut : int
+        Position i is in half 0 (training) iff h(i) < cut. (p − 1)/2 gives halves; a
+        calibration share c gives cut = ⌊(1 − c)·p⌋ (:func:`position_cut`), so each
+        position is in the calibration half with probability ⌈c·p⌉/p = c + O(2^-61).
     """
 
     coefficients: tuple[int, int, int, int]
+    cut: int = _HALF
 
     @classmethod
-    def from_rng(cls, rng: np.random.Generator) -> PositionSplit:
-        """Draw the four coefficients (one ``rng.integers`` call of size 4)."""
+    def from_rng(cls, rng: np.random.Generator, calibration_share: float = 0.5
+                 ) -> PositionSplit:
+        """Draw the four coefficients (one ``rng.integers`` call of size 4, whatever the
+        public ``calibration_share``)."""
         c = rng.integers(0, MERSENNE_61, size=4, dtype=np.int64)
-        return cls((int(c[0]), int(c[1]), int(c[2]), int(c[3])))
+        return cls((int(c[0]), int(c[1]), int(c[2]), int(c[3])),
+                   position_cut(calibration_share))
 
     def half_of(self, position: int) -> int:
         """The half of one position, in Python integers (reference implementation)."""
@@ -94,7 +103,7 @@ class PositionSplit:
         h = self.coefficients[0]
         for c in self.coefficients[1:]:
             h = (h * x + c) % MERSENNE_61
-        return 0 if h < _HALF else 1
+        return 0 if h < self.cut else 1
 
     def sql(self, position: str) -> str:
         """A DuckDB expression (INTEGER 0/1) for the half of the row at ``position``.
@@ -102,16 +111,16 @@ class PositionSplit:
         ``position`` is an SQL expression for the 0-based row number, e.g. DuckDB's
         ``file_row_number`` of ``read_parquet(..., file_row_number = true)``.
         """
-        return position_half_sql(self.coefficients, position)
+        return position_half_sql(self.coefficients, position, self.cut)
 
     def half_sizes(self, n: int) -> tuple[int, int]:
         """(|half 0|, |half 1|) for ``n`` rows: a function of (n, seed) only."""
-        return position_half_sizes(self.coefficients, n)
+        return position_half_sizes(self.coefficients, n, self.cut)
 
     def labels(self, start: int, count: int) -> NDArray[np.intp]:
         """The half (0/1) of positions ``start`` .. ``start + count − 1``, in order (by the
         same SQL expression as the file path)."""
-        return position_labels(self.coefficients, start, count)
+        return position_labels(self.coefficients, start, count, self.cut)
 
     def halves(self, n: int) -> NDArray[np.int8]:
         """The half of every position 0..n−1 (O(n) memory: for tests and small files)."""
@@ -123,14 +132,31 @@ class PositionSplit:
         return np.flatnonzero(lab == 0), np.flatnonzero(lab == 1)
 
 
+def _share_fraction(calibration_share: float) -> Fraction:
+    return Fraction(float(calibration_share)).limit_denominator(10**6)
+
+
+def position_cut(calibration_share: float = 0.5) -> int:
+    """The hash cut of a position split with calibration share c: ⌊(1 − c)·p⌋, p = 2^61 − 1.
+
+    Exact rational arithmetic on the share read as in :func:`calibration_size`; c = ½ gives
+    (p − 1)/2, the halves' cut (bit-identical to the split before shares existed).
+    """
+    share = _share_fraction(calibration_share)
+    if not 0 < share < 1:
+        raise InvalidParameterError(
+            f"calibration_share={calibration_share!r}: expected a number in (0, 1)."
+        )
+    return math.floor((1 - share) * MERSENNE_61)
+
+
 def calibration_size(n: int, calibration_share: float = 0.5) -> int:
     """|half 1| (the calibration half) of a permutation split of n rows: ⌈share·n⌉.
 
     A function of public numbers only; share ½ gives ⌈n/2⌉ (the default halves). The share
     is read as the nearest fraction with denominator ≤ 10⁶, so 0.7·6000 is 4200 exactly.
     """
-    share = Fraction(float(calibration_share)).limit_denominator(10**6)
-    return math.ceil(share * int(n))
+    return math.ceil(_share_fraction(calibration_share) * int(n))
 
 
 @dataclass(frozen=True, eq=False)
@@ -209,18 +235,13 @@ def draw_split(
     """The fit's first draw: a :class:`PermutationSplit` of n rows or a
     :class:`PositionSplit` (``rng.integers`` of size 4, whatever n).
 
-    ``calibration_share`` (public): the calibration half's share of the rows, permutation
-    split only (the position hash splits in halves)."""
+    ``calibration_share`` (public): the calibration half's share of the rows — exactly
+    ⌈c·n⌉ rows with the permutation, each row independently (4-wise) with probability c
+    with the position hash (sizes a function of (n, seed, c), public either way)."""
     if kind == "permutation":
         return PermutationSplit.from_rng(rng, n, calibration_share)
     if kind == "position":
-        if calibration_share != 0.5:
-            raise InvalidParameterError(
-                f"calibration_share={calibration_share!r}: the position split (out of core, "
-                "split='position') divides the rows in halves; use calibration_share=0.5 or "
-                "an in-memory fit with split=None/'permutation'."
-            )
-        return PositionSplit.from_rng(rng)
+        return PositionSplit.from_rng(rng, calibration_share)
     raise InvalidParameterError(
         f"split={kind!r}: expected 'permutation' (exact halves, in memory) or 'position' "
         "(a seeded hash of the row position, as out of core)."

@@ -13,7 +13,8 @@ Pipeline (one fit; with ``cross_fit=True`` a second fit with the halves swapped)
 --------------------------------------------------------------------------------
 0. **Rows and split.** n = number of rows (Parquet metadata). Row number i (its 0-based
    position in the file) goes to half ``PositionSplit.half_of(i)``, a seeded degree-3
-   polynomial hash mod 2^61 − 1 (:mod:`dpfair.fairclass._split`). The split is a function
+   polynomial hash mod 2^61 − 1 (:mod:`dpfair.fairclass._split`; a ``calibration_share``
+   c moves the hash's cut so a row is in the calibration half w.p. c). The split is a function
    of (position, seed) only: independent of the data, half sizes public given n, and a
    replaced record keeps its position and its half. Positions come from DuckDB's
    ``file_row_number`` (Parquet). A CSV file is first copied, in file order, to a

@@ -905,11 +905,6 @@ class Session:
         # (the release re-decides on the file it binds; see _auto_out_of_core).
         out_of_core = (agg == "always" or (self._source.kind == "dask" and agg != "never")
                        or (agg == "auto" and self._auto_out_of_core()))
-        if float(share) != 0.5 and out_of_core:
-            raise InvalidParameterError(
-                f"calibration_share={share!r} with aggregates: the out-of-core split is by "
-                "position hash into halves; use calibration_share=0.5 or aggregate='never'."
-            )
         if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
             raise InvalidParameterError(
                 f"features={features!r}: expected a list of column names."
