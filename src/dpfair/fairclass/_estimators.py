@@ -50,6 +50,7 @@ from dpfair.fairclass._pipeline import ArraySource, FitSettings, Source, run_pip
 from dpfair.fairclass._routing import SENSITIVE_REQUEST, require_sensitive
 from dpfair.fairclass._rule import CONSTRAINTS
 from dpfair.fairclass._split import SPLITS
+from dpfair.fairclass._threshold import SCORE_LATTICE_BINS
 from dpfair.fairclass._validation import (
     AUTO_KERNEL_MAX_D,
     check_alpha,
@@ -471,9 +472,19 @@ class _PlugInBase(ClassifierMixin, BaseEstimator):
     def _positive_rate(self, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
         grid: KroneckerGaussianGrid | None = self.grid_
         votes = np.zeros(U.shape[0])
+        bins = self._score_lattice()
         for fold in self.folds_:
-            votes += fold.decide(grid, U, A)
+            votes += fold.decide(grid, U, A, bins)
         return votes / len(self.folds_)
+
+    def _score_lattice(self) -> int | None:
+        """B of the score lattice S2 ran on (public): the out-of-core ``score_bins``, else
+        :data:`~dpfair.fairclass._threshold.SCORE_LATTICE_BINS`; None without a private
+        S2 (no fairness threshold, or the exact non-private one: raw scores)."""
+        if self._privacy_params() is None or self._alpha_params() is None:
+            return None
+        extras = getattr(self, "outofcore_", None)
+        return int(extras.score_bins) if extras is not None else SCORE_LATTICE_BINS
 
     def predict_proba(
         self, X: ArrayLike, *, sensitive_features: ArrayLike | None = None

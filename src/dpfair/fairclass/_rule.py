@@ -2,7 +2,9 @@
 
 A fold releases η̃_a (on a grid, as logistic coefficients, or as RFF sums) and π̃_a; its
 score Z = 2(2a − 1)·π̃_a·(η̃_a(x) − 1/2) and decision 1{Z ≥ τ} (group 1) / 1{Z ≤ τ}
-(group 0) are post-processing of the release: no data, no noise.
+(group 0) are post-processing of the release: no data, no noise. A private S2 draws and
+certifies τ̂ on scores rounded to a public lattice; the decision then reads the score
+rounded the same way (``decide(score_bins=)``), so the classifier is the one certified.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from dpfair.fairclass._threshold import snap_scores
 
 __all__ = ["CONSTRAINTS", "OpportunityFold", "PlugInRule", "opportunity_scores"]
 
@@ -32,9 +36,23 @@ class PlugInRule(abc.ABC):
         sign = 2.0 * A.astype(np.float64) - 1.0
         return 2.0 * sign * self.pi[A.astype(np.intp)] * (eta - 0.5)
 
-    def decide(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.int8]:
-        """1{Z ≥ τ} for group 1 and 1{Z ≤ τ} for group 0 (paper Eq. 2)."""
+    def decide(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8],
+               score_bins: int | None = None) -> NDArray[np.int8]:
+        """1{Z ≥ τ} for group 1 and 1{Z ≤ τ} for group 0 (paper Eq. 2).
+
+        ``score_bins``: B of the public score lattice S2 drew and certified τ̂ on (the
+        private fits round every calibration score with :func:`snap_scores`); the decision
+        then reads the score rounded the same way, so the released classifier is the one
+        whose disparity curve S2 estimated and certified. Deciding on the raw score instead
+        differs from it by the scores within half a lattice cell of τ̂, which the certified
+        rule's windowed aim puts τ̂ next to: a raw atom just above a lattice point was
+        counted positive by the classifier and negative by the certificate
+        (``tests/attacks/test_today3_side_lattice.py``). None: the raw score (non-private
+        S2, exact on raw scores).
+        """
         z = self.scores(grid, U, A)
+        if score_bins is not None:
+            z = snap_scores(z, score_bins)
         return np.where(A == 1, z >= self.tau, z <= self.tau).astype(np.int8)
 
 
