@@ -11,14 +11,17 @@ their expected size m_a = share_a · n_C with a *public* (assumed) group share. 
 * the aim's slack g (:func:`~dpfair.fairclass._certify.aim_slack`): how far below α − t
   the threshold aims, covering the threshold's own spread b_v = 2Δ/ε_e and the check's
   noise b_w ≈ Δ/ε_k, floored at one step of a tied curve;
+* the side allocation the fit will choose at an α (:meth:`CertificationPlan.side_choice`,
+  :func:`~dpfair.fairclass._certify.choose_from_margins`): the share κ of β left to the
+  side opposite τ̂, the margins t (τ̂'s side, β(1 − κ)) and t_o (the other side, βκ);
 * the predicted certification probability of an α,
-  P(|aim ± (V + W)| ≤ α − t)^K with V ~ Laplace(b_v), W ~ Laplace(b_w), K folds
-  (:func:`~dpfair.fairclass._certify.pass_probability`);
+  P(−(α − t_o) ≤ aim + V + W ≤ α − t)^K with V ~ Laplace(b_v), W ~ Laplace(b_w), K folds
+  (:func:`~dpfair.fairclass._certify.pass_probability`), the aim on τ̂'s side;
 * ``min_alpha``: the smallest α whose predicted probability reaches ``target_rate``;
-* ``sampling_margin``: the margin without privacy noise — no α at or below it certifies at
-  any ε, only more calibration rows lower it (``calibration_share``, or
-  ``calibration_share="auto"`` with the α to plan for: the smallest share in 0.5 … 0.7 that
-  reaches ``target_rate``).
+* ``sampling_margin``: the margin without privacy noise at the largest side share
+  1 − min(κ) — no α at or below it certifies at any ε, only more calibration rows lower
+  it (``calibration_share``, or ``calibration_share="auto"`` with the α to plan for: the
+  smallest share in 0.5 … 0.7 that reaches ``target_rate``).
 
 It spends no privacy: nothing here reads data. What it cannot know (stated, not hidden): the
 actual group shares (a smaller group than assumed gives a larger margin) and the shape of
@@ -40,11 +43,14 @@ from dpfair._validation import check_positive
 from dpfair.fairclass._budget import plan_budget
 from dpfair.fairclass._certify import (
     AIM_FAIL,
+    SIDE_SHARES,
     TIE_SLACK,
+    SideChoice,
     aim_scales,
     aim_slack,
     certification_margin,
-    pass_probability,
+    choose_from_margins,
+    side_margins,
 )
 from dpfair.fairclass._rule import CONSTRAINTS
 from dpfair.fairclass._split import calibration_size
@@ -83,9 +89,11 @@ class CertificationPlan:
     epsilon_count, epsilon_threshold, epsilon_check : float
         S2's budget split (as the estimator will use it).
     margin : float
-        t: a fold is certified iff its released check satisfies |D̃| ≤ α − t.
+        t at β_fold/2 per side, the symmetric margin (side share κ = ½): with it a fold is
+        certified iff its released check satisfies |D̃| ≤ α − t. At an α where the fit
+        moves β to τ̂'s side (κ < ½) the margins are those of :meth:`side_choice`.
     slack : float
-        g: the threshold aims at α − t − g.
+        g: the threshold aims at α − t − g (t of τ̂'s side).
     threshold_spread, check_noise : float
         b_v = 2Δ/ε_e and b_w ≈ Δ/ε_k (DD units).
     target_rate : float
@@ -93,13 +101,18 @@ class CertificationPlan:
     min_alpha : float
         The smallest α whose predicted certification probability is ≥ ``target_rate``.
     sampling_margin : float
-        t₀: the margin with no privacy noise (ε → ∞), the calibration sampling term alone
-        (z_{0.99·β_side}·s plus the continuity shift). The certified rule certifies only if
-        |D̃| ≤ α − t and t ≥ t₀ at every ε, so **no fit certifies α ≤ t₀**, whatever ε: a
-        smaller α needs more calibration rows (n or ``calibration_share``), not more budget.
+        t₀: the margin with no privacy noise (ε → ∞) on the side with the largest share,
+        β_fold·(1 − min κ) (:data:`~dpfair.fairclass._certify.SIDE_SHARES`): the calibration
+        sampling term alone (z_{0.99·β_side}·s plus the continuity shift). Every margin the
+        fit can use is ≥ t₀ at every ε and a certificate needs D̃ ≤ α − t on τ̂'s side, so
+        **no fit certifies α ≤ t₀**, whatever ε: a smaller α needs more calibration rows
+        (n or ``calibration_share``), not more budget.
     calibration_share : float
         The calibration half's share of the rows the plan assumes (the estimator's
         ``calibration_share``).
+    side_margins : tuple of (κ, t, t_o)
+        The margins of τ̂'s side and of the other side for each candidate side share κ
+        (increasing), at :attr:`group_sizes`.
     """
 
     n: int
@@ -121,21 +134,28 @@ class CertificationPlan:
     min_alpha: float
     sampling_margin: float = 0.0
     calibration_share: float = 0.5
+    side_margins: tuple[tuple[float, float, float], ...] = ()
+
+    def side_choice(self, alpha: float) -> SideChoice:
+        """The side allocation a fit at this α chooses (κ, margins, aim, pass probability
+        per fold), as the estimator does with π̃ in place of the assumed shares."""
+        table = self.side_margins or ((0.5, self.margin, self.margin),)
+        return choose_from_margins(float(alpha), table, self.threshold_spread,
+                                   self.check_noise, self.slack)
 
     def aim(self, alpha: float) -> float:
-        """The threshold's target max(α − t − g, 0) at this α."""
-        return max(float(alpha) - self.margin - self.slack, 0.0)
+        """The threshold's target max(α − t − g, 0) at this α (t of τ̂'s side)."""
+        return self.side_choice(alpha).aim
 
     def certification_probability(self, alpha: float) -> float:
         """Predicted P(certified) of a fit at this α (all folds)."""
-        p = pass_probability(float(alpha), self.margin, self.aim(alpha),
-                             self.threshold_spread, self.check_noise)
-        return p**self.folds
+        return self.side_choice(alpha).probability ** self.folds
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         out = asdict(self)
         out["group_sizes"] = list(self.group_sizes)
+        out["side_margins"] = [list(r) for r in self.side_margins]
         return out
 
     def summary_rows(self) -> list[tuple[str, str]]:
@@ -159,8 +179,10 @@ class CertificationPlan:
                           "fits, predicted)"),
         ]
         for a in (0.05, 0.1, 0.2):
+            c = self.side_choice(a)
             rows.append((f"P(certified) at alpha={a:g}",
-                         f"{self.certification_probability(a):.3f}"))
+                         f"{c.probability**self.folds:.3f} (side share {c.side_share:g}: "
+                         f"margins {c.margin:.4f} / {c.margin_other:.4f})"))
         return rows
 
 
@@ -248,7 +270,7 @@ def plan_certification(
     >>> from dpfair.fairclass import plan_certification
     >>> plan = plan_certification(9000, 1.0, 4500.0**-2, min_group_share=0.3)
     >>> round(plan.margin, 3), round(plan.min_alpha, 3), round(plan.sampling_margin, 3)
-    (0.037, 0.051, 0.032)
+    (0.037, 0.051, 0.027)
     >>> round(plan.certification_probability(0.1), 2)
     0.97
     """
@@ -333,28 +355,35 @@ def plan_certification(
         fail_prob_side=beta_fold / 2.0, counts=2 if eo else 1,
         n_public=n_cal if eo else None,
     )
+    kw = {"counts": 2 if eo else 1, "n_public": n_cal if eo else None}
     t0 = certification_margin(
         m1, m0, epsilon_count=_NO_NOISE, epsilon_check=_NO_NOISE,
-        fail_prob_side=beta_fold / 2.0, counts=2 if eo else 1,
-        n_public=n_cal if eo else None,
+        fail_prob_side=beta_fold * (1.0 - min(SIDE_SHARES)), **kw,  # type: ignore[arg-type]
+    )
+    table = tuple(
+        (k, *side_margins(m1, m0, epsilon_count=plan.epsilon_count,
+                          epsilon_check=plan.epsilon_check, fail_prob=beta_fold,
+                          side_share=k, **kw))  # type: ignore[arg-type]
+        for k in sorted(set(SIDE_SHARES))
     )
     b_v, b_w = aim_scales(m1, m0, epsilon_threshold=plan.epsilon_threshold,
                           epsilon_check=plan.epsilon_check, n_bound=n_cal if eo else None)
     g = aim_slack(b_v, b_w, aim_fail=aim_fail, floor=TIE_SLACK)
 
     def prob(alpha: float) -> float:
-        aim = max(alpha - t - g, 0.0)
-        return float(pass_probability(alpha, t, aim, b_v, b_w) ** folds)
+        return float(choose_from_margins(alpha, table, b_v, b_w, g).probability ** folds)
 
     top = 0.999
     if prob(top) < rate:
         min_alpha = math.inf
     else:
-        min_alpha = float(optimize.brentq(lambda a: prob(a) - rate, t, top, xtol=1e-7))
+        lo_a = min(r[1] for r in table)
+        min_alpha = float(optimize.brentq(lambda a: prob(a) - rate, lo_a, top, xtol=1e-7))
     return CertificationPlan(
         n=n_rows, epsilon=eps, delta=dl, constraints=str(constraints), min_group_share=lo,
         group_sizes=(m1, m0), folds=folds, fail_prob=beta, epsilon_count=plan.epsilon_count,
         epsilon_threshold=plan.epsilon_threshold, epsilon_check=plan.epsilon_check,
         margin=t, slack=g, threshold_spread=b_v, check_noise=b_w, target_rate=rate,
         min_alpha=min_alpha, sampling_margin=t0, calibration_share=share,
+        side_margins=table,
     )
