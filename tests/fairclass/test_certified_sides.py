@@ -350,3 +350,41 @@ def test_population_guarantee_equal_opportunity():
     assert cert_n > 0
     assert bad <= max_failures(reps, BETA)
     assert kappas == {min(SIDE_SHARES)}
+
+
+# ---------------------------------------------------------------------------- fitted model
+def _unseen(n, rng):
+    X = rng.uniform(size=(n, 2))
+    A = (rng.uniform(size=n) < 0.5).astype(np.int8)
+    eta = 1.0 / (1.0 + np.exp(-(4.0 * (X[:, 0] - 0.5) + 1.5 * (2.0 * A - 1.0))))
+    return X, (rng.uniform(size=n) < eta).astype(np.int64), A
+
+
+@pytest.mark.parametrize(("constraints", "kappa"), [("demographic_parity", min(SIDE_SHARES)),
+                                                    ("equal_opportunity", 0.5)])
+def test_fitted_certificate_records_the_sides(constraints, kappa):
+    """The fit's certificate: κ (one-sided for demographic parity at α = 0.15, symmetric
+    under equal opportunity), the side = sign of the released τ̂, the decision from the
+    two margins; the planner predicts with the same κ."""
+    import warnings
+
+    from dpfair import UncertifiedFairnessWarning
+    from dpfair.fairclass import CDPFairClassifier, plan_certification
+
+    X, y, A = _unseen(6000, np.random.default_rng(3))
+    clf = CDPFairClassifier(epsilon=1.0, delta=3000.0**-2, alpha=0.15, random_state=2,
+                            constraints=constraints, feature_bounds=[(0.0, 1.0)] * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+        clf.fit(X, y, sensitive_features=A)
+    (c,) = clf.certificates_
+    assert c.side_share == kappa
+    assert c.side == int(np.sign(clf.tau_[0]))
+    assert c.certified == (-(c.alpha - c.margin_lower) <= c.released_dd
+                           <= c.alpha - c.margin_upper)
+    assert c.margin == min(c.margin_upper, c.margin_lower)
+    plan = plan_certification(6000, 1.0, 3000.0**-2, 0.5 if kappa != 0.5 else 0.2,
+                              constraints=constraints)
+    assert {r[0] for r in plan.side_margins} == ({0.5} if kappa == 0.5 else set(SIDE_SHARES))
+    if kappa == 0.5:
+        assert plan.side_margins == ((0.5, plan.margin, plan.margin),)

@@ -147,10 +147,14 @@ def s2_opportunity(
     then τ̂ by the exponential mechanism on the lattice-rounded EOD̂ (ε_e), and with
     ``fail_prob`` and ε_k > 0 the certified rule (windowed aim, check, margin for two
     counts: :func:`~dpfair.fairclass._certify.certification_margin` with ``counts=2``).
-    The fold's β is split between the two sides by the sign of τ̂ as under demographic
-    parity, with κ from ``pi`` (S1's π̃, released on the training half) times
-    :data:`ASSUMED_POSITIVE_RATE` and n_C — never from this calibration half; without
-    ``pi`` the symmetric rule (κ = ½).
+    With ``pi`` the fold's β is split between the two sides by the sign of τ̂ as under
+    demographic parity, with κ from ``pi`` (S1's π̃, released on the training half) times
+    :data:`ASSUMED_POSITIVE_RATE` and n_C — never from this calibration half (valid for any
+    such κ: ``tests/fairclass/test_certified_sides.py``). Without ``pi`` (what the pipeline
+    does) the symmetric rule κ = ½: S1 releases no label rates, and with the assumed rate
+    ½ the choice was wrong where a group's positive rate is far from ½ (unseen design, EO,
+    ε = 1, α = 0.1, calibration share 0.7: certified 19/30 symmetric, 15/30 with κ from
+    π̃·½, where the true group-0 positive count is 0.1·n_C, not 0.25·n_C).
     Draws from ``rng``: the two counts, the threshold, the check — in that order.
     """
     alpha, margin = entry

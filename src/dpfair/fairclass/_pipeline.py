@@ -617,8 +617,9 @@ def run_pipeline(
             tau = 0.0
             fold_beta = None if beta is None else beta / len(pairs)
             if entry is not None and opportunity:
-                tau, cert, positive = s2_opportunity(eo_cals[cal], entry, plan, rng, fold_beta,
-                                                     pi=fold.pi)
+                # Symmetric split under equal opportunity (pi not passed): S1 releases no
+                # label rates, and a wrong assumed rate cost power (s2_opportunity).
+                tau, cert, positive = s2_opportunity(eo_cals[cal], entry, plan, rng, fold_beta)
                 if cert is not None:
                     certs.append(cert)
                 folds.append(OpportunityFold(fold, positive, tau))

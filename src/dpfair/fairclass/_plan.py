@@ -102,7 +102,8 @@ class CertificationPlan:
         The smallest α whose predicted certification probability is ≥ ``target_rate``.
     sampling_margin : float
         t₀: the margin with no privacy noise (ε → ∞) on the side with the largest share,
-        β_fold·(1 − min κ) (:data:`~dpfair.fairclass._certify.SIDE_SHARES`): the calibration
+        β_fold·(1 − min κ) (:data:`~dpfair.fairclass._certify.SIDE_SHARES`; β_fold/2 under
+        equal opportunity, which keeps the symmetric split): the calibration
         sampling term alone (z_{0.99·β_side}·s plus the continuity shift). Every margin the
         fit can use is ≥ t₀ at every ε and a certificate needs D̃ ≤ α − t on τ̂'s side, so
         **no fit certifies α ≤ t₀**, whatever ε: a smaller α needs more calibration rows
@@ -112,7 +113,8 @@ class CertificationPlan:
         ``calibration_share``).
     side_margins : tuple of (κ, t, t_o)
         The margins of τ̂'s side and of the other side for each candidate side share κ
-        (increasing), at :attr:`group_sizes`.
+        (increasing) the fit can choose, at :attr:`group_sizes` (only κ = ½ under equal
+        opportunity).
     """
 
     n: int
@@ -356,15 +358,18 @@ def plan_certification(
         n_public=n_cal if eo else None,
     )
     kw = {"counts": 2 if eo else 1, "n_public": n_cal if eo else None}
+    # The fit's candidate side shares: equal opportunity keeps the symmetric split
+    # (``_opportunity.s2_opportunity``: S1 releases no label rates).
+    shares = (0.5,) if eo else tuple(sorted(set(SIDE_SHARES)))
     t0 = certification_margin(
         m1, m0, epsilon_count=_NO_NOISE, epsilon_check=_NO_NOISE,
-        fail_prob_side=beta_fold * (1.0 - min(SIDE_SHARES)), **kw,  # type: ignore[arg-type]
+        fail_prob_side=beta_fold * (1.0 - min(shares)), **kw,  # type: ignore[arg-type]
     )
     table = tuple(
         (k, *side_margins(m1, m0, epsilon_count=plan.epsilon_count,
                           epsilon_check=plan.epsilon_check, fail_prob=beta_fold,
                           side_share=k, **kw))  # type: ignore[arg-type]
-        for k in sorted(set(SIDE_SHARES))
+        for k in shares
     )
     b_v, b_w = aim_scales(m1, m0, epsilon_threshold=plan.epsilon_threshold,
                           epsilon_check=plan.epsilon_check, n_bound=n_cal if eo else None)
