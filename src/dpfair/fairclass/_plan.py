@@ -360,16 +360,16 @@ def plan_certification(
     kw = {"counts": 2 if eo else 1, "n_public": n_cal if eo else None}
     # The fit's candidate side shares: equal opportunity keeps the symmetric split
     # (``_opportunity.s2_opportunity``: S1 releases no label rates).
-    shares = (0.5,) if eo else tuple(sorted(set(SIDE_SHARES)))
+    side_shares: tuple[float, ...] = (0.5,) if eo else tuple(sorted(set(SIDE_SHARES)))
     t0 = certification_margin(
         m1, m0, epsilon_count=_NO_NOISE, epsilon_check=_NO_NOISE,
-        fail_prob_side=beta_fold * (1.0 - min(shares)), **kw,  # type: ignore[arg-type]
+        fail_prob_side=beta_fold * (1.0 - min(side_shares)), **kw,  # type: ignore[arg-type]
     )
     table = tuple(
         (k, *side_margins(m1, m0, epsilon_count=plan.epsilon_count,
                           epsilon_check=plan.epsilon_check, fail_prob=beta_fold,
                           side_share=k, **kw))  # type: ignore[arg-type]
-        for k in shares
+        for k in side_shares
     )
     b_v, b_w = aim_scales(m1, m0, epsilon_threshold=plan.epsilon_threshold,
                           epsilon_check=plan.epsilon_check, n_bound=n_cal if eo else None)
