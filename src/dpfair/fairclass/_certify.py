@@ -41,8 +41,12 @@ binomial difference, exceeded by it at an atom when the check noise is small).
 
 Where the margin comes from (``CertificationPlan.sampling_margin``): on the paper's design at
 N = 6000, ε = 1 (m = 900, 2100), t = 0.047 is 0.040 of calibration sampling (no privacy noise),
-+0.006 of denominator noise and +0.002 of check noise; no α ≤ 0.040 certifies at any ε with
-halves. The lever is the calibration size (the estimator's ``calibration_share``).
++0.006 of denominator noise and +0.002 of check noise (symmetric split, β/2 per side); no
+α ≤ 0.040 certifies at any ε with halves. With the side allocation at κ = 0.05 τ̂'s side has
+t = 0.041 (0.034 of sampling, z_{0.99·0.0475} = 1.68 instead of 1.97) and the other side
+0.067; κ < ½ is only chosen where that interval leaves room (larger α), so the gain is a
+higher aim, not a smaller certifiable α. The lever for small α remains the calibration size
+(the estimator's ``calibration_share``).
 """
 
 from __future__ import annotations
