@@ -280,3 +280,17 @@ def test_auto_calibration_share_is_the_smallest_that_reaches_the_target():
         plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="auto")
     with pytest.raises(InvalidParameterError, match="calibration_share"):
         plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="big", alpha=0.05)
+
+
+def test_auto_share_stays_at_halves_where_nothing_certifies():
+    """No share reaches the target and none helps: "auto" keeps ½ (a larger calibration
+    share would only cost score error); where the rate still rises it takes the largest."""
+    from dpfair.fairclass._plan import AUTO_SHARES
+
+    kw = {"constraints": "equal_opportunity", "max_group_share": 0.4,
+          "calibration_share": "auto"}
+    none = plan_certification(6000, 1.0, 3000.0**-2, 0.1, alpha=0.05, **kw)
+    assert none.certification_probability(0.05) < 0.02 and none.calibration_share == 0.5
+    rising = plan_certification(6000, 1.0, 3000.0**-2, 0.1, alpha=0.1, **kw)
+    assert rising.calibration_share == AUTO_SHARES[-1]
+    assert rising.certification_probability(0.1) < 0.9
