@@ -107,6 +107,7 @@ def test_check_uses_the_sign_of_tau_for_the_sides():
         c = out[tau]
         assert c.certified == (-(c.alpha - c.margin_lower) <= c.released_dd
                                <= c.alpha - c.margin_upper)
+    assert out[0.04].interval == pytest.approx((-(0.3 - 0.2), 0.3 - 0.05))
     d = out[0.04].to_dict()
     assert {"margin", "margin_upper", "margin_lower", "side", "side_share"} <= set(d)
 

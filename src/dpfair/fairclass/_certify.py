@@ -211,6 +211,11 @@ class FairnessCertificate:
             if math.isnan(getattr(self, name)):
                 object.__setattr__(self, name, float(self.margin))
 
+    @property
+    def interval(self) -> tuple[float, float]:
+        """(−(α − t₋), α − t₊): the fold is certified iff D̃ lies in it (for messages)."""
+        return -(self.alpha - self.margin_lower), self.alpha - self.margin_upper
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
