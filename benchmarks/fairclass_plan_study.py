@@ -10,7 +10,9 @@ population draw of 200,000 rows (100,000 with ``--pop``):
 * ``above_given_certified``: share of certified fits whose population |DD| (or |EOD|) > α
   (guarantee: P(above and certified) ≤ β = 0.05);
 * ``error_vs_oracle``: mean population error − the fair-Bayes risk at α (the exact
-  group-wise threshold on the true η with the population's own curve).
+  group-wise threshold on the true η with the population's own curve);
+* ``mean_side_share`` / ``plan_side_share``: the fits' and the planner's side share κ of
+  the certificate's β (½: symmetric; ``fairclass/_certify.py``, side allocation).
 
 Designs: ``paper`` (§5.1.1, N = 9000 and ``paper6k`` N = 6000), ``unseen`` (two uniform
 features, A ~ Bern(0.5), logistic η; N = 6000), ``wave`` (kernel score, non-linear η =
@@ -145,7 +147,7 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int,
                               max_group_share=hi, calibration_share=calibration_share,
                               alpha=alpha)
     share = plan.calibration_share  # "auto": the planner's choice for this α
-    certs, dds, errs, times = [], [], [], []
+    certs, dds, errs, times, kappas = [], [], [], [], []
     for r in range(reps):
         X, y, A, _ = design.draw(n, np.random.default_rng(50_000 + r))
         clf = CDPFairClassifier(epsilon=eps, delta=delta, alpha=alpha, random_state=r,
@@ -160,6 +162,7 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int,
         dds.append(disparity(kind, p, pop[1], pop[2]))
         errs.append(float(np.mean(pop[3] * (1.0 - p) + (1.0 - pop[3]) * p)))
         certs.append(bool(clf.certified_))
+        kappas.append(float(np.mean([c.side_share for c in clf.certificates_])))
     above = np.abs(np.array(dds)) > alpha
     cert = np.array(certs)
     orc = oracle(kind, alpha, pop)
@@ -169,6 +172,8 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int,
         "certified": float(cert.mean()),
         "planned": plan.certification_probability(alpha), "plan_min_alpha": plan.min_alpha,
         "plan_margin": plan.margin, "plan_sampling_margin": plan.sampling_margin,
+        "plan_side_share": plan.side_choice(alpha).side_share,
+        "mean_side_share": float(np.mean(kappas)),
         "above_given_certified": float(above[cert].mean()) if cert.any() else None,
         "n_certified": int(cert.sum()), "n_above_certified": int((above & cert).sum()),
         "above_any": float(above.mean()), "mean_abs_disparity": float(np.mean(np.abs(dds))),

@@ -80,7 +80,14 @@ def test_plan_is_a_function_of_public_numbers():
                              epsilon_check=split.epsilon_check, fail_prob_side=0.025)
     assert a.margin == pytest.approx(t)
     assert a.certification_probability(a.min_alpha) == pytest.approx(0.9, abs=1e-4)
-    assert a.aim(0.2) == pytest.approx(0.2 - a.margin - a.slack)
+    # At α = 0.2 the fit moves β to τ̂'s side (κ = 0.05): the aim uses that side's margin.
+    side = a.side_choice(0.2)
+    t_side = certification_margin(1350.0, 3150.0, epsilon_count=split.epsilon_count,
+                                  epsilon_check=split.epsilon_check, fail_prob_side=0.0475)
+    assert side.side_share == 0.05 and side.margin == pytest.approx(t_side)
+    assert t_side < a.margin
+    assert a.aim(0.2) == pytest.approx(0.2 - t_side - a.slack)
+    assert a.side_choice(a.min_alpha).side_share == 0.5  # near min_alpha: symmetric
     out = a.to_dict()
     assert out["min_alpha"] == a.min_alpha and out["margin"] == a.margin
 
@@ -157,9 +164,11 @@ def test_sampling_margin_is_the_noise_free_floor():
     t0 = plans[0].sampling_margin
     assert all(p.sampling_margin == pytest.approx(t0) for p in plans)
     assert all(p.margin > t0 for p in plans)
-    assert plans[-1].margin == pytest.approx(t0, rel=0.05)
-    # ≈ z_{0.99·0.025}·sqrt((1/900 + 1/2100)/4) + ¼(1/900 + 1/2100) ≈ 0.0395
-    assert t0 == pytest.approx(1.9643 * 0.5 * np.sqrt(1 / 900 + 1 / 2100), rel=0.03)
+    assert all(min(r[1] for r in p.side_margins) > t0 for p in plans)
+    assert plans[-1].side_choice(0.2).margin == pytest.approx(t0, rel=0.05)
+    # The largest side share is 1 − 0.05 (side allocation): ≈ z_{0.99·0.0475}·
+    # sqrt((1/900 + 1/2100)/4) + ¼(1/900 + 1/2100) ≈ 0.034 (was z_{0.99·0.025}: 0.0395)
+    assert t0 == pytest.approx(1.6754 * 0.5 * np.sqrt(1 / 900 + 1 / 2100), rel=0.03)
     assert all(p.min_alpha > t0 for p in plans)
     assert all(p.certification_probability(t0) == 0.0 for p in plans)
 
@@ -274,3 +283,17 @@ def test_auto_calibration_share_is_the_smallest_that_reaches_the_target():
         plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="auto")
     with pytest.raises(InvalidParameterError, match="calibration_share"):
         plan_certification(6000, 1.0, 1e-6, 0.3, calibration_share="big", alpha=0.05)
+
+
+def test_auto_share_stays_at_halves_where_nothing_certifies():
+    """No share reaches the target and none helps: "auto" keeps ½ (a larger calibration
+    share would only cost score error); where the rate still rises it takes the largest."""
+    from dpfair.fairclass._plan import AUTO_SHARES
+
+    kw = {"constraints": "equal_opportunity", "max_group_share": 0.4,
+          "calibration_share": "auto"}
+    none = plan_certification(6000, 1.0, 3000.0**-2, 0.1, alpha=0.05, **kw)
+    assert none.certification_probability(0.05) < 0.02 and none.calibration_share == 0.5
+    rising = plan_certification(6000, 1.0, 3000.0**-2, 0.1, alpha=0.1, **kw)
+    assert rising.calibration_share == AUTO_SHARES[-1]
+    assert rising.certification_probability(0.1) < 0.9

@@ -10,12 +10,21 @@ calibration half and a public margin (``docs/proofs/fairclass_cdp_fair.md`` §10
 2. the check releases D̃ = DD̂(τ̂) + Laplace(Δ/ε_k), Δ = 1/m̃₁ + 1/m̃₀ (sensitivity Δ given the
    released denominators, so ε_k-DP) — as executed, an exact discrete Laplace on a public
    lattice (:func:`check_lattice`);
-3. the fold is *certified* iff |D̃| ≤ α − t, with t = :func:`certification_margin`, a
-   function of released and public numbers only (m̃, ε_c, ε_k, β).
+3. the fold is *certified* iff −(α − t₋) ≤ D̃ ≤ α − t₊, with per-side margins
+   t± = :func:`certification_margin`, functions of released and public numbers only
+   (m̃, ε_c, ε_k, β) and of the sign of the released τ̂ (:func:`side_margins`).
 
-Guarantee (per fold, conditional on the S1 release): P(D(τ̂) > α and certified) ≤ β/2 and
-P(D(τ̂) < −α and certified) ≤ β/2, where D is the population DD curve of the fold's
-classifier. Argument (one fixed point, no union over τ): D is non-increasing; if D(τ̂) > α
+One-sided failure allocation (``docs/proofs/fairclass_cdp_fair.md`` §10, "Side
+allocation"): with a public share κ ≤ ½ (:data:`SIDE_SHARES`, chosen by
+:func:`choose_side_share` from S1's π̃ and public numbers, never from the calibration
+half), the side τ̂ points to gets the small margin t(β(1 − κ)) and the other side the large
+margin t(βκ) (τ̂ = 0: both small). Guarantee (per fold, conditional on the S1 release):
+P(|D(τ̂)| > α and certified) ≤ β, where D is the population DD curve of the fold's
+classifier: E₊ ∩ {τ̂ ≥ 0} needs D(0) > α and E₋ ∩ {τ̂ ≤ 0} needs D(0) < −α, which exclude
+each other, so at most one side ever sees its small margin. κ = ½ is the symmetric rule
+(β/2 per side).
+
+Per side (one fixed point, no union over τ): D is non-increasing; if D(τ̂) > α
 then τ̂ lies left of the fixed point τ* = sup{τ : D(τ) > α}, so by monotonicity of the
 calibration curve DD̂(τ̂) ≥ DD̂(τ*−), a *fixed* statistic whose mean (with the true group
 sizes) is D(τ*−) ≥ α. Certification then forces
@@ -32,8 +41,12 @@ binomial difference, exceeded by it at an atom when the check noise is small).
 
 Where the margin comes from (``CertificationPlan.sampling_margin``): on the paper's design at
 N = 6000, ε = 1 (m = 900, 2100), t = 0.047 is 0.040 of calibration sampling (no privacy noise),
-+0.006 of denominator noise and +0.002 of check noise; no α ≤ 0.040 certifies at any ε with
-halves. The lever is the calibration size (the estimator's ``calibration_share``).
++0.006 of denominator noise and +0.002 of check noise (symmetric split, β/2 per side); no
+α ≤ 0.040 certifies at any ε with halves. With the side allocation at κ = 0.05 τ̂'s side has
+t = 0.041 (0.034 of sampling, z_{0.99·0.0475} = 1.68 instead of 1.97) and the other side
+0.067; κ < ½ is only chosen where that interval leaves room (larger α), so the gain is a
+higher aim, not a smaller certifiable α. The lever for small α remains the calibration size
+(the estimator's ``calibration_share``).
 """
 
 from __future__ import annotations
@@ -61,8 +74,11 @@ from dpfair.mechanisms import (
 
 __all__ = [
     "AIM_FAIL",
+    "SIDE_SHARES",
+    "SIDE_TOLERANCE",
     "TIE_SLACK",
     "FairnessCertificate",
+    "SideChoice",
     "UncertifiedFairnessError",
     "aim_scales",
     "aim_slack",
@@ -70,11 +86,14 @@ __all__ = [
     "certified_target",
     "check_on_uncertified",
     "check_threshold",
+    "choose_from_margins",
+    "choose_side_share",
     "laplace_sum_sf",
     "lattice_shift",
     "normal_laplace_cdf",
     "pass_probability",
     "refuse_uncertified",
+    "side_margins",
     "uncertified_message",
 ]
 
@@ -137,6 +156,15 @@ AIM_FAIL = 0.03
 #: the aim cannot make certification fall as ε grows (issue 20).
 TIE_SLACK = 0.01
 
+#: κ: the candidate shares of the fold's β for the side *opposite* to τ̂'s sign (the side
+#: τ̂ points to gets 1 − κ). ½ is the symmetric rule. Chosen per fit by
+#: :func:`choose_side_share` from public numbers and S1's π̃ only.
+SIDE_SHARES = (0.5, 0.25, 0.1, 0.05)
+
+#: :func:`choose_side_share` takes the smallest κ whose predicted pass probability is within
+#: this of the best one (a smaller κ means a higher aim: less error).
+SIDE_TOLERANCE = 0.005
+
 
 @dataclass(frozen=True, slots=True)
 class FairnessCertificate:
@@ -148,14 +176,23 @@ class FairnessCertificate:
         D̃ = DD̂(τ̂) + noise of scale ≈ Δ/ε_k: the private check (exact discrete Laplace on
         the lattice of :func:`check_lattice`).
     margin : float
-        t: certified iff |D̃| ≤ α − t.
+        The margin of the side τ̂ points to (the smaller one; both sides' when τ̂ = 0):
+        t(β_fold·(1 − κ)). With κ = ½ (symmetric) certified iff |D̃| ≤ α − margin, as
+        before the side allocation.
     alpha : float
         The certified cap α.
     fail_prob : float
-        β_fold: P(|DD| > α and certified) ≤ β_fold for this fold.
+        β_fold: P(|DD| > α and certified) ≤ β_fold for this fold (both sides together).
     certified : bool
+        −(α − ``margin_lower``) ≤ D̃ ≤ α − ``margin_upper``.
     target : float
         The EM's target α_t (public).
+    margin_upper, margin_lower : float
+        t₊ and t₋, the margins of the two sides (default: ``margin``).
+    side : {1, 0, -1}
+        The sign of the released τ̂: which side got the small margin (0: both).
+    side_share : float
+        κ: the share of β_fold of the side opposite to τ̂ (½: symmetric).
     """
 
     released_dd: float
@@ -164,6 +201,20 @@ class FairnessCertificate:
     fail_prob: float
     certified: bool
     target: float
+    margin_upper: float = math.nan
+    margin_lower: float = math.nan
+    side: int = 0
+    side_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("margin_upper", "margin_lower"):
+            if math.isnan(getattr(self, name)):
+                object.__setattr__(self, name, float(self.margin))
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """(−(α − t₋), α − t₊): the fold is certified iff D̃ lies in it (for messages)."""
+        return -(self.alpha - self.margin_lower), self.alpha - self.margin_upper
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -416,19 +467,143 @@ def aim_slack(
     return max(x, float(floor))
 
 
-def pass_probability(alpha: float, margin: float, aim: float, b_v: float, b_w: float) -> float:
-    """Predicted P(certified) of one fold: P(|aim ± (V + W)| ≤ α − t) on a locally
-    continuous curve, V ~ Laplace(b_v) (threshold spread), W ~ Laplace(b_w) (check noise).
+def pass_probability(
+    alpha: float, margin: float, aim: float, b_v: float, b_w: float,
+    margin_other: float | None = None,
+) -> float:
+    """Predicted P(certified) of one fold: P(−(α − t_o) ≤ aim + V + W ≤ α − t) on a
+    locally continuous curve, V ~ Laplace(b_v) (threshold spread), W ~ Laplace(b_w) (check
+    noise), t = ``margin`` on the aim's side, t_o = ``margin_other`` (default t) on the
+    other.
 
     A prediction (the planner's), not part of any guarantee: the window of the loss makes
     the overshoot side lighter than this Laplace model, ties can make it heavier.
     """
+    other = margin if margin_other is None else margin_other
     cap = alpha - margin
-    if cap <= 0:
+    if cap <= 0 or cap + alpha - other <= 0:
         return 0.0
     over = laplace_sum_sf(cap - aim, b_v, b_w)
-    under = laplace_sum_sf(cap + aim, b_v, b_w)
+    under = laplace_sum_sf(alpha - other + aim, b_v, b_w)
     return max(0.0, 1.0 - over - under)
+
+
+def side_margins(
+    m1: float,
+    m0: float,
+    *,
+    epsilon_count: float,
+    epsilon_check: float,
+    fail_prob: float,
+    side_share: float,
+    counts: int = 1,
+    n_public: float | None = None,
+) -> tuple[float, float]:
+    """(t, t_o): the margins of τ̂'s side, at β·(1 − κ), and of the other side, at β·κ.
+
+    ``fail_prob`` is the fold's β (both sides), ``side_share`` κ ∈ (0, ½]; κ = ½ gives
+    the symmetric margin twice. Validity of the allocation: module docstring and
+    ``docs/proofs/fairclass_cdp_fair.md`` §10 (κ must not depend on the calibration half).
+    """
+    k = float(side_share)
+    if not 0.0 < k <= 0.5:
+        raise InvalidParameterError(f"side_share={side_share!r}: must lie in (0, 0.5].")
+    kw: dict[str, Any] = {"epsilon_count": epsilon_count, "epsilon_check": epsilon_check,
+                          "counts": counts, "n_public": n_public}
+    main = certification_margin(m1, m0, fail_prob_side=fail_prob * (1.0 - k), **kw)
+    if k == 0.5:
+        return main, main
+    return main, certification_margin(m1, m0, fail_prob_side=fail_prob * k, **kw)
+
+
+@dataclass(frozen=True)
+class SideChoice:
+    """The side allocation chosen for one fold (public numbers only).
+
+    Attributes
+    ----------
+    side_share : float
+        κ: the share of β_fold of the side opposite to τ̂.
+    margin, margin_other : float
+        The margins at the sizes the choice was made with (τ̂'s side, the other side).
+    aim : float
+        The EM's target there.
+    probability : float
+        The predicted pass probability (:func:`pass_probability`).
+    """
+
+    side_share: float
+    margin: float
+    margin_other: float
+    aim: float
+    probability: float
+
+
+def choose_side_share(
+    alpha: float,
+    m1: float,
+    m0: float,
+    *,
+    epsilon_count: float,
+    epsilon_threshold: float,
+    epsilon_check: float,
+    fail_prob: float,
+    counts: int = 1,
+    n_public: float | None = None,
+    extra_margin: float = 0.0,
+    aim_fail: float = AIM_FAIL,
+    floor: float = TIE_SLACK,
+    shares: tuple[float, ...] = SIDE_SHARES,
+    tolerance: float = SIDE_TOLERANCE,
+) -> SideChoice:
+    """κ for one fold: the smallest share in ``shares`` whose predicted pass probability
+    (aim on τ̂'s side, :func:`pass_probability`) is within ``tolerance`` of the best.
+
+    A smaller κ lowers τ̂'s side margin (a higher aim, less error) and raises the other
+    side's (fails when the interval [−(α − t_o), α − t] gets too narrow, small α): at small
+    α the rule returns ½ (symmetric), at large α the smallest share.
+
+    **Privacy and validity.** ``m1, m0`` must be *calibration-independent* sizes: the
+    estimator passes π̃_a·n_C (π̃ from S1, released on the training half; n_C public), the
+    planner the assumed shares. Then κ is fixed given S1, which the side allocation's
+    proof requires; nothing here reads data or spends privacy.
+    """
+    b_v, b_w = aim_scales(m1, m0, epsilon_threshold=epsilon_threshold,
+                          epsilon_check=epsilon_check, n_bound=n_public)
+    g = aim_slack(b_v, b_w, aim_fail=aim_fail, floor=floor)
+    table = []
+    for k in sorted(set(shares)):
+        t, t_o = side_margins(m1, m0, epsilon_count=epsilon_count,
+                              epsilon_check=epsilon_check, fail_prob=fail_prob,
+                              side_share=k, counts=counts, n_public=n_public)
+        table.append((k, t, t_o))
+    return choose_from_margins(alpha, tuple(table), b_v, b_w, g, extra_margin=extra_margin,
+                               tolerance=tolerance)
+
+
+def choose_from_margins(
+    alpha: float,
+    table: tuple[tuple[float, float, float], ...],
+    b_v: float,
+    b_w: float,
+    slack: float,
+    *,
+    extra_margin: float = 0.0,
+    tolerance: float = SIDE_TOLERANCE,
+) -> SideChoice:
+    """:func:`choose_side_share` from precomputed (κ, t, t_o) rows (increasing κ), the
+    aim's scales (b_v, b_w) and slack g: the smallest κ whose predicted pass probability
+    is within ``tolerance`` of the best (the largest κ when no option reaches
+    ``tolerance``)."""
+    options = []
+    for k, t, t_o in table:
+        aim = max(alpha - t - slack - extra_margin, 0.0)
+        options.append(SideChoice(k, t, t_o, aim, pass_probability(alpha, t, aim, b_v, b_w,
+                                                                   t_o)))
+    best = max(o.probability for o in options)
+    if best <= tolerance:  # nothing certifies anyway: keep the symmetric rule
+        return options[-1]
+    return next(o for o in options if o.probability >= best - tolerance)
 
 
 def certified_target(
@@ -468,8 +643,17 @@ def check_threshold(
     fail_prob: float,
     rng: np.random.Generator,
     n_bound: float | None = None,
+    margin_other: float | None = None,
+    side_share: float = 0.5,
 ) -> FairnessCertificate:
-    """Release D̃ = DD̂(τ̂) + Laplace(Δ/ε_k) (ε_k-DP) and decide the certificate |D̃| ≤ α − t.
+    """Release D̃ = DD̂(τ̂) + Laplace(Δ/ε_k) (ε_k-DP) and decide the certificate
+    −(α − t₋) ≤ D̃ ≤ α − t₊.
+
+    Side allocation: t₊ = ``margin`` if τ̂ ≥ 0 else ``margin_other``, t₋ = ``margin`` if
+    τ̂ ≤ 0 else ``margin_other`` (default ``margin_other`` = ``margin``: |D̃| ≤ α − t). The
+    side is the sign of the *released* τ̂; why that choice keeps P(|D| > α and certified)
+    ≤ β although τ̂ depends on the calibration half: ``docs/proofs/fairclass_cdp_fair.md``
+    §10 (the margins must be t(β(1 − κ)) and t(βκ), κ ≤ ½ fixed given S1).
 
     As executed: (rint(DD̂·2^k) + Z)·2^-k on the public lattice of :func:`check_lattice`,
     Z exact discrete Laplace of integer scale t = ⌈Δ_L/ε_k⌉ (ε_k-DP exactly); the margin t
@@ -479,12 +663,16 @@ def check_threshold(
     Δ = 1/m̃₁ + 1/m̃₀ at every τ, so at τ̂ too: τ̂ is itself a DP release, and the check is a
     Laplace mechanism composed after it). ``fail_prob`` is the fold's β (both sides).
     """
+    other = float(margin if margin_other is None else margin_other)
     k, units = check_units(m1, m0, epsilon_check, n_bound)
     # The integer statistic S = rint(DD̂·2^k) (exact scaling and rounding) meets exact
     # discrete Laplace noise (check_lattice): no low-order bit of DD̂ reaches the output.
     stat = int(np.rint(steps.at(tau) * 2.0**k))
     released = lattice_laplace(stat, units, epsilon_check, k, rng)
-    ok = abs(released) <= alpha - margin
+    side = 1 if tau > 0 else (-1 if tau < 0 else 0)
+    upper = float(margin) if side >= 0 else other
+    lower = float(margin) if side <= 0 else other
+    ok = -(alpha - lower) <= released <= alpha - upper
     return FairnessCertificate(
         released_dd=float(released),
         margin=float(margin),
@@ -492,6 +680,10 @@ def check_threshold(
         fail_prob=float(fail_prob),
         certified=bool(ok),
         target=float(target),
+        margin_upper=upper,
+        margin_lower=lower,
+        side=side,
+        side_share=float(side_share),
     )
 
 

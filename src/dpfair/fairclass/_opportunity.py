@@ -38,9 +38,10 @@ from dpfair._errors import InvalidDataError
 from dpfair.fairclass._budget import BudgetPlan
 from dpfair.fairclass._certify import (
     FairnessCertificate,
-    certification_margin,
     certified_target,
     check_threshold,
+    choose_side_share,
+    side_margins,
 )
 from dpfair.fairclass._laplace_count import noisy_count
 from dpfair.fairclass._rule import opportunity_scores
@@ -54,7 +55,13 @@ from dpfair.fairclass._threshold import (
     threshold_law_from_steps,
 )
 
-__all__ = ["OpportunityCalibration", "OpportunityInput", "s2_opportunity"]
+__all__ = ["ASSUMED_POSITIVE_RATE", "OpportunityCalibration", "OpportunityInput",
+           "s2_opportunity"]
+
+#: The P(Y = 1 | A = a) assumed for the side choice's expected denominators
+#: π̃_a·n_C·rate (S1 releases no label rates; the choice only moves power, never the
+#: guarantee, ``_certify.choose_side_share``).
+ASSUMED_POSITIVE_RATE = 0.5
 
 #: r < 1 always (one lattice step below 1), so clipping the score to [−1, 1] never
 #: changes a decision at a τ the mechanism can draw.
@@ -131,6 +138,7 @@ def s2_opportunity(
     plan: BudgetPlan | None,
     rng: np.random.Generator,
     fail_prob: float | None = None,
+    pi: NDArray[np.float64] | None = None,
 ) -> tuple[float, FairnessCertificate | None, NDArray[np.float64]]:
     """S2 under equal opportunity: (τ̂, certificate or None, released (p̃_{0,1}, p̃_{1,1})).
 
@@ -139,6 +147,14 @@ def s2_opportunity(
     then τ̂ by the exponential mechanism on the lattice-rounded EOD̂ (ε_e), and with
     ``fail_prob`` and ε_k > 0 the certified rule (windowed aim, check, margin for two
     counts: :func:`~dpfair.fairclass._certify.certification_margin` with ``counts=2``).
+    With ``pi`` the fold's β is split between the two sides by the sign of τ̂ as under
+    demographic parity, with κ from ``pi`` (S1's π̃, released on the training half) times
+    :data:`ASSUMED_POSITIVE_RATE` and n_C — never from this calibration half (valid for any
+    such κ: ``tests/fairclass/test_certified_sides.py``). Without ``pi`` (what the pipeline
+    does) the symmetric rule κ = ½: S1 releases no label rates, and with the assumed rate
+    ½ the choice was wrong where a group's positive rate is far from ½ (unseen design, EO,
+    ε = 1, α = 0.1, calibration share 0.7: certified 19/30 symmetric, 15/30 with κ from
+    π̃·½, where the true group-0 positive count is 0.1·n_C, not 0.25·n_C).
     Draws from ``rng``: the two counts, the threshold, the check — in that order.
     """
     alpha, margin = entry
@@ -165,9 +181,18 @@ def s2_opportunity(
             steps, m1, m0, alpha - margin, plan.epsilon_threshold, r, n_cal=n_cal
         )
         return law.sample(rng), None, positive
-    t = certification_margin(
+    kappa = 0.5
+    if pi is not None:
+        rate = ASSUMED_POSITIVE_RATE
+        exp_sizes = (max(rate * float(pi[1]) * n_cal, 2.0), max(rate * float(pi[0]) * n_cal, 2.0))
+        kappa = choose_side_share(
+            alpha, *exp_sizes, epsilon_count=plan.epsilon_count,
+            epsilon_threshold=plan.epsilon_threshold, epsilon_check=plan.epsilon_check,
+            fail_prob=fail_prob, counts=2, n_public=n_cal, extra_margin=margin,
+        ).side_share
+    t, t_other = side_margins(
         m1, m0, epsilon_count=plan.epsilon_count, epsilon_check=plan.epsilon_check,
-        fail_prob_side=fail_prob / 2.0, counts=2, n_public=n_cal,
+        fail_prob=fail_prob, side_share=kappa, counts=2, n_public=n_cal,
     )
     aim = certified_target(
         alpha, t, m1, m0, epsilon_threshold=plan.epsilon_threshold,
@@ -179,6 +204,6 @@ def s2_opportunity(
     tau = law.sample(rng)
     cert = check_threshold(
         steps, tau, m1, m0, alpha, margin=t, target=aim, epsilon_check=plan.epsilon_check,
-        fail_prob=fail_prob, rng=rng, n_bound=n_cal,
+        fail_prob=fail_prob, rng=rng, n_bound=n_cal, margin_other=t_other, side_share=kappa,
     )
     return tau, cert, positive

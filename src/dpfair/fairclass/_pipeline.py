@@ -56,9 +56,10 @@ from dpfair.fairclass._budget import (
 )
 from dpfair.fairclass._certify import (
     FairnessCertificate,
-    certification_margin,
     certified_target,
     check_threshold,
+    choose_side_share,
+    side_margins,
 )
 from dpfair.fairclass._laplace_count import noisy_count
 from dpfair.fairclass._linear import (
@@ -104,6 +105,7 @@ __all__ = [
     "PipelineResult",
     "Source",
     "check_counts",
+    "expected_sizes",
     "run_pipeline",
     "s2_threshold",
 ]
@@ -377,6 +379,20 @@ def check_counts(counts: NDArray[np.int64]) -> None:
         )
 
 
+def expected_sizes(pi: NDArray[np.float64], n_cal: int, rate: float = 1.0) -> tuple[float, float]:
+    """(m₁, m₀) ≈ rate·π̃_a·n_C: calibration-independent denominators for the side choice.
+
+    π̃ is S1's release (training half), n_C public: the side share chosen from these does
+    not depend on the calibration half given S1, as the side allocation requires
+    (``docs/proofs/fairclass_cdp_fair.md`` §10). ``rate``: an assumed P(Y = 1 | A) for the
+    equal-opportunity denominators (positive-label rows).
+    """
+    lo = 2.0
+    m1 = max(float(rate) * float(pi[1]) * n_cal, lo)
+    m0 = max(float(rate) * float(pi[0]) * n_cal, lo)
+    return m1, m0
+
+
 def s2_threshold(
     cal: Calibration,
     pi: NDArray[np.float64],
@@ -395,8 +411,11 @@ def s2_threshold(
     by the public margin, then the Laplace check of DD̂(τ̂) (ε_k-DP, ``_certify.py``)
     decides the certificate; the certified threshold uses the windowed loss
     (:data:`~dpfair.fairclass._threshold.AIM_WINDOW`) and the aim of
-    :func:`~dpfair.fairclass._certify.certified_target`. Draws from ``rng``: count,
-    threshold, check — in that order.
+    :func:`~dpfair.fairclass._certify.certified_target`. The fold's β is split between the
+    two sides by the sign of τ̂ with the share κ of
+    :func:`~dpfair.fairclass._certify.choose_side_share`, chosen from ``pi`` (S1's π̃) and
+    n_C only (:func:`expected_sizes`). Draws from ``rng``: count, threshold, check — in
+    that order.
     """
     alpha, margin = entry
     if plan is None:
@@ -415,9 +434,16 @@ def s2_threshold(
             steps, m1, m0, alpha - margin, plan.epsilon_threshold, r, n_cal=n_law
         )
         return law.sample(rng), None
-    t = certification_margin(
+    # Side allocation (``_certify.py``): κ from S1's π̃ and public numbers only, never
+    # from this calibration half; the margins at the released m̃.
+    kappa = choose_side_share(
+        alpha, *expected_sizes(pi, n_cal), epsilon_count=plan.epsilon_count,
+        epsilon_threshold=plan.epsilon_threshold, epsilon_check=plan.epsilon_check,
+        fail_prob=fail_prob, extra_margin=margin,
+    ).side_share
+    t, t_other = side_margins(
         m1, m0, epsilon_count=plan.epsilon_count, epsilon_check=plan.epsilon_check,
-        fail_prob_side=fail_prob / 2.0,
+        fail_prob=fail_prob, side_share=kappa,
     )
     aim = certified_target(
         alpha, t, m1, m0, epsilon_threshold=plan.epsilon_threshold,
@@ -428,7 +454,7 @@ def s2_threshold(
     tau = law.sample(rng)
     cert = check_threshold(
         steps, tau, m1, m0, alpha, margin=t, target=aim, epsilon_check=plan.epsilon_check,
-        fail_prob=fail_prob, rng=rng,
+        fail_prob=fail_prob, rng=rng, margin_other=t_other, side_share=kappa,
     )
     return tau, cert
 
@@ -591,6 +617,8 @@ def run_pipeline(
             tau = 0.0
             fold_beta = None if beta is None else beta / len(pairs)
             if entry is not None and opportunity:
+                # Symmetric split under equal opportunity (pi not passed): S1 releases no
+                # label rates, and a wrong assumed rate cost power (s2_opportunity).
                 tau, cert, positive = s2_opportunity(eo_cals[cal], entry, plan, rng, fold_beta)
                 if cert is not None:
                     certs.append(cert)
