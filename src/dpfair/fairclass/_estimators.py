@@ -90,14 +90,22 @@ def _positive_field(fold: Any) -> dict[str, Any]:
 def _uncertified_text(est: Any, state: dict[str, Any]) -> str:
     """The uncertified message of a fitted state (estimator's α and β, folds' checks)."""
     certs = state.get("certificates_") or ()
+
+    def need(c: Any) -> str:
+        lo, hi = c.interval
+        if lo > hi:  # α below the margins: no released value certifies
+            return (f"no DD certifies at this alpha (margins {c.margin_upper:.3f} / "
+                    f"{c.margin_lower:.3f})")
+        return f"needs DD in [{lo:+.3f}, {hi:+.3f}]"
+
     detail = "; " + ", ".join(
-        f"fold {k + 1}: released DD {c.released_dd:+.3f}, "
-        f"needs |DD| <= {c.alpha - c.margin:.3f}"
+        f"fold {k + 1}: released DD {c.released_dd:+.3f}, {need(c)}"
         for k, c in enumerate(certs)
     )
     text = uncertified_message(float(est.alpha), float(est.fail_prob), detail)
     if getattr(est, "constraints", None) == "equal_opportunity":
-        text = text.replace("|DD|", "|EOD|").replace("released DD", "released EOD")
+        text = (text.replace("|DD|", "|EOD|").replace("released DD", "released EOD")
+                .replace("needs DD", "needs EOD").replace("no DD", "no EOD"))
     return text
 
 
