@@ -145,3 +145,47 @@ def test_raw_atom_above_a_lattice_point_breaks_the_certificate():
     bad, cert_n, below = _run(0.49 * STEP, reps, 8000, 7)
     assert cert_n >= reps // 2
     assert bad <= max_failures(reps, BETA), (bad, cert_n, below)
+
+
+class _Base:
+    """An S1 fold stand-in for :class:`OpportunityFold` (η̃ from the first column of U)."""
+
+    pi = PI
+
+    def eta_at(self, grid: Any, U: NDArray[np.float64], A: NDArray[np.int8]) -> NDArray[np.float64]:
+        return np.asarray(U[:, 0], dtype=np.float64)
+
+
+def _rules(tau: float) -> list[PlugInRule]:
+    from dpfair.fairclass._rule import OpportunityFold
+
+    return [_Rule(tau), OpportunityFold(_Base(), np.array([0.3, 0.2]), tau)]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: the released rule decides on the raw score, S2 certified the lattice-rounded one "
+    "(demographic parity and equal opportunity). Fix: PlugInRule.decide on snap_scores(Z)."))
+def test_released_decision_is_the_one_the_check_measured():
+    """The specification the certificate needs: for every record and every τ, the released
+    classifier's decision is the decision on the lattice-rounded score that S2's curve
+    (and the check) counted. Deterministic counterexample: a score 0.49 cells above a
+    lattice point b and τ̂ = b + ¼ cell (inside the windowed loss's zero window)."""
+    rng = np.random.default_rng(2)
+    target = B_POINT + 0.49 * STEP
+    crafted = {"_Rule": 0.5 + target,                      # Z = η − ½ (π̃ = ½)
+               "OpportunityFold": 1.0 / (2.0 - target / 0.2)}  # Z = p̃₁(2 − 1/η), p̃₁ = 0.2
+    taus = np.concatenate((rng.uniform(-0.2, 0.2, 30), [B_POINT + 0.25 * STEP]))
+    wrong = []
+    for tau in taus:
+        for rule in _rules(float(tau)):
+            name = type(rule).__name__
+            eta = np.concatenate((rng.uniform(0.0, 1.0, 400), np.full(2, crafted[name])))
+            groups = np.concatenate(((rng.uniform(size=400) < 0.5).astype(np.int8),
+                                     np.array([1, 1], np.int8)))
+            raw = rule.scores(None, eta[:, None], groups)
+            assert snap_scores(raw[-1:])[0] == B_POINT < raw[-1]
+            z = snap_scores(raw)
+            on_lattice = np.where(groups == 1, z >= tau, z <= tau).astype(np.int8)
+            if not np.array_equal(rule.decide(None, eta[:, None], groups), on_lattice):
+                wrong.append((name, float(tau)))
+    assert not wrong, wrong
