@@ -187,3 +187,26 @@ def test_planner_side_choice_is_the_rule_s2_applies(alpha, share):
     assert plan.side_choice(alpha).side_share == direct.side_share
     assert plan.side_choice(alpha).margin == pytest.approx(direct.margin, rel=1e-9)
     assert plan.side_choice(alpha).aim == pytest.approx(direct.aim, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.01, 1.0, 100.0])
+def test_kappa_never_exceeds_half_for_crafted_pi(eps):
+    """κ ≤ ½ is what the case |D(0)| ≤ α needs (both bad sides at t(βκ)). Whatever S1
+    releases — π̃ at 0, 1, 1e-12 from them, balanced — and whatever n_C, α, ε: κ is one of
+    ``SIDE_SHARES``, all ≤ ½ (no float path returns anything else)."""
+    assert max(SIDE_SHARES) == 0.5
+    seen = set()
+    for p1 in (0.0, 1e-12, 0.5, 1 - 1e-12, 1.0):
+        pi = np.array([1.0 - p1, p1])
+        for n_cal in (4, 3000, 10**7):
+            for alpha in (1e-3, 0.1, 0.99):
+                for rate, kw in ((1.0, {}), (ASSUMED_POSITIVE_RATE,
+                                             {"counts": 2, "n_public": n_cal})):
+                    c = choose_side_share(
+                        alpha, *expected_sizes(pi, n_cal, rate), epsilon_count=0.25 * eps,
+                        epsilon_threshold=0.4 * eps, epsilon_check=0.35 * eps,
+                        fail_prob=BETA, **kw)
+                    assert c.side_share in SIDE_SHARES and c.side_share <= 0.5
+                    assert c.margin <= c.margin_other
+                    seen.add(c.side_share)
+    assert 0.5 in seen
