@@ -40,6 +40,7 @@ from dpfair.fairclass._certify import (
     SIDE_SHARES,
     certification_margin,
     check_lattice,
+    choose_side_share,
     side_margins,
 )
 
@@ -114,10 +115,12 @@ def _cells(v1, v0) -> list[float]:
     return sorted(set(taus))
 
 
-def worst_case(name: str, margins_of, eps_check: float, n1: int = N1, n0: int = N0):
+def worst_case(name, margins_of, eps_check: float, n1: int = N1, n0: int = N0,
+               alpha: float | None = None):
     """sup over selectors of P(|D(τ̂)| > α and certified), and (P(E₊), P(E₋)) of that
-    selector, exactly."""
-    v1, p1, v0, p0 = POPULATIONS[name]
+    selector, exactly. ``name``: a key of :data:`POPULATIONS` or a population tuple."""
+    v1, p1, v0, p0 = POPULATIONS[name] if isinstance(name, str) else name
+    cap = ALPHA if alpha is None else float(alpha)
     c1, c0 = _compositions(n1, len(v1)), _compositions(n0, len(v0))
     w1 = stats.multinomial.pmf(c1, n1, p1)
     w0 = stats.multinomial.pmf(c0, n0, p0)
@@ -127,14 +130,14 @@ def worst_case(name: str, margins_of, eps_check: float, n1: int = N1, n0: int = 
     best_side = np.zeros_like(best)
     for tau in _cells(v1, v0):
         d = _curve(v1, p1, v0, p0, tau)
-        if abs(d) <= ALPHA:
+        if abs(d) <= cap:
             continue
         ge1 = c1 @ np.array([v >= tau for v in v1], dtype=np.float64) / n1
         le0 = c0 @ np.array([v <= tau for v in v0], dtype=np.float64) / n0
         stat = np.rint((ge1[:, None] - le0[None, :]) * scale)
         up, lo = margins_of(tau)
-        hi = math.floor((ALPHA - up) * scale)
-        low = math.ceil(-(ALPHA - lo) * scale)
+        hi = math.floor((cap - up) * scale)
+        low = math.ceil(-(cap - lo) * scale)
         if hi < low:
             continue
         p = np.clip(_dlap_cdf(hi - stat, t) - _dlap_cdf(low - 1 - stat, t), 0.0, 1.0)
@@ -217,3 +220,37 @@ def test_kappa_above_half_would_break_the_pinch_case():
     assert total > BETA
     sym, _, _ = worst_case("pinch", _sign_rule(0.5, eps_check), eps_check)
     assert sym <= BETA < total
+
+
+def test_extreme_fail_prob_tiny_groups():
+    """The allocation's largest per-side level: β → ½ (``fail_prob`` must be < ½) with
+    κ = 0.05 gives β(1 − κ) ≈ 0.474, where the continuity-shifted normal margin was never
+    enumerated (the docs list levels ≤ 0.0475). Tiny groups (n₁, n₀) = (6, 9), (8, 12),
+    flat populations D = α + 0.001 with p₀ → 0 (the heaviest lower tail), every α where
+    the interval can be non-empty: the exact worst case over selectors stays ≤ β.
+    Measured (a wider sweep: n up to (10, 10), 35 α, 25 rates): worst 0.488 at (6, 9),
+    α = 0.425, p = (0.427, 0.001) — 98% of β = 0.499, so the margin holds but with
+    little room at this corner."""
+    beta = 0.499
+    eps = 1e4
+    ec, ee, ek = 0.25 * eps, 0.4 * eps, 0.35 * eps
+    worst = 0.0
+    for n1, n0 in ((6, 9), (8, 12)):
+        for alpha in (0.3, 0.375, 0.425, 0.5, 0.7):
+            kappa = choose_side_share(alpha, float(n1), float(n0), epsilon_count=ec,
+                                      epsilon_threshold=ee, epsilon_check=ek,
+                                      fail_prob=beta).side_share
+            t_s, t_b = side_margins(float(n1), float(n0), epsilon_count=ec, epsilon_check=ek,
+                                    fail_prob=beta, side_share=kappa)
+            if 2 * alpha < t_s + t_b:
+                continue
+
+            def rule(tau: float, t_s: float = t_s, t_b: float = t_b) -> tuple[float, float]:
+                return (t_s if tau >= 0 else t_b, t_s if tau <= 0 else t_b)
+
+            for p1 in (alpha + 0.002, alpha + 0.05, 0.9, 0.999):
+                p0 = p1 - alpha - 0.001
+                pop = ((-0.5, 0.5), (1 - p1, p1), (-0.6, 0.6), (p0, 1 - p0))
+                total, _plus, _minus = worst_case(pop, rule, ek, n1, n0, alpha)
+                worst = max(worst, total)
+    assert 0.4 * beta < worst <= beta
