@@ -210,3 +210,34 @@ def test_kappa_never_exceeds_half_for_crafted_pi(eps):
                     assert c.margin <= c.margin_other
                     seen.add(c.side_share)
     assert 0.5 in seen
+
+
+def test_alpha_path_each_model_its_own_allocation():
+    """``fit_alpha_path``: one S1, one S2 per α. Each model's certificate carries the
+    fold's full β (the claim is per model), its own κ recomputed from π̃ and its α, and the
+    verdict from its own two margins; the path's ledger has one S2 triple per α."""
+    from dpfair.fairclass import fit_alpha_path
+
+    X, y, A = _data(31)
+    est = CDPFairClassifier(epsilon=1.0, delta=1e-6, feature_bounds=[(0.0, 1.0)],
+                            random_state=31, fail_prob=BETA)
+    alphas = [0.05, 0.1, 0.2, 0.3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedFairnessWarning)
+        models = fit_alpha_path(est, X, y, sensitive_features=A, alphas=alphas)
+    kappas = []
+    for alpha, model in zip(alphas, models, strict=True):
+        (cert,) = model.certificates_
+        (fold,) = model.folds_
+        assert cert.alpha == alpha and cert.fail_prob == BETA
+        assert cert.side_share == _public_kappa(model, fold, N // 2, 1, False)
+        kappas.append(cert.side_share)
+        assert cert.certified == (-(alpha - cert.margin_lower) <= cert.released_dd
+                                  <= alpha - cert.margin_upper)
+    assert kappas[0] == 0.5 and kappas[-1] == min(SIDE_SHARES)
+    path = models[0].path_privacy_ledger_.to_dict()["releases"]
+    assert sum("certificate" in r["label"] for r in path) == len(alphas)
+    # one α: the path equals a fresh fit at that α with the same seed (bit for bit)
+    (single,) = fit_alpha_path(est, X, y, sensitive_features=A, alphas=[0.2])
+    fresh = _fit(X, y, A, alpha=0.2, seed=31)
+    assert single.certificates_ == fresh.certificates_
