@@ -126,7 +126,10 @@ def _population_dd(clf: CDPFairClassifier, level: float) -> float:
 @pytest.mark.parametrize(("cross_fit", "alpha"), [(False, 0.15), (True, 0.25)])
 def test_real_fit_two_point_design(cross_fit, alpha):
     """ε = 1, n = 6000, α where the fit chooses κ = 0.05 (cross-fitting: β/2 per fold, so a
-    larger α), D = α + 0.005 on the flat part: bad certified fits ≤ the 1e-6 bound at β."""
+    larger α), D = α + 0.005 on the flat part: bad certified fits ≤ the 1e-6 bound at β.
+    Measured (200 fits): no cross-fit 4 certified, 4 bad (bound 28); cross-fit 0 certified
+    (both folds must pass on a sharp design, so that case only checks that no false
+    certificate appears; the per-fold split β/2 is checked on every certificate)."""
     reps = 200
     level = alpha + 0.005
     bad = cert_n = 0
