@@ -1,5 +1,7 @@
 """Attack: the certificate is about the lattice-rounded calibration curve, the released
-classifier decides on the *raw* score.
+classifier decided on the *raw* score (fixed: ``PlugInRule.decide(score_bins=)``, which
+:class:`~dpfair.fairclass.CDPFairClassifier` passes; the population DD below is that of the
+released rule).
 
 S2 rounds every calibration score to the public lattice (2/B)·ℤ, B = 2^16
 (``snap_scores``, spacing 2^-15) before it builds DD̂, draws τ̂ and checks D̃ = DD̂(τ̂) + W.
@@ -35,7 +37,7 @@ from scipy import stats
 from dpfair.fairclass._budget import plan_budget
 from dpfair.fairclass._pipeline import CalibrationScores, s2_threshold
 from dpfair.fairclass._rule import PlugInRule
-from dpfair.fairclass._threshold import AIM_WINDOW, snap_scores
+from dpfair.fairclass._threshold import AIM_WINDOW, SCORE_LATTICE_BINS, snap_scores
 from tests._stats import FAIL_PROB
 
 BETA = 0.05
@@ -82,7 +84,7 @@ def _population(offset: float):
 
 def _pop_dd(rule: _Rule, eta, groups, w) -> float:
     """Population DD of the released rule, exactly, with the real ``decide``."""
-    d = rule.decide(None, eta[:, None], groups).astype(np.float64)
+    d = rule.decide(None, eta[:, None], groups, SCORE_LATTICE_BINS).astype(np.float64)
     return float(np.sum(w * d * (groups == 1)) - np.sum(w * d * (groups == 0)))
 
 
@@ -117,7 +119,9 @@ def test_design_is_what_the_docstring_says():
     rule = _Rule(0.0)
     assert _pop_dd(rule, eta, groups, w) == pytest.approx(0.23)
     rule.tau = B_POINT + 0.5 * STEP  # inside the window, past the rounded atom
-    assert _pop_dd(_Rule(float(z[0])), eta, groups, w) == pytest.approx(0.23)
+    # the released rule decides on the rounded score (fix): at τ = z₀ the atom (rounded to
+    # b < z₀) is already negative, as on the curve S2 certified; raw, it was still positive
+    assert _pop_dd(_Rule(float(z[0])), eta, groups, w) == pytest.approx(0.03)
     assert _pop_dd(rule, eta, groups, w) == pytest.approx(0.03)
 
 
@@ -131,14 +135,7 @@ def test_control_atom_on_the_lattice_holds():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: S2 certifies the curve of the lattice-rounded calibration scores (snap_scores) "
-    "but PlugInRule.decide thresholds the raw score; a raw atom just above a lattice point "
-    "is counted positive by the released classifier for tau in (b, z0], which is where the "
-    "windowed loss puts tau: P(|DD| > alpha and certified) = 0.12-0.13 > beta = 0.05. Fix: decide "
-    "on snap_scores(Z) (same B) in PlugInRule.decide / OpportunityFold, so the released "
-    "classifier's population curve is the one the check estimates."))
-def test_raw_atom_above_a_lattice_point_breaks_the_certificate():
+def test_raw_atom_above_a_lattice_point_keeps_the_certificate():
     """Offset 0.49 cells: τ̂ ≤ z₀ in ≈ 0.49/4 = 12% of the window. Measured (400 reps,
     n_C = 8000, ε = 8): all certified, 52 bad (13%); here 1500 reps against the exact 1e-6
     bound at β (116)."""
@@ -163,9 +160,6 @@ def _rules(tau: float) -> list[PlugInRule]:
     return [_Rule(tau), OpportunityFold(_Base(), np.array([0.3, 0.2]), tau)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: the released rule decides on the raw score, S2 certified the lattice-rounded one "
-    "(demographic parity and equal opportunity). Fix: PlugInRule.decide on snap_scores(Z)."))
 def test_released_decision_is_the_one_the_check_measured():
     """The specification the certificate needs: for every record and every τ, the released
     classifier's decision is the decision on the lattice-rounded score that S2's curve
@@ -187,6 +181,7 @@ def test_released_decision_is_the_one_the_check_measured():
             assert snap_scores(raw[-1:])[0] == B_POINT < raw[-1]
             z = snap_scores(raw)
             on_lattice = np.where(groups == 1, z >= tau, z <= tau).astype(np.int8)
-            if not np.array_equal(rule.decide(None, eta[:, None], groups), on_lattice):
+            released = rule.decide(None, eta[:, None], groups, SCORE_LATTICE_BINS)
+            if not np.array_equal(released, on_lattice):
                 wrong.append((name, float(tau)))
     assert not wrong, wrong

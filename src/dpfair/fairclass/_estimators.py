@@ -855,7 +855,8 @@ class CDPFairClassifier(_PlugInBase):
       calibration record's own score and is not DP; see
       :func:`dpfair.fairclass.private_fair_threshold`.
     * Certificate (``threshold_rule="certified"``): D̃ = DD̂(τ̂) + Laplace(Δ/ε_k), ε_k-DP;
-      certified iff |D̃| ≤ α − t with a public margin t (``fairclass/_certify.py``).
+      certified iff −(α − t₋) ≤ D̃ ≤ α − t₊ with public margins t± (the side τ̂ points to
+      gets the smaller one, its share 1 − κ of β; ``fairclass/_certify.py``).
     * Composition: one fit — halves are disjoint, so (ε, δ) with ε₁ = ε_c + ε_e + ε_k = ε;
       cross-fit — ε₁ + ε_c + ε_e + ε_k = ε per row (``cross_fit_budget="split"``).
 

@@ -396,8 +396,18 @@ def plan_certification(
     if prob(top) < rate:
         min_alpha = math.inf
     else:
+        # The predicted probability is not monotone in α: where the side share κ switches
+        # it may drop by up to SIDE_TOLERANCE. So the first grid point reaching the rate is
+        # found by a scan, and the root is refined only inside the cell before it (a root
+        # finder on the whole range could return a later crossing).
         lo_a = min(r[1] for r in table)
-        min_alpha = float(optimize.brentq(lambda a: prob(a) - rate, lo_a, top, xtol=1e-7))
+        grid = [lo_a + (top - lo_a) * i / 2000 for i in range(2001)]
+        first = next(i for i, a in enumerate(grid) if prob(a) >= rate)
+        if first == 0:
+            min_alpha = float(grid[0])
+        else:
+            min_alpha = float(optimize.brentq(lambda a: prob(a) - rate, float(grid[first - 1]),
+                                              float(grid[first]), xtol=1e-7))
     return CertificationPlan(
         n=n_rows, epsilon=eps, delta=dl, constraints=str(constraints), min_group_share=lo,
         group_sizes=(m1, m0), folds=folds, fail_prob=beta, epsilon_count=plan.epsilon_count,

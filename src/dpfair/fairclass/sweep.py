@@ -12,6 +12,11 @@ part is paid once and each S2 is paid again. Every model's ``path_privacy_spent_
 that cost of publishing the whole path (with its ledger in ``path_privacy_ledger_``). That
 is why ``fit`` releases one model and why this helper is meant for simulation studies,
 where nothing is released.
+
+Certificates. Each model's certificate is its own: P(|DD| > α and certified) ≤ β holds for
+each model separately (each S2 has its own side share and full β). Selecting among K
+certified models after seeing their certificates (say the smallest certified α) is
+covered only at K·β (a union bound), not β.
 """
 
 from __future__ import annotations
