@@ -13,8 +13,10 @@ where w_j(X_i) ≥ 0, Σ_j w_j = 1 are the multilinear (linear-binning) weights 
 
 is the kernel regression estimate of P(Y = 1 | X, A = a) (the normalisations 1/(n_a h^d) of
 the paper's p̂_a and ĝ_a cancel in the ratio, so no private group size is needed for η̂).
-With privacy, the four F's carry Gaussian-process noise σ_f·W and the ratio is regularised
-(:func:`eta_from_sums`): a post-processing of the release.
+With privacy, the four F's carry Gaussian-process noise σ_f·W; they are then smoothed
+further by a width chosen from the released values themselves (:func:`sure_smooth`, Stein's
+unbiased risk estimate with the public noise law) and the ratio is regularised
+(:func:`eta_from_sums`): both are post-processing of the release.
 
 A fitted fold is the finite object (η̃ on the grid, π̃, τ̂); prediction interpolates η̃
 multilinearly and thresholds the score Z — no data, no new noise.
@@ -42,6 +44,7 @@ __all__ = [
     "release_s1",
     "release_s1_from_weights",
     "row_uniforms",
+    "sure_smooth",
 ]
 
 #: Constants of the public bandwidth rule (:func:`bandwidth_rule`), set on the paper's
@@ -50,6 +53,8 @@ RULE_C_SAMPLING = 0.33
 RULE_C_PRIVACY = 0.55
 #: Ratio regulariser λ = RIDGE · σ_f (see :func:`eta_from_sums`).
 RIDGE = 1.0
+#: Public ladder of post-smoothing widths s/h that :func:`sure_smooth` chooses from (0: none).
+SMOOTH_LADDER = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
 
 def bandwidth_rule(n: int, d: int, mu: float | None) -> float:
@@ -142,6 +147,77 @@ def eta_from_sums(sums: NDArray[np.float64], ridge: float = 0.0) -> NDArray[np.f
     return np.clip(eta, 0.0, 1.0)
 
 
+def _smoother(axis: NDArray[np.float64], width: float) -> NDArray[np.float64]:
+    """Row-normalised Gaussian smoothing matrix of ``width`` on one public axis (I if 0)."""
+    if width <= 0:
+        return np.eye(axis.size)
+    k = np.exp(-0.5 * ((axis[:, None] - axis[None, :]) / width) ** 2)
+    return np.asarray(k / k.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def _apply_axes(mats: tuple[NDArray[np.float64], ...], arr: NDArray[np.float64]
+                ) -> NDArray[np.float64]:
+    """(S_1 ⊗ … ⊗ S_d) applied to the leading d axes of ``arr``."""
+    out = arr
+    for axis, mat in enumerate(mats):
+        out = np.moveaxis(np.tensordot(mat, out, axes=(1, axis)), 0, axis)
+    return np.ascontiguousarray(out, dtype=np.float64)
+
+
+def sure_smooth(
+    grid: KroneckerGaussianGrid,
+    noisy: NDArray[np.float64],
+    noise_sd: float,
+    ladder: tuple[float, ...] = SMOOTH_LADDER,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Smooth released cell sums by the width, per group, of least estimated squared error.
+
+    ``noisy`` (shape ``grid.shape + (2, 2)``, [a, y]) is Y = F + N, the release of
+    :meth:`~dpfair.mechanisms.GaussianProcessMechanism.release_binned`: N is (up to the
+    lattice) Gaussian with covariance σ′²·⊗_i R_iR_iᵀ, σ′ = ``noise_sd`` (its public
+    :meth:`~dpfair.mechanisms.GaussianProcessMechanism.noise_scale_for`) and R_i the grid's
+    public roots. For a linear smoother S = ⊗_i S_i (row-normalised Gaussian of width s·h on
+    each axis, s from the public ``ladder``) Stein's identity gives the unbiased estimate
+
+        E‖SY − F‖² = E‖SY − Y‖² + 2σ′² tr(S Σ) − σ′² tr(Σ),  tr(S Σ) = Π_i tr(S_i R_iR_iᵀ),
+
+    so per group a the width minimising Σ_y ‖S Y_{a,y} − Y_{a,y}‖² + 4σ′² tr(S Σ) is used
+    for both of its cells (G and H of η̃_a share S, so where S only rescales they keep
+    their ratio). Where the privacy noise dominates the signal's curvature (a smooth η at
+    small ε) a wide smoother is chosen; where it does not, s = 0 (no change). The target is
+    F at the bandwidth h, so the sampling error is left to the bandwidth rule.
+
+    Privacy: a function of the released values, the public grid and the public noise scale
+    only, so it is post-processing of the S1 release and the guarantee is unchanged.
+
+    Returns
+    -------
+    smoothed : ndarray, same shape as ``noisy``
+    widths : ndarray of shape (2,)
+        The chosen s/h per group.
+    """
+    h = grid.length_scale
+    out = np.empty_like(noisy)
+    widths = np.zeros(2)
+    covs = [root @ root.T for root in grid.roots]
+    var = float(noise_sd) ** 2
+    n_cells = noisy.shape[-1]
+    for a in (0, 1):
+        Y = noisy[..., a, :]
+        best: tuple[float, float, NDArray[np.float64]] | None = None
+        for s in ladder:
+            mats = tuple(_smoother(ax, s * h) for ax in grid.axes)
+            SY = _apply_axes(mats, Y)
+            trace = float(np.prod([np.sum(m * c.T) for m, c in zip(mats, covs, strict=True)]))
+            crit = float(np.sum((SY - Y) ** 2)) + 2.0 * var * trace * n_cells
+            if best is None or crit < best[0]:
+                best = (crit, float(s), SY)
+        assert best is not None
+        out[..., a, :] = best[2]
+        widths[a] = best[1]
+    return out, widths
+
+
 def release_s1(
     grid: KroneckerGaussianGrid,
     U: NDArray[np.float64],
@@ -198,7 +274,10 @@ def release_s1_from_weights(
     (rows of group 1); the kernel sums are released with
     :meth:`GaussianProcessMechanism.release_binned`: the noise is added in the whitened
     space where the sensitivity √2 is proven for the computed values (rule 6 of
-    THREATS.md), and ``n`` (the public half size) is the total mass of W.
+    THREATS.md), and ``n`` (the public half size) is the total mass of W. The released
+    sums are then smoothed by :func:`sure_smooth` (a width per group chosen from the
+    released values and the public noise scale: post-processing, no privacy spent) before
+    the ratio η̃.
     """
     count1 = float(n1)
     if mechanism is None:
@@ -210,6 +289,7 @@ def release_s1_from_weights(
         n1_noisy = count1 + _lattice_noise(n, sigma_count, rng)
         pi1 = n1_noisy / n
         noisy = mechanism.release_binned(weights, grid, rng, total_mass=float(n))
+        noisy, _widths = sure_smooth(grid, noisy, mechanism.noise_scale_for(grid, float(n)))
         eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
     lo = 1.0 / n
     pi1 = float(min(max(pi1, lo), 1.0 - lo))
