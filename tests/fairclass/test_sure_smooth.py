@@ -39,17 +39,19 @@ def _signal(grid, wiggle: float) -> np.ndarray:
 def test_no_noise_keeps_the_release() -> None:
     grid = _grid()
     F = _signal(grid, 10.0)
-    out, widths = sure_smooth(grid, F, 0.0)
+    out, widths, left = sure_smooth(grid, F, 0.0)
     assert np.array_equal(widths, [0.0, 0.0])
     assert np.array_equal(out, F)
+    assert np.array_equal(left, [1.0, 1.0])
 
 
 def test_flat_signal_under_heavy_noise_gets_the_widest_smoother() -> None:
     grid = _grid()
     F = np.full((*grid.shape, 2, 2), 30.0)
     noise = grid.sample(np.random.default_rng(3), batch_shape=(2, 2))
-    _out, widths = sure_smooth(grid, F + 20.0 * noise, 20.0)
+    _out, widths, left = sure_smooth(grid, F + 20.0 * noise, 20.0)
     assert np.array_equal(widths, [max(SMOOTH_LADDER)] * 2)
+    assert np.all((left > 0) & (left < 0.5))
 
 
 def test_stein_estimate_is_unbiased_for_the_squared_error() -> None:
@@ -84,7 +86,7 @@ def test_chosen_smoothing_lowers_the_error_on_average() -> None:
     raw, smooth = [], []
     for _ in range(50):
         Y = F + 8.0 * grid.sample(rng, batch_shape=(2, 2))
-        out, _w = sure_smooth(grid, Y, 8.0)
+        out, _w, _left = sure_smooth(grid, Y, 8.0)
         raw.append(np.sum((Y - F) ** 2))
         smooth.append(np.sum((out - F) ** 2))
     assert np.mean(smooth) < 0.5 * np.mean(raw)
@@ -105,5 +107,5 @@ def test_release_is_release_then_smooth_then_ratio(seed: int) -> None:
     again = np.random.default_rng(99)
     _lattice_noise(400, 20.0, again)  # the count's draw comes first
     noisy = mech.release_binned(W, grid, again, total_mass=400.0)
-    smoothed, _w = sure_smooth(grid, noisy, mech.noise_scale_for(grid, 400.0))
-    assert np.array_equal(eta, eta_from_sums(smoothed, mech.sigma))
+    smoothed, _w, left = sure_smooth(grid, noisy, mech.noise_scale_for(grid, 400.0))
+    assert np.array_equal(eta, eta_from_sums(smoothed, mech.sigma * left))

@@ -51,7 +51,7 @@ __all__ = [
 #: *simulated* design only (no real data was looked at).
 RULE_C_SAMPLING = 0.33
 RULE_C_PRIVACY = 0.55
-#: Ratio regulariser λ = RIDGE · σ_f (see :func:`eta_from_sums`).
+#: Ratio regulariser λ = RIDGE · σ_f · (the post-smoothing's noise factor, :func:`sure_smooth`).
 RIDGE = 1.0
 #: Public ladder of post-smoothing widths s/h that :func:`sure_smooth` chooses from (0: none).
 SMOOTH_LADDER = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
@@ -130,11 +130,14 @@ def kernel_cell_sums(
     return grid.kernel_apply(kernel_cell_weights(grid, U, A, y))
 
 
-def eta_from_sums(sums: NDArray[np.float64], ridge: float = 0.0) -> NDArray[np.float64]:
+def eta_from_sums(
+    sums: NDArray[np.float64], ridge: float | NDArray[np.float64] = 0.0
+) -> NDArray[np.float64]:
     """η̃_a on the grid from (noisy) cell sums; shape ``grid.shape + (2,)``.
 
     η̃ = (G⁺ + λ/2) / (G⁺ + H⁺ + λ) with G = F_{a,1}, H = F_{a,0}, x⁺ = max(x, 0) and
-    λ = ``ridge`` ≥ 0 (1/2 where the denominator is 0). With noise, λ = RIDGE·σ_f shrinks η̃
+    λ = ``ridge`` ≥ 0 (a number, or one per group a: shape (2,); 1/2 where the denominator
+    is 0). With noise, λ = RIDGE·σ_f shrinks η̃
     towards 1/2 where the estimated density is small compared with the noise, instead of
     dividing noise by noise. Always in [0, 1]; a pure post-processing.
     """
@@ -169,7 +172,7 @@ def sure_smooth(
     noisy: NDArray[np.float64],
     noise_sd: float,
     ladder: tuple[float, ...] = SMOOTH_LADDER,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Smooth released cell sums by the width, per group, of least estimated squared error.
 
     ``noisy`` (shape ``grid.shape + (2, 2)``, [a, y]) is Y = F + N, the release of
@@ -195,27 +198,35 @@ def sure_smooth(
     smoothed : ndarray, same shape as ``noisy``
     widths : ndarray of shape (2,)
         The chosen s/h per group.
+    noise_factor : ndarray of shape (2,)
+        Per group, sqrt(tr(S Σ Sᵀ)/tr(Σ)) ≤ 1: the root-mean-square noise of the smoothed
+        sums relative to the release's (1 where s = 0); the ratio's regulariser λ is scaled
+        by it (:func:`release_s1_from_weights`), so λ keeps tracking the noise left.
     """
     h = grid.length_scale
     out = np.empty_like(noisy)
     widths = np.zeros(2)
+    factor = np.ones(2)
     covs = [root @ root.T for root in grid.roots]
     var = float(noise_sd) ** 2
     n_cells = noisy.shape[-1]
     for a in (0, 1):
         Y = noisy[..., a, :]
-        best: tuple[float, float, NDArray[np.float64]] | None = None
+        best: tuple[float, float, NDArray[np.float64], float] | None = None
         for s in ladder:
             mats = tuple(_smoother(ax, s * h) for ax in grid.axes)
             SY = _apply_axes(mats, Y)
             trace = float(np.prod([np.sum(m * c.T) for m, c in zip(mats, covs, strict=True)]))
             crit = float(np.sum((SY - Y) ** 2)) + 2.0 * var * trace * n_cells
             if best is None or crit < best[0]:
-                best = (crit, float(s), SY)
+                left = float(np.prod([np.trace(m @ c @ m.T) / np.trace(c)
+                                      for m, c in zip(mats, covs, strict=True)]))
+                best = (crit, float(s), SY, math.sqrt(left))
         assert best is not None
         out[..., a, :] = best[2]
         widths[a] = best[1]
-    return out, widths
+        factor[a] = best[3]
+    return out, widths, factor
 
 
 def release_s1(
@@ -277,7 +288,8 @@ def release_s1_from_weights(
     THREATS.md), and ``n`` (the public half size) is the total mass of W. The released
     sums are then smoothed by :func:`sure_smooth` (a width per group chosen from the
     released values and the public noise scale: post-processing, no privacy spent) before
-    the ratio η̃.
+    the ratio η̃, whose regulariser is λ = RIDGE·σ_f times the group's noise factor (the
+    share of the noise the smoothing left).
     """
     count1 = float(n1)
     if mechanism is None:
@@ -289,8 +301,9 @@ def release_s1_from_weights(
         n1_noisy = count1 + _lattice_noise(n, sigma_count, rng)
         pi1 = n1_noisy / n
         noisy = mechanism.release_binned(weights, grid, rng, total_mass=float(n))
-        noisy, _widths = sure_smooth(grid, noisy, mechanism.noise_scale_for(grid, float(n)))
-        eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
+        noisy, _widths, left = sure_smooth(grid, noisy,
+                                           mechanism.noise_scale_for(grid, float(n)))
+        eta = eta_from_sums(noisy, RIDGE * mechanism.sigma * left)
     lo = 1.0 / n
     pi1 = float(min(max(pi1, lo), 1.0 - lo))
     return eta, np.array([1.0 - pi1, pi1])
