@@ -204,28 +204,28 @@ def sure_smooth(
         by it (:func:`release_s1_from_weights`), so λ keeps tracking the noise left.
     """
     h = grid.length_scale
-    out = np.empty_like(noisy)
+    out = np.array(noisy, dtype=np.float64, copy=True)
     widths = np.zeros(2)
     factor = np.ones(2)
     covs = [root @ root.T for root in grid.roots]
     var = float(noise_sd) ** 2
     n_cells = noisy.shape[-1]
-    for a in (0, 1):
-        Y = noisy[..., a, :]
-        best: tuple[float, float, NDArray[np.float64], float] | None = None
-        for s in ladder:
-            mats = tuple(_smoother(ax, s * h) for ax in grid.axes)
-            SY = _apply_axes(mats, Y)
-            trace = float(np.prod([np.sum(m * c.T) for m, c in zip(mats, covs, strict=True)]))
-            crit = float(np.sum((SY - Y) ** 2)) + 2.0 * var * trace * n_cells
-            if best is None or crit < best[0]:
-                left = float(np.prod([np.trace(m @ c @ m.T) / np.trace(c)
-                                      for m, c in zip(mats, covs, strict=True)]))
-                best = (crit, float(s), SY, math.sqrt(left))
-        assert best is not None
-        out[..., a, :] = best[2]
-        widths[a] = best[1]
-        factor[a] = best[3]
+    axes = tuple(range(grid.ndim)) + (noisy.ndim - 1,)  # all but the group axis
+    best = np.full(2, np.inf)
+    for s in ladder:
+        mats = tuple(_smoother(ax, s * h) for ax in grid.axes)
+        SY = _apply_axes(mats, noisy)  # all four cells at once
+        trace = float(np.prod([np.sum(m * c.T) for m, c in zip(mats, covs, strict=True)]))
+        crit = np.sum((SY - noisy) ** 2, axis=axes) + 2.0 * var * trace * n_cells
+        better = crit < best
+        if better.any():
+            left = math.sqrt(float(np.prod([np.trace(m @ c @ m.T) / np.trace(c)
+                                            for m, c in zip(mats, covs, strict=True)])))
+            for a in np.flatnonzero(better):
+                best[a] = crit[a]
+                out[..., a, :] = SY[..., a, :]
+                widths[a] = float(s)
+                factor[a] = left
     return out, widths, factor
 
 
