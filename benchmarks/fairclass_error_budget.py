@@ -27,7 +27,9 @@ counterfactuals are diagnostics only (non-private); nothing here is a release.
 
 Run from the repo root (a few minutes)::
 
-    PYTHONPATH=src .venv/bin/python benchmarks/fairclass_error_budget.py --reps 30
+    PYTHONPATH=src .venv/bin/python benchmarks/fairclass_error_budget.py --reps 30 \\
+        --designs unseen,paper6k,paper,wave,categorical --eps 0.5,1,4 \\
+        --out docs/results/fairclass_error_budget.json
 """
 
 from __future__ import annotations
@@ -139,7 +141,8 @@ def run(name: str, eps: float, alpha: float, reps: int, pop_n: int, share: float
           "se_a_s1": float(np.std(full - true, ddof=1) / np.sqrt(reps))}
     return {
         "design": name, "epsilon": eps, "alpha": alpha, "reps": reps, "pop": pop_n,
-        "calibration_share": share, "n": design.n, **m,
+        "calibration_share": share, "n": design.n,
+        **{k: (None if np.isnan(v) else v) for k, v in m.items()},  # JSON: no NaN
         "excess": m["err_full"] - m["oracle_alpha"],
         "a_s1": m["err_full"] - m["err_true_eta"],
         "a1_s1_noise": m["err_full"] - m["err_np_s1"],
@@ -159,7 +162,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {r['design']} | {r['epsilon']:g} | {r['alpha']:g} | "
             f"{r['excess']:+.4f} ± {r['se_excess']:.4f} | {r['a_s1']:+.4f} | "
             f"{r['a1_s1_noise']:+.4f} | {r['a2_s1_bias']:+.4f} | {r['b_aim']:+.4f} | "
-            f"{r['c_s2']:+.4f} | {r['aim']:.4f} | {r['bandwidth']:.3f} | "
+            f"{r['c_s2']:+.4f} | {r['aim']:.4f} | "
+            f"{'—' if r['bandwidth'] is None else format(r['bandwidth'], '.3f')} | "
             f"{r['certified']:.2f} |")
     return "\n".join(out)
 
