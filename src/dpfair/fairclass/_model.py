@@ -210,7 +210,7 @@ def sure_smooth(
     covs = [root @ root.T for root in grid.roots]
     var = float(noise_sd) ** 2
     n_cells = noisy.shape[-1]
-    axes = tuple(range(grid.ndim)) + (noisy.ndim - 1,)  # all but the group axis
+    axes = (*range(grid.ndim), noisy.ndim - 1)  # all but the group axis
     best = np.full(2, np.inf)
     for s in ladder:
         mats = tuple(_smoother(ax, s * h) for ax in grid.axes)
