@@ -69,6 +69,7 @@ CASES: dict[str, Case] = {
     "fairclass_certified_study.py": Case(("--smoke", "--reps", "1", "--eps", "1",
                                           "--alphas", "0.1")),
     "fairclass_plan_study.py": Case(("--smoke", "--reps", "1", "--eps", "1", "--alphas", "0.1")),
+    "fairclass_error_budget.py": Case(("--smoke", "--reps", "2", "--alphas", "0.1")),
     "fairclass_full_adult.py": Case(("--smoke",)),
     "fairclass_many_features.py": Case(("--smoke",)),
     "fairclass_fdp_full_adult.py": Case(("--smoke",)),

@@ -13,8 +13,10 @@ where w_j(X_i) ≥ 0, Σ_j w_j = 1 are the multilinear (linear-binning) weights 
 
 is the kernel regression estimate of P(Y = 1 | X, A = a) (the normalisations 1/(n_a h^d) of
 the paper's p̂_a and ĝ_a cancel in the ratio, so no private group size is needed for η̂).
-With privacy, the four F's carry Gaussian-process noise σ_f·W and the ratio is regularised
-(:func:`eta_from_sums`): a post-processing of the release.
+With privacy, the four F's carry Gaussian-process noise σ_f·W; they are then smoothed
+further by a width chosen from the released values themselves (:func:`sure_smooth`, Stein's
+unbiased risk estimate with the public noise law) and the ratio is regularised
+(:func:`eta_from_sums`): both are post-processing of the release.
 
 A fitted fold is the finite object (η̃ on the grid, π̃, τ̂); prediction interpolates η̃
 multilinearly and thresholds the score Z — no data, no new noise.
@@ -42,14 +44,17 @@ __all__ = [
     "release_s1",
     "release_s1_from_weights",
     "row_uniforms",
+    "sure_smooth",
 ]
 
 #: Constants of the public bandwidth rule (:func:`bandwidth_rule`), set on the paper's
 #: *simulated* design only (no real data was looked at).
 RULE_C_SAMPLING = 0.33
 RULE_C_PRIVACY = 0.55
-#: Ratio regulariser λ = RIDGE · σ_f (see :func:`eta_from_sums`).
+#: Ratio regulariser λ = RIDGE · σ_f · (the post-smoothing's noise factor, :func:`sure_smooth`).
 RIDGE = 1.0
+#: Public ladder of post-smoothing widths s/h that :func:`sure_smooth` chooses from (0: none).
+SMOOTH_LADDER = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
 
 def bandwidth_rule(n: int, d: int, mu: float | None) -> float:
@@ -125,11 +130,14 @@ def kernel_cell_sums(
     return grid.kernel_apply(kernel_cell_weights(grid, U, A, y))
 
 
-def eta_from_sums(sums: NDArray[np.float64], ridge: float = 0.0) -> NDArray[np.float64]:
+def eta_from_sums(
+    sums: NDArray[np.float64], ridge: float | NDArray[np.float64] = 0.0
+) -> NDArray[np.float64]:
     """η̃_a on the grid from (noisy) cell sums; shape ``grid.shape + (2,)``.
 
     η̃ = (G⁺ + λ/2) / (G⁺ + H⁺ + λ) with G = F_{a,1}, H = F_{a,0}, x⁺ = max(x, 0) and
-    λ = ``ridge`` ≥ 0 (1/2 where the denominator is 0). With noise, λ = RIDGE·σ_f shrinks η̃
+    λ = ``ridge`` ≥ 0 (a number, or one per group a: shape (2,); 1/2 where the denominator
+    is 0). With noise, λ = RIDGE·σ_f shrinks η̃
     towards 1/2 where the estimated density is small compared with the noise, instead of
     dividing noise by noise. Always in [0, 1]; a pure post-processing.
     """
@@ -140,6 +148,85 @@ def eta_from_sums(sums: NDArray[np.float64], ridge: float = 0.0) -> NDArray[np.f
     with np.errstate(invalid="ignore", divide="ignore"):
         eta = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
     return np.clip(eta, 0.0, 1.0)
+
+
+def _smoother(axis: NDArray[np.float64], width: float) -> NDArray[np.float64]:
+    """Row-normalised Gaussian smoothing matrix of ``width`` on one public axis (I if 0)."""
+    if width <= 0:
+        return np.eye(axis.size)
+    k = np.exp(-0.5 * ((axis[:, None] - axis[None, :]) / width) ** 2)
+    return np.asarray(k / k.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def _apply_axes(mats: tuple[NDArray[np.float64], ...], arr: NDArray[np.float64]
+                ) -> NDArray[np.float64]:
+    """(S_1 ⊗ … ⊗ S_d) applied to the leading d axes of ``arr``."""
+    out = arr
+    for axis, mat in enumerate(mats):
+        out = np.moveaxis(np.tensordot(mat, out, axes=(1, axis)), 0, axis)
+    return np.ascontiguousarray(out, dtype=np.float64)
+
+
+def sure_smooth(
+    grid: KroneckerGaussianGrid,
+    noisy: NDArray[np.float64],
+    noise_sd: float,
+    ladder: tuple[float, ...] = SMOOTH_LADDER,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Smooth released cell sums by the width, per group, of least estimated squared error.
+
+    ``noisy`` (shape ``grid.shape + (2, 2)``, [a, y]) is Y = F + N, the release of
+    :meth:`~dpfair.mechanisms.GaussianProcessMechanism.release_binned`: N is (up to the
+    lattice) Gaussian with covariance σ′²·⊗_i R_iR_iᵀ, σ′ = ``noise_sd`` (its public
+    :meth:`~dpfair.mechanisms.GaussianProcessMechanism.noise_scale_for`) and R_i the grid's
+    public roots. For a linear smoother S = ⊗_i S_i (row-normalised Gaussian of width s·h on
+    each axis, s from the public ``ladder``) Stein's identity gives the unbiased estimate
+
+        E‖SY − F‖² = E‖SY − Y‖² + 2σ′² tr(S Σ) − σ′² tr(Σ),  tr(S Σ) = Π_i tr(S_i R_iR_iᵀ),
+
+    so per group a the width minimising Σ_y ‖S Y_{a,y} − Y_{a,y}‖² + 4σ′² tr(S Σ) is used
+    for both of its cells (G and H of η̃_a share S, so where S only rescales they keep
+    their ratio). Where the privacy noise dominates the signal's curvature (a smooth η at
+    small ε) a wide smoother is chosen; where it does not, s = 0 (no change). The target is
+    F at the bandwidth h, so the sampling error is left to the bandwidth rule.
+
+    Privacy: a function of the released values, the public grid and the public noise scale
+    only, so it is post-processing of the S1 release and the guarantee is unchanged.
+
+    Returns
+    -------
+    smoothed : ndarray, same shape as ``noisy``
+    widths : ndarray of shape (2,)
+        The chosen s/h per group.
+    noise_factor : ndarray of shape (2,)
+        Per group, sqrt(tr(S Σ Sᵀ)/tr(Σ)) ≤ 1: the root-mean-square noise of the smoothed
+        sums relative to the release's (1 where s = 0); the ratio's regulariser λ is scaled
+        by it (:func:`release_s1_from_weights`), so λ keeps tracking the noise left.
+    """
+    h = grid.length_scale
+    out = np.array(noisy, dtype=np.float64, copy=True)
+    widths = np.zeros(2)
+    factor = np.ones(2)
+    covs = [root @ root.T for root in grid.roots]
+    var = float(noise_sd) ** 2
+    n_cells = noisy.shape[-1]
+    axes = (*range(grid.ndim), noisy.ndim - 1)  # all but the group axis
+    best = np.full(2, np.inf)
+    for s in ladder:
+        mats = tuple(_smoother(ax, s * h) for ax in grid.axes)
+        SY = _apply_axes(mats, noisy)  # all four cells at once
+        trace = float(np.prod([np.sum(m * c.T) for m, c in zip(mats, covs, strict=True)]))
+        crit = np.sum((SY - noisy) ** 2, axis=axes) + 2.0 * var * trace * n_cells
+        better = crit < best
+        if better.any():
+            left = math.sqrt(float(np.prod([np.trace(m @ c @ m.T) / np.trace(c)
+                                            for m, c in zip(mats, covs, strict=True)])))
+            for a in np.flatnonzero(better):
+                best[a] = crit[a]
+                out[..., a, :] = SY[..., a, :]
+                widths[a] = float(s)
+                factor[a] = left
+    return out, widths, factor
 
 
 def release_s1(
@@ -198,7 +285,11 @@ def release_s1_from_weights(
     (rows of group 1); the kernel sums are released with
     :meth:`GaussianProcessMechanism.release_binned`: the noise is added in the whitened
     space where the sensitivity √2 is proven for the computed values (rule 6 of
-    THREATS.md), and ``n`` (the public half size) is the total mass of W.
+    THREATS.md), and ``n`` (the public half size) is the total mass of W. The released
+    sums are then smoothed by :func:`sure_smooth` (a width per group chosen from the
+    released values and the public noise scale: post-processing, no privacy spent) before
+    the ratio η̃, whose regulariser is λ = RIDGE·σ_f times the group's noise factor (the
+    share of the noise the smoothing left).
     """
     count1 = float(n1)
     if mechanism is None:
@@ -210,7 +301,9 @@ def release_s1_from_weights(
         n1_noisy = count1 + _lattice_noise(n, sigma_count, rng)
         pi1 = n1_noisy / n
         noisy = mechanism.release_binned(weights, grid, rng, total_mass=float(n))
-        eta = eta_from_sums(noisy, RIDGE * mechanism.sigma)
+        noisy, _widths, left = sure_smooth(grid, noisy,
+                                           mechanism.noise_scale_for(grid, float(n)))
+        eta = eta_from_sums(noisy, RIDGE * mechanism.sigma * left)
     lo = 1.0 / n
     pi1 = float(min(max(pi1, lo), 1.0 - lo))
     return eta, np.array([1.0 - pi1, pi1])
