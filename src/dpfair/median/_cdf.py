@@ -259,6 +259,59 @@ def _bracket_root(f: Any, lo: float, hi: float) -> float:
     return hi
 
 
+def _envelope_newton(n: int, sigma_min: float, sigma_max: float, level: float, p: float,
+                     start: float) -> float | None:
+    """The root of E_B[q_env(B, a)] = level by safeguarded Newton steps from ``start``.
+
+    G(a) = Σ_k P(B = k)·Φ̄((a − k)/σ(k)) + dropped − level (σ = σ_max for k ≤ a, σ_min
+    above: :func:`mixture_sf`'s terms over the same binomial window, the k beyond
+    a + 9σ_min counted by the suffix sum) and G'(a) = −Σ_k P(B = k)·φ((a − k)/σ(k))/σ(k)
+    come from ONE pass over the O(50σ) binomial values in reach of a, a few numpy calls
+    instead of :func:`mixture_sf`'s general path; from the normal approximation, about
+    four steps reach the root to the last bits (G is decreasing and convex in the
+    upper tail, where every level below 1/2 puts its root, so the steps approach it from
+    below; at the kinks k = a the derivative jumps by at most one pmf term's share). A
+    step that would leave the bracket [lo, hi] known so far (G(lo) > 0 ≥ G(hi)) bisects
+    instead. Returns the root to ≈ 1e-12 + one ulp of a, or ``None`` (no derivative, no
+    convergence in 60 steps) for the caller's bracketing search. Only a search: the
+    caller checks its threshold with :func:`mixture_sf` itself.
+    """
+    k, pmf, dropped = _binomial_support(n, p)
+    tail = _binomial_suffix(n, p)
+    k0, size = float(k[0]), k.size  # k = k0, k0 + 1, ... (exact integers)
+    reach_lo, reach_up = _LOWER_REACH * sigma_max, _UPPER_REACH * sigma_min
+    ndtr = special.ndtr
+    lo, hi = -math.inf, math.inf
+    x = float(start)
+    for _ in range(60):
+        i0 = min(max(0, math.ceil(x - reach_lo - k0)), size)
+        i1 = min(max(0, math.floor(x + reach_up - k0) + 1), size)
+        d = k[i0:i1] - x
+        s = np.where(d > 0.0, sigma_min, sigma_max)
+        t = d / s
+        w = pmf[i0:i1]
+        g = float(np.sum(ndtr(t) * w)) + float(tail[i1]) + dropped - level
+        slope = float(np.sum(np.exp(-0.5 * t * t) * w / s)) * _INV_SQRT_2PI
+        if g > 0.0:
+            lo = x
+        else:
+            hi = x
+        if not slope > 0.0 or not math.isfinite(g):
+            return None
+        nxt = x + g / slope  # G' = −slope
+        if abs(nxt - x) <= 1e-12 + 2.3e-16 * abs(x):  # ≈ one ulp of x
+            return nxt
+        if not lo < nxt < hi:
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                return None
+            nxt = 0.5 * (lo + hi)
+        x = nxt
+    return None
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
 @functools.lru_cache(maxsize=256)
 def _envelope_threshold(
     n: int, sigma_min: float, sigma_max: float, level: float, p: float = 0.5
@@ -269,6 +322,11 @@ def _envelope_threshold(
     to satisfy E_B[q_env(B, a)] ≤ level, so rejecting at ≥ a keeps the level (the root
     finder's answer is only within 1e-10 + 1e-14·|a| of the true root). A function of public inputs
     only, cached.
+
+    The root comes from Newton steps (:func:`_envelope_newton`, one vectorised pass per
+    step, from the normal approximation), or, if those do not converge, from the
+    bracketing search (:func:`_bracket_root`) used before. Either way the check below,
+    by :func:`mixture_sf` itself, is what makes the threshold valid.
     """
 
     def gap(a: float) -> float:
@@ -276,15 +334,19 @@ def _envelope_threshold(
         return float(sf[0]) - level
 
     lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
-    # a narrow starting bracket around the normal approximation (kept only if it
-    # brackets the root; otherwise the wide one): fewer mixture evaluations
+    # the normal approximation: the Newton start, and a narrow starting bracket for
+    # the fallback (kept only if it brackets the root; otherwise the wide one)
     sd = math.sqrt(n * p * (1.0 - p) + sigma_max**2)
     guess = n * p + sd * -float(special.ndtri(min(max(level, 1e-300), 0.5)))
-    near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
-    if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
-        lo, hi = near_lo, near_hi
-    root = _bracket_root(gap, lo, hi)
+    root = _envelope_newton(n, sigma_min, sigma_max, level, p, min(max(guess, lo), hi))
+    if root is None or not lo <= root <= hi:
+        near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
+        if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
+            lo, hi = near_lo, near_hi
+        root = _bracket_root(gap, lo, hi)
     thresh = float(root) + 1e-9
+    if thresh - float(root) < 1e-9:  # beyond 2^23 the margin is below an ulp: round up
+        thresh = math.nextafter(thresh, math.inf)
     step = 1e-9 + 4e-14 * abs(thresh)
     while gap(thresh) > 0.0:  # the root's tolerance exceeded the margin: move up
         thresh += step
