@@ -102,20 +102,27 @@ def _window_pmf(k: NDArray[np.float64], n: int, p: float) -> NDArray[np.float64]
     if ks.size == 1:
         return np.ones(1)
     odds = p / (1.0 - p)
-    ratio = (n - ks[:-1]) / (ks[:-1] + 1.0) * odds  # P(k+1)/P(k), k = ks[0]..ks[-2]
+    # P(k+1)/P(k), k = ks[0]..ks[-2]: (n − k)/(k + 1)·odds, in place (fewer temporaries,
+    # the same operations in the same order)
+    ratio = np.subtract(n, ks[:-1])
+    np.divide(ratio, ks[:-1] + 1.0, out=ratio)
+    np.multiply(ratio, odds, out=ratio)
     # mode of the window: the last k whose ratio from the previous term is ≥ 1
     up = np.flatnonzero(ratio >= 1.0)
     top = int(up[-1]) + 1 if up.size else 0
     shape = np.empty(ks.size, dtype=np.float64)
     shape[top] = 1.0
     if top + 1 < ks.size:
-        shape[top + 1 :] = np.cumprod(ratio[top:])
+        np.cumprod(ratio[top:], out=shape[top + 1 :])
     if top > 0:
-        shape[:top] = np.cumprod(1.0 / ratio[:top][::-1])[::-1]
+        inv = np.divide(1.0, ratio[:top][::-1])
+        np.cumprod(inv, out=inv)
+        shape[:top] = inv[::-1]
     m = max(top, ks.size - 1 - top)
     total = _exact_sum(shape)
     inflation = 1.0 + 4.0 * (m + 2) * 2.0**-53
-    return np.asarray(shape / total * inflation, dtype=np.float64)
+    np.divide(shape, total, out=shape)
+    return np.multiply(shape, inflation, out=shape)
 
 
 _HALF_BITS = 27  # a 53-bit integer significand = hi·2^27 + lo, hi < 2^26, lo < 2^27
@@ -142,11 +149,12 @@ def _exact_sum(values: NDArray[np.float64]) -> float:
     if v.size >= 1 << 25 or not bool(np.isfinite(v).all()):
         return math.fsum(v.tolist())  # outside the exactness argument: the reference itself
     mant, expo = np.frexp(v)
-    m = mant * 2.0**53  # exact integers, |m| < 2^53
-    hi = np.trunc(m / 2.0**_HALF_BITS)  # exact (division by a power of two, then trunc)
-    lo = m - hi * 2.0**_HALF_BITS  # exact, |lo| < 2^27
+    m = np.multiply(mant, 2.0**53, out=mant)  # exact integers, |m| < 2^53
+    hi = np.multiply(m, 2.0**-_HALF_BITS)  # = m / 2^27 exactly (a power of two)
+    np.trunc(hi, out=hi)
+    lo = np.subtract(m, hi * 2.0**_HALF_BITS, out=m)  # exact, |lo| < 2^27
     e_min = int(expo.min())
-    bins = (expo - e_min).astype(np.intp)
+    bins = np.subtract(expo, e_min, dtype=np.intp)
     h = np.bincount(bins, weights=hi)
     low = np.bincount(bins, weights=lo)
     total = 0
@@ -168,8 +176,9 @@ _LOWER_REACH, _UPPER_REACH = 40.0, 9.0
 def _binomial_suffix(n: int, p: float = 0.5) -> NDArray[np.float64]:
     """tail[i] = Σ_{j ≥ i} pmf[j] over the support window (tail[-1] = 0)."""
     _, pmf, _ = _binomial_support(n, p)
-    tail = np.zeros(pmf.size + 1)
-    tail[:-1] = np.cumsum(pmf[::-1])[::-1]
+    tail = np.empty(pmf.size + 1)
+    tail[-1] = 0.0
+    np.cumsum(pmf[::-1], out=tail[-2::-1])  # = cumsum(pmf[::-1])[::-1], no temporary
     tail.setflags(write=False)
     return tail
 

@@ -282,14 +282,24 @@ def _window_pmf_core(n: int, p: float, half_width: int
         pmf = np.exp(_log_pmf(ks, n, p))
     else:
         odds = p / (1.0 - p)
-        ratio = (n - ks[:-1]) / (ks[:-1] + 1.0) * odds  # P(m + 1)/P(m), m = m_lo..m_hi − 1
+        # P(m + 1)/P(m), m = m_lo..m_hi − 1: (n − m)/(m + 1)·odds, in place (the same
+        # operations in the same order, fewer temporaries)
+        ratio = np.subtract(n, ks[:-1])
+        np.divide(ratio, ks[:-1] + 1.0, out=ratio)
+        np.multiply(ratio, odds, out=ratio)
         top = mode - m_lo
         pmf = np.empty(ks.size)
-        pmf[top] = math.exp(float(_log_pmf(np.array([float(mode)]), n, p)[0]))
+        peak = math.exp(float(_log_pmf(np.array([float(mode)]), n, p)[0]))
+        pmf[top] = peak
         if top + 1 < ks.size:
-            pmf[top + 1:] = pmf[top] * np.cumprod(ratio[top:])
+            upper = pmf[top + 1:]
+            np.cumprod(ratio[top:], out=upper)
+            np.multiply(peak, upper, out=upper)
         if top > 0:
-            pmf[:top] = pmf[top] * np.cumprod(1.0 / ratio[:top][::-1])[::-1]
+            inv = np.divide(1.0, ratio[:top][::-1])
+            np.cumprod(inv, out=inv)
+            np.multiply(peak, inv, out=inv)
+            pmf[:top] = inv[::-1]
     pmf.setflags(write=False)
     return m_lo, m_hi, pmf
 
