@@ -200,3 +200,27 @@ def test_newton_threshold_is_valid_and_within_the_bracketing_tolerance(n, s_min,
     assert mixture_sf(np.array([new]), s_max, n, sigma_above=s_min, p=p)[0] <= level
     ulp = np.spacing(abs(old))
     assert old - (1e-10 + 1e-14 * abs(old)) - 2 * ulp <= new <= old + 4 * ulp
+
+
+def test_one_point_mixture_sf_is_the_general_path_bit_for_bit():
+    """mixture_sf at one point with scalar noise levels (the envelope thresholds' check)
+    takes a short path; it must return the general (broadcasting, blocked) path's value
+    exactly, which a one-element sigma array forces."""
+    import math
+
+    rng = np.random.default_rng(5)
+    for n in [1, 2, 7, 50, 333, 12345, 10**6 + 17]:
+        for p in (0.5, 0.1, 0.9, 0.01):
+            for _ in range(20):
+                s1 = float(np.exp(rng.uniform(np.log(0.3), np.log(300))))
+                s2 = None if rng.random() < 0.3 else float(
+                    np.exp(rng.uniform(np.log(0.3), np.log(300))))
+                sd = math.sqrt(n * p * (1 - p)) + 1
+                c = float(n * p + rng.normal() * sd * rng.choice([1, 5, 20, 100]))
+                if rng.random() < 0.1:
+                    c = float(rng.choice([-1e9, 1e12, 0.0, float(n)]))
+                fast = mixture_sf(np.array([c]), s1, n, sigma_above=s2, p=p)
+                general = mixture_sf(np.array([c]), np.array([s1]), n, p=p,
+                                     sigma_above=None if s2 is None else np.array([s2]))
+                assert fast.shape == (1,)
+                assert fast.tobytes() == general.tobytes(), (n, p, s1, s2, c)

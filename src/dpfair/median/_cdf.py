@@ -200,6 +200,10 @@ def mixture_sf(
     form (the Gaussian tail there is below 1e-300).
     """
     c_arr = np.atleast_1d(np.asarray(c, dtype=np.float64))
+    if c_arr.shape == (1,) and np.ndim(sigma) == 0 and (
+            sigma_above is None or np.ndim(sigma_above) == 0):
+        return _mixture_sf_one(float(c_arr[0]), float(sigma),
+                               None if sigma_above is None else float(sigma_above), n, p)
     sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), c_arr.shape)
     sig_up = sig if sigma_above is None else np.broadcast_to(
         np.asarray(sigma_above, dtype=np.float64), c_arr.shape)
@@ -233,6 +237,33 @@ def mixture_sf(
         # BLAS threads there are, and no thread start-up per call.
         out[todo[b]] = np.sum(terms, axis=1) + tail[stop[b]]
     return np.minimum(out + dropped, 1.0)
+
+
+def _mixture_sf_one(c: float, sigma: float, sigma_above: float | None, n: int, p: float
+                    ) -> NDArray[np.float64]:
+    """:func:`mixture_sf` at one point with scalar noise levels (the threshold checks).
+
+    The same terms in the same order as the general path's block of one row (the same
+    searchsorted window, the same element-wise operations, one contiguous pairwise sum),
+    without its broadcasting and blocking overhead: bit-identical (tested).
+    """
+    up = sigma if sigma_above is None else sigma_above
+    k, pmf, dropped = _binomial_support(n, p)
+    reach = 40.0 * max(sigma, up)
+    if c < k[0] - reach:
+        return np.array([min(1.0 + dropped, 1.0)])
+    if c > k[-1] + reach:
+        return np.array([min(0.0 + dropped, 1.0)])
+    tail = _binomial_suffix(n, p)
+    first = int(np.searchsorted(k, c - _LOWER_REACH * sigma, side="left"))
+    stop = int(np.searchsorted(k, c + _UPPER_REACH * up, side="right"))
+    if stop <= first:  # the general path's one-term block: k[first] (clamped), masked out
+        total = 0.0
+    else:
+        diff = k[first:stop] - c
+        scale = np.where(diff > 0, up, sigma)
+        total = float(np.sum(special.ndtr(diff / scale) * pmf[first:stop]))
+    return np.array([min(total + float(tail[stop]) + dropped, 1.0)])
 
 
 def _bracket_root(f: Any, lo: float, hi: float) -> float:
