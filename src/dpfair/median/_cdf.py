@@ -126,6 +126,9 @@ def _window_pmf(k: NDArray[np.float64], n: int, p: float) -> NDArray[np.float64]
 
 
 _HALF_BITS = 27  # a 53-bit integer significand = hi·2^27 + lo, hi < 2^26, lo < 2^27
+#: Exponent bins more than this far below the top one are bounded, not summed, when the
+#: bound cannot change the rounding (:func:`_exact_sum`).
+_SMALL_BINS = 90
 
 
 def _exact_sum(values: NDArray[np.float64]) -> float:
@@ -157,10 +160,27 @@ def _exact_sum(values: NDArray[np.float64]) -> float:
     bins = np.subtract(expo, e_min, dtype=np.intp)
     h = np.bincount(bins, weights=hi)
     low = np.bincount(bins, weights=lo)
+    shift = e_min - 53  # the total is Σ_j (h_j·2^27 + low_j)·2^j·2^shift
+    nonzero = np.flatnonzero((h != 0.0) | (low != 0.0))
+    cut = int(nonzero[-1]) - _SMALL_BINS if nonzero.size else 0
+    if cut > 0 and shift < 0:
+        # The bins below `cut` hold values below 2^-(_SMALL_BINS - 15) of the largest: sum
+        # the others exactly and bound these (B ≥ their |sum|, in units of 2^shift). If
+        # both ends of [T − B, T + B] round to the same non-zero float, so does every
+        # point between (rounding is monotone), in particular the exact total.
+        big = 0
+        for j in nonzero[nonzero >= cut].tolist():
+            big += ((int(h[j]) << _HALF_BITS) + int(low[j])) << j
+        small = float(np.sum(np.abs(h[:cut]))) * 2.0**_HALF_BITS + float(
+            np.sum(np.abs(low[:cut])))
+        bound = (math.ceil(small * (1.0 + 1e-9)) + 1) << cut  # float sums: ≤ 1e-12 off
+        den = 1 << -shift
+        below, above = (big - bound) / den, (big + bound) / den
+        if below == above and below != 0.0:
+            return below
     total = 0
-    for j in np.flatnonzero((h != 0.0) | (low != 0.0)).tolist():
+    for j in nonzero.tolist():
         total += ((int(h[j]) << _HALF_BITS) + int(low[j])) << j
-    shift = e_min - 53  # the total is total·2^shift
     if total == 0:
         return math.fsum(v.tolist())  # an exact zero: fsum's sign of zero
     if shift >= 0:
