@@ -224,3 +224,23 @@ def test_one_point_mixture_sf_is_the_general_path_bit_for_bit():
                                      sigma_above=None if s2 is None else np.array([s2]))
                 assert fast.shape == (1,)
                 assert fast.tobytes() == general.tobytes(), (n, p, s1, s2, c)
+
+
+def test_envelope_threshold_below_the_dropped_mass_never_rejects():
+    """A level below the binomial window's dropped mass (< 4e-22, added to every mixture
+    tail) has no threshold: the envelope test never rejects (the search used to step up
+    forever, hanging e.g. alpha=1e-22 on the localised tree methods)."""
+    import warnings
+
+    from dpfair import quantiles
+    from dpfair.median._cdf import _binomial_support, _envelope_threshold
+
+    dropped = _binomial_support(10_000, 0.5)[2]
+    assert dropped > 0.0
+    assert _envelope_threshold(10_000, 2.0, 3.0, dropped / 10.0, 0.5) == np.inf
+    x = np.random.default_rng(0).lognormal(0.0, 1.0, 5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = quantiles.confidence_interval(x, 0.5, rho=0.5, bounds=BOUNDS, alpha=1e-22,
+                                          method="cdf", rng=1)
+    assert r.low <= np.median(x) <= r.high

@@ -346,6 +346,8 @@ def _envelope_newton(n: int, sigma_min: float, sigma_max: float, level: float, p
     lo, hi = -math.inf, math.inf
     x, prev = float(start), math.inf
     for _ in range(60):
+        if not math.isfinite(x):
+            return None
         i0 = min(max(0, math.ceil(x - reach_lo - k0)), size)
         i1 = min(max(0, math.floor(x + reach_up - k0) + 1), size)
         d = k[i0:i1] - x
@@ -414,7 +416,8 @@ def _envelope_threshold(
     Returned slightly above the root (by 1e-9, more if needed): the returned a is checked
     to satisfy E_B[q_env(B, a)] ≤ level, so rejecting at ≥ a keeps the level (the root
     finder's answer is only within 1e-10 + 1e-14·|a| of the true root). A function of public inputs
-    only, cached.
+    only, cached. ``inf`` (never reject) when the level is below the window's dropped
+    mass, which every evaluated E_B[q_env] includes.
 
     The root comes from Newton steps (:func:`_envelope_newton`, one vectorised pass per
     step, from the normal approximation), or, if those do not converge, from the
@@ -426,6 +429,11 @@ def _envelope_threshold(
         sf = mixture_sf(np.array([a]), sigma_max, n, sigma_above=sigma_min, p=p)
         return float(sf[0]) - level
 
+    if _binomial_support(n, p)[2] > level:
+        # mixture_sf adds the mass outside the binomial window (< 4e-22) at every a, so
+        # no threshold meets a level below it: never reject (an end at its range's edge,
+        # which is valid). The search below would step up forever.
+        return math.inf
     lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
     # the normal approximation: the Newton start, and a narrow starting bracket for
     # the fallback (kept only if it brackets the root; otherwise the wide one)
