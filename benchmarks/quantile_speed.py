@@ -41,6 +41,7 @@ run on the Adult ``age`` column resampled to n (realism check; skipped when abse
 
     PYTHONPATH=src .venv/bin/python benchmarks/quantile_speed.py            # full (≈ 2 min)
     PYTHONPATH=src .venv/bin/python benchmarks/quantile_speed.py --quick    # CI smoke (s)
+    PYTHONPATH=src .venv/bin/python benchmarks/quantile_speed.py --only single-fresh  # one group
     DPFAIR_BENCH_SRC=/path/to/old/src .venv/bin/python benchmarks/quantile_speed.py  # before
 
 Nothing here asserts on time; ``--json`` saves every number.
@@ -81,6 +82,8 @@ RHO = 0.5
 ALPHA = 0.05
 METHODS = ("expmech", "cdf", "binsearch", "binsearch_cdf")
 QS = (0.1, 0.25, 0.5, 0.75, 0.9)
+#: Row groups (``--only``), in the order they run.
+GROUPS = ("single", "single-fresh", "cold-first-call", "big", "five-vs-one", "histogram")
 
 
 def lognormal(n: int, seed: int = 7) -> np.ndarray:
@@ -323,7 +326,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--adult", action="store_true", help="also Adult ages (if present)")
     ap.add_argument("--data-dir", type=Path, default=HERE / "_data")
     ap.add_argument("--json", type=Path, help="save every number here")
+    ap.add_argument("--only", default="", metavar="GROUPS",
+                    help="comma-separated row groups to run (default: all): "
+                         + ", ".join(GROUPS))
     args = ap.parse_args(argv)
+    only = {g.strip() for g in args.only.split(",") if g.strip()}
+    if only - set(GROUPS):
+        ap.error(f"--only: unknown group(s) {sorted(only - set(GROUPS))}; choose from {GROUPS}")
+
+    def wanted(group: str) -> bool:
+        return not only or group in only
+
     if args.quick:
         args.n, args.n_big, args.rows, args.repeats = 2e4, 5e4, 5e4, 1
     n, n_big, rows = int(args.n), int(args.n_big), int(args.rows)
@@ -345,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.adult and adult.exists():
         ages = dpfair.data.read_column(adult, "age")
         samples["adult_age"] = np.random.default_rng(3).choice(ages, n)
-    for label, x in samples.items():
+    for label, x in samples.items() if wanted("single") else ():
         for method in METHODS:
             for mode, call in (("engine", engine_call), ("api", api_call),
                                ("quantiles-localized", quantiles_call)):
@@ -353,43 +366,45 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                       lambda m=method, c=call, x=x: c(m, x), args.repeats)
                 row(f"single/{label}/{method}/{mode}", tm / ts, "<=1.5", sort_s=ts, method_s=tm)
 
-    for i, method in enumerate(METHODS):
+    for i, method in enumerate(METHODS if wanted("single-fresh") else ()):
         for j, q in enumerate((0.1, 0.5, 0.9)):
             wall, cpu, ts, tm = fresh_ratios(method, q, n, max(3, args.repeats),
                                              offset=5 * (3 * i + j))
             row(f"single-fresh/lognormal/{method}/q={q:g}", wall, "<=1.5", cpu=False,
                 cpu_ratio=cpu, sort_s=ts, method_s=tm)
 
-    for method in METHODS:
+    for method in METHODS if wanted("cold-first-call") else ():
         cold = cold_first_call(n, method, args.repeats)
         row(f"cold-first-call/{method}/quantiles-localized", cold["first"] / cold["sort"],
             "report", cpu=False, cpu_ratio=cold["first_cpu"] / max(cold["sort_cpu"], 1e-9),
             first_s=cold["first"], sort_s=cold["sort"])
 
-    xb = lognormal(n_big)
-    for method, target in (("cdf", "<=1.5"), ("expmech", "<=0.5")):
+    xb = lognormal(n_big) if wanted("big") else np.zeros(0)
+    for method, target in (("cdf", "<=1.5"), ("expmech", "<=0.5")) if wanted("big") else ():
         for mode, call in (("engine", engine_call), ("api", api_call)):
             ts, tm = side_by_side(lambda xb=xb: np.sort(xb),
                                   lambda m=method, c=call, xb=xb: c(m, xb),
                                   max(1, args.repeats // 2))
             row(f"big/{method}/{mode}", tm / ts, target, n=n_big, sort_s=ts, method_s=tm)
-    if not args.no_memory:
+    if not args.no_memory and wanted("big"):
         for mode in ("engine", "api"):
             row(f"big/cdf/{mode}/peak_memory", peak_memory_ratio(n_big, "cdf", mode), "<=2",
                 cpu=False, n=n_big)
     del xb
 
     x = samples["lognormal"]
-    t1, t5 = side_by_side(lambda: many_quantiles(x, (0.5,)), lambda: many_quantiles(x, QS),
-                          args.repeats)
-    row("five-vs-one/cdf/quantiles-localized", t5 / t1, "<=1.2", one_s=t1, five_s=t5)
+    if wanted("five-vs-one"):
+        t1, t5 = side_by_side(lambda: many_quantiles(x, (0.5,)),
+                              lambda: many_quantiles(x, QS), args.repeats)
+        row("five-vs-one/cdf/quantiles-localized", t5 / t1, "<=1.2", one_s=t1, five_s=t5)
 
-    path = parquet_file(rows, args.data_dir)
-    depth = dpfair.median.aggregation_depth("cdf", BOUNDS)
-    ts, th = side_by_side(lambda: plain_scan(path),
-                          lambda: dpfair.data.histogram_counts(path, "x", BOUNDS, depth),
-                          max(1, args.repeats // 2))
-    row("histogram/duckdb", th / ts, "<=3", rows=rows, depth=depth, scan_s=ts, hist_s=th)
+    if wanted("histogram"):
+        path = parquet_file(rows, args.data_dir)
+        depth = dpfair.median.aggregation_depth("cdf", BOUNDS)
+        ts, th = side_by_side(lambda: plain_scan(path),
+                              lambda: dpfair.data.histogram_counts(path, "x", BOUNDS, depth),
+                              max(1, args.repeats // 2))
+        row("histogram/duckdb", th / ts, "<=3", rows=rows, depth=depth, scan_s=ts, hist_s=th)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))

@@ -397,3 +397,32 @@ def test_classical_median_ranks_are_valid_and_tight_in_exact_arithmetic(alpha: f
         k_low, _ = _ranks.nonprivate_ranks(n, alpha)
         assert _decimal_cdf(k_low - 1, n, 0.5) <= alpha / 2, (n, alpha)
         assert _decimal_cdf(k_low, n, 0.5) > alpha / 2 * (1 - 1e-9), (n, alpha)
+
+
+def _one_point_cases() -> list[tuple[int, int, float]]:
+    rng = np.random.default_rng(20260)
+    out = []
+    for n in [*range(1, 40), 100, 333, 1000, 10**4, 10**5, 10**6 + 17, 2 * 10**7, 10**9]:
+        for p in (0.5, 0.1, 0.9, 0.01, 0.37, 1e-6, 1 - 1e-6, float(rng.random())):
+            mode = min(n, max(0, math.floor((n + 1) * p)))
+            ks = {0, n, 1, n - 1, mode, mode - 1, mode + 1}
+            ks |= {int(v) for v in rng.integers(0, n + 1, 8)}
+            ks |= {b for e in (15, 16, 35, 36, 80, 81, 500, 501) for b in (e, n - e)}
+            out += [(k, n, p) for k in sorted(ks) if 0 <= k <= n]
+    return out
+
+
+def test_one_point_log_pmf_is_the_array_value_bit_for_bit():
+    """binom_log_pmf of ONE point takes a scalar path (no NumPy call overhead); it must
+    return the array path's value exactly (same operations, same order, same ufunc logs):
+    the windows' mode values, hence every pmf window and rank target, are unchanged."""
+    cases = _one_point_cases()
+    assert len(cases) > 3000
+    for k, n, p in cases:
+        one = binom_log_pmf(np.array([float(k)]), n, p)
+        two = binom_log_pmf(np.array([float(k), float(k)]), n, p)  # the array path
+        assert one.shape == (1,)
+        assert float(one[0]).hex() == float(two[0]).hex(), (k, n, p)
+    assert binom_log_pmf(5.0, 10, 0.5).shape == ()  # the input's shape is kept
+    assert binom_log_pmf(np.array([[5.0]]), 10, 0.5).shape == (1, 1)
+    assert binom_log_pmf(np.array([2.5]), 10, 0.5)[0] == -np.inf  # off the lattice

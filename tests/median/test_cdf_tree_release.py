@@ -147,3 +147,100 @@ def test_root_finder_brackets_the_envelope_root():
     assert level <= 0.02
     below = mixture_sf(np.array([a - 1e-6]), 4.0, 1000, sigma_above=2.0, p=0.5)[0]
     assert below > 0.02 * (1 - 1e-6)
+
+
+def _bracketing_threshold(n, s_min, s_max, level, p):
+    """The envelope threshold as computed before the Newton search (the reference):
+    Illinois regula falsi from the normal-approximation bracket, + 1e-9, the same check."""
+    import math
+
+    from scipy import special
+
+    from dpfair.median._cdf import _bracket_root
+
+    def gap(a):
+        return float(mixture_sf(np.array([a]), s_max, n, sigma_above=s_min, p=p)[0]) - level
+
+    lo, hi = -10.0 * s_max, n + 10.0 * s_max + 10.0
+    sd = math.sqrt(n * p * (1.0 - p) + s_max**2)
+    guess = n * p + sd * -float(special.ndtri(min(max(level, 1e-300), 0.5)))
+    near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
+    if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
+        lo, hi = near_lo, near_hi
+    thresh = _bracket_root(gap, lo, hi) + 1e-9
+    step = 1e-9 + 4e-14 * abs(thresh)
+    while gap(thresh) > 0.0:
+        thresh += step
+        step *= 2.0
+    return thresh
+
+
+@pytest.mark.parametrize("n", [1, 7, 333, 12_345, 10**6 + 18, 10**7])
+@pytest.mark.parametrize(("s_min", "s_max"), [(0.5, 0.6), (4.0, 4.001), (9.7, 14.3),
+                                              (200.0, 260.0)])
+@pytest.mark.parametrize("level", [1e-12, 1e-6, 0.012, 0.4])
+@pytest.mark.parametrize("p", [0.5, 0.1, 0.9, 0.37])
+def test_newton_threshold_is_valid_and_within_the_bracketing_tolerance(n, s_min, s_max,
+                                                                       level, p):
+    """The Newton-searched threshold keeps its level (as evaluated by mixture_sf) and lies
+    within the former search's tolerance of the former threshold.
+
+    The former threshold was the upper end of a bracket of width ≤ 1e-10 + 1e-14·|a|
+    around the root, + 1e-9 (+ step-ups when that failed the check); the new one is the
+    root to about an ulp, + 1e-9 (rounded up), checked the same way. So, both being valid
+    (≥ the root as evaluated), the new one is never above the former by more than a few
+    ulps and never below it by more than the former tolerance. Released intervals change
+    only if a noisy prefix count falls between the two (recorded seeded intervals:
+    unchanged).
+    """
+    from dpfair.median._cdf import _envelope_threshold
+
+    new = _envelope_threshold.__wrapped__(n, s_min, s_max, level, p)
+    old = _bracketing_threshold(n, s_min, s_max, level, p)
+    assert mixture_sf(np.array([new]), s_max, n, sigma_above=s_min, p=p)[0] <= level
+    ulp = np.spacing(abs(old))
+    assert old - (1e-10 + 1e-14 * abs(old)) - 2 * ulp <= new <= old + 4 * ulp
+
+
+def test_one_point_mixture_sf_is_the_general_path_bit_for_bit():
+    """mixture_sf at one point with scalar noise levels (the envelope thresholds' check)
+    takes a short path; it must return the general (broadcasting, blocked) path's value
+    exactly, which a one-element sigma array forces."""
+    import math
+
+    rng = np.random.default_rng(5)
+    for n in [1, 2, 7, 50, 333, 12345, 10**6 + 17]:
+        for p in (0.5, 0.1, 0.9, 0.01):
+            for _ in range(20):
+                s1 = float(np.exp(rng.uniform(np.log(0.3), np.log(300))))
+                s2 = None if rng.random() < 0.3 else float(
+                    np.exp(rng.uniform(np.log(0.3), np.log(300))))
+                sd = math.sqrt(n * p * (1 - p)) + 1
+                c = float(n * p + rng.normal() * sd * rng.choice([1, 5, 20, 100]))
+                if rng.random() < 0.1:
+                    c = float(rng.choice([-1e9, 1e12, 0.0, float(n)]))
+                fast = mixture_sf(np.array([c]), s1, n, sigma_above=s2, p=p)
+                general = mixture_sf(np.array([c]), np.array([s1]), n, p=p,
+                                     sigma_above=None if s2 is None else np.array([s2]))
+                assert fast.shape == (1,)
+                assert fast.tobytes() == general.tobytes(), (n, p, s1, s2, c)
+
+
+def test_envelope_threshold_below_the_dropped_mass_never_rejects():
+    """A level below the binomial window's dropped mass (< 4e-22, added to every mixture
+    tail) has no threshold: the envelope test never rejects (the search used to step up
+    forever, hanging e.g. alpha=1e-22 on the localised tree methods)."""
+    import warnings
+
+    from dpfair import quantiles
+    from dpfair.median._cdf import _binomial_support, _envelope_threshold
+
+    dropped = _binomial_support(10_000, 0.5)[2]
+    assert dropped > 0.0
+    assert _envelope_threshold(10_000, 2.0, 3.0, dropped / 10.0, 0.5) == np.inf
+    x = np.random.default_rng(0).lognormal(0.0, 1.0, 5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = quantiles.confidence_interval(x, 0.5, rho=0.5, bounds=BOUNDS, alpha=1e-22,
+                                          method="cdf", rng=1)
+    assert r.low <= np.median(x) <= r.high

@@ -159,3 +159,22 @@ def test_quantile_draw_neighbour_ratio(q):
                 ratio = np.max(np.abs(np.log(p0 / p1)))
                 assert ratio <= eps * (1 + 1e-9)
     assert math.isfinite(eps)
+
+
+def test_certified_search_windows_are_the_recorded_bytes():
+    """The certified rank searches' pmf windows (pmf, running sums, Chernoff bound) are
+    byte for byte those of the code before the in-place rewrite (digest recorded with
+    commit a9411e1, which also predates the one-point log-pmf path)."""
+    import hashlib
+
+    from dpfair.quantiles import _methods
+
+    h = hashlib.sha256()
+    for n in (1, 7, 333, 12345, 10**6 + 17):
+        for p in (0.5, 0.1, 0.9, 0.01):
+            for half in (2, 3002, 20000):
+                lo, hi, pmf, cdf, out = _methods._window_sums.__wrapped__(n, p, half)
+                h.update(repr((lo, hi, float(out).hex())).encode())
+                h.update(pmf.tobytes())
+                h.update(cdf.tobytes())
+    assert h.hexdigest() == "ae06f751b12a147c497bf65f13462f422e584f9cc8d2c45041c47eaa880fff36"

@@ -102,23 +102,33 @@ def _window_pmf(k: NDArray[np.float64], n: int, p: float) -> NDArray[np.float64]
     if ks.size == 1:
         return np.ones(1)
     odds = p / (1.0 - p)
-    ratio = (n - ks[:-1]) / (ks[:-1] + 1.0) * odds  # P(k+1)/P(k), k = ks[0]..ks[-2]
+    # P(k+1)/P(k), k = ks[0]..ks[-2]: (n − k)/(k + 1)·odds, in place (fewer temporaries,
+    # the same operations in the same order)
+    ratio = np.subtract(n, ks[:-1])
+    np.divide(ratio, ks[:-1] + 1.0, out=ratio)
+    np.multiply(ratio, odds, out=ratio)
     # mode of the window: the last k whose ratio from the previous term is ≥ 1
     up = np.flatnonzero(ratio >= 1.0)
     top = int(up[-1]) + 1 if up.size else 0
     shape = np.empty(ks.size, dtype=np.float64)
     shape[top] = 1.0
     if top + 1 < ks.size:
-        shape[top + 1 :] = np.cumprod(ratio[top:])
+        np.cumprod(ratio[top:], out=shape[top + 1 :])
     if top > 0:
-        shape[:top] = np.cumprod(1.0 / ratio[:top][::-1])[::-1]
+        inv = np.divide(1.0, ratio[:top][::-1])
+        np.cumprod(inv, out=inv)
+        shape[:top] = inv[::-1]
     m = max(top, ks.size - 1 - top)
     total = _exact_sum(shape)
     inflation = 1.0 + 4.0 * (m + 2) * 2.0**-53
-    return np.asarray(shape / total * inflation, dtype=np.float64)
+    np.divide(shape, total, out=shape)
+    return np.multiply(shape, inflation, out=shape)
 
 
 _HALF_BITS = 27  # a 53-bit integer significand = hi·2^27 + lo, hi < 2^26, lo < 2^27
+#: Exponent bins more than this far below the top one are bounded, not summed, when the
+#: bound cannot change the rounding (:func:`_exact_sum`).
+_SMALL_BINS = 90
 
 
 def _exact_sum(values: NDArray[np.float64]) -> float:
@@ -142,17 +152,35 @@ def _exact_sum(values: NDArray[np.float64]) -> float:
     if v.size >= 1 << 25 or not bool(np.isfinite(v).all()):
         return math.fsum(v.tolist())  # outside the exactness argument: the reference itself
     mant, expo = np.frexp(v)
-    m = mant * 2.0**53  # exact integers, |m| < 2^53
-    hi = np.trunc(m / 2.0**_HALF_BITS)  # exact (division by a power of two, then trunc)
-    lo = m - hi * 2.0**_HALF_BITS  # exact, |lo| < 2^27
+    m = np.multiply(mant, 2.0**53, out=mant)  # exact integers, |m| < 2^53
+    hi = np.multiply(m, 2.0**-_HALF_BITS)  # = m / 2^27 exactly (a power of two)
+    np.trunc(hi, out=hi)
+    lo = np.subtract(m, hi * 2.0**_HALF_BITS, out=m)  # exact, |lo| < 2^27
     e_min = int(expo.min())
-    bins = (expo - e_min).astype(np.intp)
+    bins = np.subtract(expo, e_min, dtype=np.intp)
     h = np.bincount(bins, weights=hi)
     low = np.bincount(bins, weights=lo)
+    shift = e_min - 53  # the total is Σ_j (h_j·2^27 + low_j)·2^j·2^shift
+    nonzero = np.flatnonzero((h != 0.0) | (low != 0.0))
+    cut = int(nonzero[-1]) - _SMALL_BINS if nonzero.size else 0
+    if cut > 0 and shift < 0:
+        # The bins below `cut` hold values below 2^-(_SMALL_BINS - 15) of the largest: sum
+        # the others exactly and bound these (B ≥ their |sum|, in units of 2^shift). If
+        # both ends of [T − B, T + B] round to the same non-zero float, so does every
+        # point between (rounding is monotone), in particular the exact total.
+        big = 0
+        for j in nonzero[nonzero >= cut].tolist():
+            big += ((int(h[j]) << _HALF_BITS) + int(low[j])) << j
+        small = float(np.sum(np.abs(h[:cut]))) * 2.0**_HALF_BITS + float(
+            np.sum(np.abs(low[:cut])))
+        bound = (math.ceil(small * (1.0 + 1e-9)) + 1) << cut  # float sums: ≤ 1e-12 off
+        den = 1 << -shift
+        below, above = (big - bound) / den, (big + bound) / den
+        if below == above and below != 0.0:
+            return below
     total = 0
-    for j in np.flatnonzero((h != 0.0) | (low != 0.0)).tolist():
+    for j in nonzero.tolist():
         total += ((int(h[j]) << _HALF_BITS) + int(low[j])) << j
-    shift = e_min - 53  # the total is total·2^shift
     if total == 0:
         return math.fsum(v.tolist())  # an exact zero: fsum's sign of zero
     if shift >= 0:
@@ -168,8 +196,9 @@ _LOWER_REACH, _UPPER_REACH = 40.0, 9.0
 def _binomial_suffix(n: int, p: float = 0.5) -> NDArray[np.float64]:
     """tail[i] = Σ_{j ≥ i} pmf[j] over the support window (tail[-1] = 0)."""
     _, pmf, _ = _binomial_support(n, p)
-    tail = np.zeros(pmf.size + 1)
-    tail[:-1] = np.cumsum(pmf[::-1])[::-1]
+    tail = np.empty(pmf.size + 1)
+    tail[-1] = 0.0
+    np.cumsum(pmf[::-1], out=tail[-2::-1])  # = cumsum(pmf[::-1])[::-1], no temporary
     tail.setflags(write=False)
     return tail
 
@@ -191,6 +220,10 @@ def mixture_sf(
     form (the Gaussian tail there is below 1e-300).
     """
     c_arr = np.atleast_1d(np.asarray(c, dtype=np.float64))
+    if c_arr.shape == (1,) and np.ndim(sigma) == 0 and (
+            sigma_above is None or np.ndim(sigma_above) == 0):
+        return _mixture_sf_one(float(c_arr[0]), float(sigma),
+                               None if sigma_above is None else float(sigma_above), n, p)
     sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), c_arr.shape)
     sig_up = sig if sigma_above is None else np.broadcast_to(
         np.asarray(sigma_above, dtype=np.float64), c_arr.shape)
@@ -226,6 +259,33 @@ def mixture_sf(
     return np.minimum(out + dropped, 1.0)
 
 
+def _mixture_sf_one(c: float, sigma: float, sigma_above: float | None, n: int, p: float
+                    ) -> NDArray[np.float64]:
+    """:func:`mixture_sf` at one point with scalar noise levels (the threshold checks).
+
+    The same terms in the same order as the general path's block of one row (the same
+    searchsorted window, the same element-wise operations, one contiguous pairwise sum),
+    without its broadcasting and blocking overhead: bit-identical (tested).
+    """
+    up = sigma if sigma_above is None else sigma_above
+    k, pmf, dropped = _binomial_support(n, p)
+    reach = 40.0 * max(sigma, up)
+    if c < k[0] - reach:
+        return np.array([min(1.0 + dropped, 1.0)])
+    if c > k[-1] + reach:
+        return np.array([min(0.0 + dropped, 1.0)])
+    tail = _binomial_suffix(n, p)
+    first = int(np.searchsorted(k, c - _LOWER_REACH * sigma, side="left"))
+    stop = int(np.searchsorted(k, c + _UPPER_REACH * up, side="right"))
+    if stop <= first:  # the general path's one-term block: k[first] (clamped), masked out
+        total = 0.0
+    else:
+        diff = k[first:stop] - c
+        scale = np.where(diff > 0, up, sigma)
+        total = float(np.sum(special.ndtr(diff / scale) * pmf[first:stop]))
+    return np.array([min(total + float(tail[stop]) + dropped, 1.0)])
+
+
 def _bracket_root(f: Any, lo: float, hi: float) -> float:
     """A root of the decreasing ``f`` on [lo, hi] (f(lo) > 0 ≥ f(hi)) to 1e-10 + 1e-14|x|.
 
@@ -259,6 +319,94 @@ def _bracket_root(f: Any, lo: float, hi: float) -> float:
     return hi
 
 
+def _envelope_newton(n: int, sigma_min: float, sigma_max: float, level: float, p: float,
+                     start: float) -> float | None:
+    """The root of E_B[q_env(B, a)] = level by safeguarded Newton steps from ``start``.
+
+    G(a) = Σ_k P(B = k)·Φ̄((a − k)/σ(k)) + dropped − level (σ = σ_max for k ≤ a, σ_min
+    above: :func:`mixture_sf`'s terms over the same binomial window, the k beyond
+    a + 9σ_min counted by the suffix sum) and G'(a) = −Σ_k P(B = k)·φ((a − k)/σ(k))/σ(k)
+    come from ONE pass over the O(50σ) binomial values in reach of a, a few numpy calls
+    instead of :func:`mixture_sf`'s general path; from :func:`_envelope_start`, two to
+    four steps reach the root to the last bits (G is smooth between the kinks k = a,
+    where the derivative jumps by one pmf term's share, so the steps converge
+    quadratically near the root). A step that would leave the bracket [lo, hi] known so
+    far (G(lo) > 0 ≥ G(hi)) bisects instead. It stops when a step is below
+    1e-12 + one ulp of a, or when the quadratic rate read off the last two steps puts the
+    next one below a thousandth of that. Returns the root, or ``None`` (no derivative, no
+    convergence in 60 steps) for the caller's bracketing search. Only a search: the
+    caller checks its threshold with :func:`mixture_sf` itself (an early stop can only
+    make that check step the threshold up).
+    """
+    k, pmf, dropped = _binomial_support(n, p)
+    tail = _binomial_suffix(n, p)
+    k0, size = float(k[0]), k.size  # k = k0, k0 + 1, ... (exact integers)
+    reach_lo, reach_up = _LOWER_REACH * sigma_max, _UPPER_REACH * sigma_min
+    ndtr = special.ndtr
+    lo, hi = -math.inf, math.inf
+    x, prev = float(start), math.inf
+    for _ in range(60):
+        if not math.isfinite(x):
+            return None
+        i0 = min(max(0, math.ceil(x - reach_lo - k0)), size)
+        i1 = min(max(0, math.floor(x + reach_up - k0) + 1), size)
+        d = k[i0:i1] - x
+        s = np.where(d > 0.0, sigma_min, sigma_max)
+        t = d / s
+        w = pmf[i0:i1]
+        g = float(np.sum(ndtr(t) * w)) + float(tail[i1]) + dropped - level
+        slope = float(np.sum(np.exp(-0.5 * t * t) * w / s)) * _INV_SQRT_2PI
+        if g > 0.0:
+            lo = x
+        else:
+            hi = x
+        if not slope > 0.0 or not math.isfinite(g):
+            return None
+        nxt = x + g / slope  # G' = −slope
+        step = abs(nxt - x)
+        tol = 1e-12 + 2.3e-16 * abs(x)  # ≈ one ulp of x
+        if step <= tol:
+            return nxt
+        if not lo < nxt < hi:
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                return None
+            nxt, step = 0.5 * (lo + hi), math.inf  # a bisection: no rate to read
+        elif step < prev < math.inf:
+            # quadratic convergence e_{k+1} ≈ r·e_k², r read off the last two steps:
+            # when the next correction would be far below the tolerance, stop here
+            if step**3 <= 1e-3 * tol * prev**2:
+                return nxt
+        x, prev = nxt, step
+    return None
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _envelope_start(n: int, sigma_min: float, sigma_max: float, level: float,
+                    p: float) -> float:
+    """A starting point for :func:`_envelope_newton`: the envelope root, approximately.
+
+    The (1 − level) quantile of B + N(0, σ_max²) by its Cornish–Fisher expansion (the
+    binomial's skewness and kurtosis; level ≥ 1/2 uses the plain normal quantile), plus
+    (σ_max − σ_min)/√(2π): the envelope uses σ_min for the binomial values above a,
+    which adds f(a)·(σ_max − σ_min)·φ(0) to the tail (f the smooth density there), so the
+    root moves up by that much. Within a few hundredths of the root at n ≥ 10^4 (two or
+    three Newton steps instead of four or five). Only a start: nothing depends on it but
+    the number of steps.
+    """
+    var_b = n * p * (1.0 - p)
+    sd = math.sqrt(var_b + sigma_max**2)
+    z = -float(special.ndtri(min(max(level, 1e-300), 0.5)))
+    w = z
+    if level < 0.5 and var_b > 0.0:
+        g1 = var_b * (1.0 - 2.0 * p) / sd**3
+        g2 = var_b * (1.0 - 6.0 * p * (1.0 - p)) / sd**4
+        w = (z + (z * z - 1.0) * g1 / 6.0 + (z**3 - 3.0 * z) * g2 / 24.0
+             - (2.0 * z**3 - 5.0 * z) * g1 * g1 / 36.0)
+    return n * p + sd * w + (sigma_max - sigma_min) * _INV_SQRT_2PI
+
+
 @functools.lru_cache(maxsize=256)
 def _envelope_threshold(
     n: int, sigma_min: float, sigma_max: float, level: float, p: float = 0.5
@@ -268,23 +416,39 @@ def _envelope_threshold(
     Returned slightly above the root (by 1e-9, more if needed): the returned a is checked
     to satisfy E_B[q_env(B, a)] ≤ level, so rejecting at ≥ a keeps the level (the root
     finder's answer is only within 1e-10 + 1e-14·|a| of the true root). A function of public inputs
-    only, cached.
+    only, cached. ``inf`` (never reject) when the level is below the window's dropped
+    mass, which every evaluated E_B[q_env] includes.
+
+    The root comes from Newton steps (:func:`_envelope_newton`, one vectorised pass per
+    step, from the normal approximation), or, if those do not converge, from the
+    bracketing search (:func:`_bracket_root`) used before. Either way the check below,
+    by :func:`mixture_sf` itself, is what makes the threshold valid.
     """
 
     def gap(a: float) -> float:
         sf = mixture_sf(np.array([a]), sigma_max, n, sigma_above=sigma_min, p=p)
         return float(sf[0]) - level
 
+    if _binomial_support(n, p)[2] > level:
+        # mixture_sf adds the mass outside the binomial window (< 4e-22) at every a, so
+        # no threshold meets a level below it: never reject (an end at its range's edge,
+        # which is valid). The search below would step up forever.
+        return math.inf
     lo, hi = -10.0 * sigma_max, n + 10.0 * sigma_max + 10.0
-    # a narrow starting bracket around the normal approximation (kept only if it
-    # brackets the root; otherwise the wide one): fewer mixture evaluations
+    # the normal approximation: the Newton start, and a narrow starting bracket for
+    # the fallback (kept only if it brackets the root; otherwise the wide one)
     sd = math.sqrt(n * p * (1.0 - p) + sigma_max**2)
     guess = n * p + sd * -float(special.ndtri(min(max(level, 1e-300), 0.5)))
-    near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
-    if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
-        lo, hi = near_lo, near_hi
-    root = _bracket_root(gap, lo, hi)
+    root = _envelope_newton(n, sigma_min, sigma_max, level, p,
+                            min(max(_envelope_start(n, sigma_min, sigma_max, level, p), lo), hi))
+    if root is None or not lo <= root <= hi:
+        near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
+        if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
+            lo, hi = near_lo, near_hi
+        root = _bracket_root(gap, lo, hi)
     thresh = float(root) + 1e-9
+    if thresh - float(root) < 1e-9:  # beyond 2^23 the margin is below an ulp: round up
+        thresh = math.nextafter(thresh, math.inf)
     step = 1e-9 + 4e-14 * abs(thresh)
     while gap(thresh) > 0.0:  # the root's tolerance exceeded the margin: move up
         thresh += step

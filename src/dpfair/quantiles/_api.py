@@ -711,6 +711,7 @@ def _tree_noise_summary(depth: int, rho: float, level: float
             float(np.sqrt(np.mean(sig**2))))
 
 
+@functools.lru_cache(maxsize=1024)  # both ends of a level (and q = 1/2) ask the same
 def _overshoot_bins(bin_ranks: float, sigma: float) -> float:
     """Model of the grid steps between the threshold crossing and the released end.
 

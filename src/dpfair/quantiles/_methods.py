@@ -282,14 +282,24 @@ def _window_pmf_core(n: int, p: float, half_width: int
         pmf = np.exp(_log_pmf(ks, n, p))
     else:
         odds = p / (1.0 - p)
-        ratio = (n - ks[:-1]) / (ks[:-1] + 1.0) * odds  # P(m + 1)/P(m), m = m_lo..m_hi − 1
+        # P(m + 1)/P(m), m = m_lo..m_hi − 1: (n − m)/(m + 1)·odds, in place (the same
+        # operations in the same order, fewer temporaries)
+        ratio = np.subtract(n, ks[:-1])
+        np.divide(ratio, ks[:-1] + 1.0, out=ratio)
+        np.multiply(ratio, odds, out=ratio)
         top = mode - m_lo
         pmf = np.empty(ks.size)
-        pmf[top] = math.exp(float(_log_pmf(np.array([float(mode)]), n, p)[0]))
+        peak = math.exp(float(_log_pmf(np.array([float(mode)]), n, p)[0]))
+        pmf[top] = peak
         if top + 1 < ks.size:
-            pmf[top + 1:] = pmf[top] * np.cumprod(ratio[top:])
+            upper = pmf[top + 1:]
+            np.cumprod(ratio[top:], out=upper)
+            np.multiply(peak, upper, out=upper)
         if top > 0:
-            pmf[:top] = pmf[top] * np.cumprod(1.0 / ratio[:top][::-1])[::-1]
+            inv = np.divide(1.0, ratio[:top][::-1])
+            np.cumprod(inv, out=inv)
+            np.multiply(peak, inv, out=inv)
+            pmf[:top] = inv[::-1]
     pmf.setflags(write=False)
     return m_lo, m_hi, pmf
 
@@ -617,15 +627,35 @@ def _binsearch_lower_target(n: int, sigma: float, depth: int, p: float, level: f
 
     t_max = n + 1 if not sigma * 40.0 < n else math.ceil(sigma * 40.0) + 1
     if t_max <= n:
-        k = _binsearch_certified(n, tail, t_max, p, level, noise.scale, noise.step, depth)
+        k = _binsearch_certified(n, tail, t_max, p, level, noise.scale, noise.step, depth,
+                                 kernel=_binsearch_kernel(noise.scale, noise.step, depth,
+                                                          t_max))
         if k is not None:
             return k
     return lower_target_rank(
         lambda k: generic_lower_failure(n, tail, k, t_max=t_max, p=p), n, level)
 
 
+@functools.lru_cache(maxsize=256)
+def _binsearch_kernel(scale: float, step: float, n_queries: int, t_max: int
+                      ) -> tuple[NDArray[np.float64], float]:
+    """(reversed kernel min(1, tail(t)) for t = 1..t_max, min(1, tail(t_max + 1))), cached.
+
+    The tail of :func:`_binsearch_lower_target` (a union bound over ``n_queries``
+    Gaussian comparisons at scale ``scale``, shifted by the lattice ``step``) depends on
+    public values only, and not on n: a new sample size reuses it.
+    """
+    base = gaussian_union_tail(scale, n_queries)
+    kern = np.minimum(base(np.arange(1, t_max + 1, dtype=np.float64) - step), 1.0)[::-1]
+    kern = np.ascontiguousarray(kern)
+    kern.setflags(write=False)
+    return kern, float(min(1.0, base(np.array([t_max + 1.0]) - step)[0]))
+
+
 def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
-                         scale: float, step: float, n_queries: int) -> int | None:
+                         scale: float, step: float, n_queries: int,
+                         kernel: tuple[NDArray[np.float64], float] | None = None
+                         ) -> int | None:
     r"""The bisection's rank from F on the ranks where it can cross ``level``, or None.
 
     As in :func:`expmech_lower_targets_exact`: F(k) ≥ P(B ≤ k) puts the crossing at or
@@ -637,6 +667,8 @@ def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
     the relative margin :data:`_CERTIFY_TOL` (and the outside and remainder bounds), so
     the reference's values, within ~1e-12 of the same non-decreasing function, satisfy
     the same comparisons at every rank its bisection visits: it returns k* as well.
+    ``kernel`` (reversed kernel, remainder) is :func:`_binsearch_kernel`'s, the same
+    values from ``tail``, cached.
     """
     limit = level * (1.0 - _ROUNDING_MARGIN)
     if not 1e-250 < limit < 0.5:
@@ -655,12 +687,16 @@ def _binsearch_certified(n: int, tail: Any, t_max: int, p: float, level: float,
             n, p, _window_half_width(n, p, limit, bottom))
     if j_low < 0 or bottom < m_lo or top > m_hi or bottom >= top:
         return None
-    kern = np.minimum(tail(np.arange(1, t_max + 1, dtype=np.float64)), 1.0)
-    remainder = float(min(1.0, tail(np.array([t_max + 1.0]))[0]))
-    padded = np.zeros(pmf.size + t_max + 1)
-    padded[: pmf.size] = pmf
-    seg = padded[bottom + 1 - m_lo : top + t_max + 1 - m_lo]
-    near = np.convolve(seg, kern[::-1], mode="valid")
+    if kernel is None:
+        kern = np.minimum(tail(np.arange(1, t_max + 1, dtype=np.float64)), 1.0)[::-1]
+        remainder = float(min(1.0, tail(np.array([t_max + 1.0]))[0]))
+    else:
+        kern, remainder = kernel
+    # pmf[bottom + 1 − m_lo : top + t_max + 1 − m_lo], zero beyond the window's end
+    start, stop = bottom + 1 - m_lo, top + t_max + 1 - m_lo
+    seg = pmf[start:stop] if stop <= pmf.size else np.concatenate(
+        (pmf[start:], np.zeros(stop - pmf.size)))
+    near = np.convolve(seg, kern, mode="valid")
     values = cdf[np.arange(bottom, top + 1) - m_lo] + near
     tol = max(_CERTIFY_TOL, 8.0 * (t_max + 64) * 2.0**-53)
     idx = _certified_crossing(values, limit, 2.0 * outside + remainder, tol)
