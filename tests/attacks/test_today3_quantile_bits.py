@@ -204,11 +204,7 @@ def test_one_point_mixture_sf_equals_the_reference_general_path(reference_src):
     assert not bad, bad[:10]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (nit, garbage input only): _mixture_sf_one's closed-form reach uses Python "
-    "max(sigma, up), which drops a NaN second argument (max(1.0, nan) == 1.0), while the "
-    "general path's np.maximum propagates it; fix: reach = 40.0 * float(np.maximum(sigma, "
-    "up)) (or reject non-finite noise levels)"))
+# fixed (was a strict xfail of the attack review)
 def test_one_point_mixture_sf_with_nan_sigma_above_is_the_general_path():
     c = np.array([-100.0])
     fast = mixture_sf(c, 1.0, 10, sigma_above=math.nan)
@@ -261,13 +257,7 @@ def test_exact_sum_bounded_path_against_fsum_adversarial():
         _same_as_fsum(a)
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
-    "BUG (minor; no caller reaches it: the windows sum values <= 1): _exact_sum's bounded "
-    "path divides (big + bound) by 2^-shift with Python int true division, which raises "
-    "OverflowError when the UPPER end of [T - B, T + B] rounds past DBL_MAX although the "
-    "exact total T rounds to DBL_MAX (math.fsum and the code before 4a10da9 return "
-    "1.7976931348623157e+308). Fix: wrap the two divisions in try/except OverflowError "
-    "and fall through to the exact sum"))
+# fixed (was a strict xfail of the attack review)
 def test_exact_sum_near_the_overflow_threshold_is_fsum():
     top = sys.float_info.max
     # T = 2^1024 − 2^970 − 2^917 + 2^900 + 2^-100: below the midpoint 2^1024 − 2^970

@@ -275,17 +275,7 @@ def _bracketing_threshold(n: int, s_min: float, s_max: float, level: float, p: f
     return thresh
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "POWER (minor: valid, and a noisy count lands in the gap w.p. ~Phi(-8), but the claim "
-    "'within the former tolerance' fails): where E_B[q_env] - level rounds to exactly 0.0 "
-    "(G flat in binary64: next to the dropped mass, alpha ~ 7.7e-22; or a near-lattice "
-    "law, sigma <~ 0.1, with the level on a plateau P(B >= k)), _envelope_newton takes "
-    "g == 0.0 as converged (step 0 <= tol) and returns the flat point its jump landed on: "
-    "n=1e6, s=(0.01, 100), level=2e^-50, p=1e-6: 1305.175 vs the former 1290.731; n=19, "
-    "s=(0.05, 0.05), level=P(B >= 17) as windowed, p=1/2: 16.585 vs 16.422. Fix: `if g "
-    "== 0.0: return None` before the Newton step (the bracketing fallback finds the flat "
-    "region's lower edge). Measured: of 22.9k random and plateau inputs, 1064 now outside "
-    "the former tolerance (max 14.4 units), 31 with the fix (max 1.5e-9)"))
+# fixed (was a strict xfail of the attack review)
 @pytest.mark.parametrize(("n", "s_min", "s_max", "p", "level"), [
     (10**6, 0.01, 100.0, 1e-6, DROPPED),
     (19, 0.05, 0.05, 0.5, None),  # None: the windowed plateau P(B >= 17)

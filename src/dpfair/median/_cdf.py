@@ -175,7 +175,10 @@ def _exact_sum(values: NDArray[np.float64]) -> float:
             np.sum(np.abs(low[:cut])))
         bound = (math.ceil(small * (1.0 + 1e-9)) + 1) << cut  # float sums: ≤ 1e-12 off
         den = 1 << -shift
-        below, above = (big - bound) / den, (big + bound) / den
+        try:
+            below, above = (big - bound) / den, (big + bound) / den
+        except OverflowError:  # an end of the bound rounds past DBL_MAX: sum exactly
+            below, above = 0.0, 1.0
         if below == above and below != 0.0:
             return below
     total = 0
@@ -269,7 +272,7 @@ def _mixture_sf_one(c: float, sigma: float, sigma_above: float | None, n: int, p
     """
     up = sigma if sigma_above is None else sigma_above
     k, pmf, dropped = _binomial_support(n, p)
-    reach = 40.0 * max(sigma, up)
+    reach = 40.0 * float(np.maximum(sigma, up))  # NaN-propagating, as the general path
     if c < k[0] - reach:
         return np.array([min(1.0 + dropped, 1.0)])
     if c > k[-1] + reach:
@@ -355,6 +358,10 @@ def _envelope_newton(n: int, sigma_min: float, sigma_max: float, level: float, p
         t = d / s
         w = pmf[i0:i1]
         g = float(np.sum(ndtr(t) * w)) + float(tail[i1]) + dropped - level
+        if g == 0.0:
+            # on a flat stretch of G (a plateau P(B ≥ k) or the dropped mass) G = level
+            # does not locate the root's lower edge: leave it to the bracketing search
+            return None
         slope = float(np.sum(np.exp(-0.5 * t * t) * w / s)) * _INV_SQRT_2PI
         if g > 0.0:
             lo = x
