@@ -22,6 +22,7 @@ DP (Dong, Roth & Su 2022). Conversions implemented (each cited where it is used)
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -308,6 +309,14 @@ def zcdp_to_approx_epsilon(
         return classic
     if method != "cks":
         raise InvalidParameterError(f"method={method!r}: expected 'cks' or 'classic'.")
+    return _cks_epsilon(r, d, classic)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cks_epsilon(r: float, d: float, classic: float) -> float:
+    """The ``cks`` value of :func:`zcdp_to_approx_epsilon` (validated r > 0, d in (0, 1)):
+    a pure function of public numbers, cached (a release converts the same ρ many times,
+    e.g. once per quantile for its warnings)."""
     big_l = -math.log(d)
 
     def g(t: float) -> float:
