@@ -16,10 +16,7 @@ closed-form reach boundary, non-finite c.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,35 +27,15 @@ from dpfair.median import _cdf
 from dpfair.median._binomial import binom_log_pmf
 from dpfair.median._cdf import _exact_sum, mixture_sf
 from dpfair.quantiles import _methods
-
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE_COMMIT = "a9411e1ad9d7d1d552f3384b06dd56a8b149dca9"  # the branch's parent
+from tests._quantile_reference import extract_reference, run_reference
 
 
 @pytest.fixture(scope="module")
 def reference_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """src/ of the code before the speed work, extracted from git (skip if unavailable)."""
-    out = tmp_path_factory.mktemp("reference")
-    try:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", REFERENCE_COMMIT, "src"],
-                                 capture_output=True, check=True, timeout=120).stdout
-        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        pytest.skip(f"commit {REFERENCE_COMMIT[:7]} not available to git archive")
-    return out / "src"
+    """src/ of the code before the speed work (:data:`REFERENCE_COMMIT`)."""
+    return extract_reference(tmp_path_factory)
 
 
-def run_reference(src: Path, code: str, payload: object) -> object:
-    """Run ``code`` (reads ``payload`` as JSON from stdin, prints JSON) on the old code."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(src)
-    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload), text=True,
-                       capture_output=True, env=env, timeout=300, check=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout)
-
-
-# ------------------------------------------------------------------ one-point log-pmf
 def _log_pmf_cases() -> list[tuple[float, int, float]]:
     rng = np.random.default_rng(31)
     ps = [0.5, math.nextafter(0.5, 0.0), math.nextafter(0.5, 1.0), 1e-300, 5e-324,

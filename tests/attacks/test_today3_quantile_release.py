@@ -17,12 +17,8 @@
 from __future__ import annotations
 
 import inspect
-import json
 import math
-import os
 import signal
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from statistics import NormalDist
@@ -32,32 +28,16 @@ import pytest
 
 import dpfair
 from dpfair.quantiles import _methods
+from tests._quantile_reference import extract_reference, run_reference
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE_COMMIT = "a9411e1ad9d7d1d552f3384b06dd56a8b149dca9"  # the branch's parent
 METHODS = ("expmech", "cdf", "binsearch", "binsearch_cdf")
 BOUNDS = (-5.0, 15.0)
 
 
 @pytest.fixture(scope="module")
 def reference_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("reference")
-    try:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", REFERENCE_COMMIT, "src"],
-                                 capture_output=True, check=True, timeout=120).stdout
-        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        pytest.skip(f"commit {REFERENCE_COMMIT[:7]} not available to git archive")
-    return out / "src"
-
-
-def run_reference(src: Path, code: str, payload: object) -> object:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(src)
-    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload), text=True,
-                       capture_output=True, env=env, timeout=900, check=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout)
+    """src/ of the code before the speed work (:data:`REFERENCE_COMMIT`)."""
+    return extract_reference(tmp_path_factory)
 
 
 def _one_release(kind: object, x: object, method: object, q: object, alpha: object,

@@ -33,10 +33,9 @@ import numpy as np
 import pytest
 
 from dpfair.median import _cdf
-from dpfair.median._cdf import _binomial_support, _bracket_root, mixture_sf
+from dpfair.median._cdf import _binomial_support, mixture_sf
+from tests._quantile_reference import bracketing_threshold, extract_reference
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE_COMMIT = "a9411e1ad9d7d1d552f3384b06dd56a8b149dca9"  # the branch's parent
 DROPPED = 2.0 * math.exp(-50.0)  # the mass a cut window adds to every tail
 _PI = Decimal("3.14159265358979323846264338327950288419716939937510")
 
@@ -214,14 +213,8 @@ def _comparison_cases() -> list[tuple[int, float, float, float, float]]:
 
 @pytest.fixture(scope="module")
 def reference_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("reference")
-    try:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", REFERENCE_COMMIT, "src"],
-                                 capture_output=True, check=True, timeout=120).stdout
-        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        pytest.skip(f"commit {REFERENCE_COMMIT[:7]} not available to git archive")
-    return out / "src"
+    """src/ of the code before the speed work (:data:`REFERENCE_COMMIT`)."""
+    return extract_reference(tmp_path_factory)
 
 
 def test_newton_thresholds_within_the_former_tolerance(reference_src):
@@ -253,29 +246,6 @@ def test_newton_thresholds_within_the_former_tolerance(reference_src):
     assert not above, above[:5]
 
 
-def _bracketing_threshold(n: int, s_min: float, s_max: float, level: float, p: float
-                          ) -> float:
-    """The former search (a9411e1): Illinois regula falsi, + 1e-9, the same check."""
-    from scipy import special
-
-    def gap(a: float) -> float:
-        return float(mixture_sf(np.array([a]), s_max, n, sigma_above=s_min, p=p)[0]) - level
-
-    lo, hi = -10.0 * s_max, n + 10.0 * s_max + 10.0
-    sd = math.sqrt(n * p * (1.0 - p) + s_max**2)
-    guess = n * p + sd * -float(special.ndtri(min(max(level, 1e-300), 0.5)))
-    near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
-    if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
-        lo, hi = near_lo, near_hi
-    thresh = _bracket_root(gap, lo, hi) + 1e-9
-    step = 1e-9 + 4e-14 * abs(thresh)
-    while gap(thresh) > 0.0:
-        thresh += step
-        step *= 2.0
-    return thresh
-
-
-# fixed (was a strict xfail of the attack review)
 @pytest.mark.parametrize(("n", "s_min", "s_max", "p", "level"), [
     (10**6, 0.01, 100.0, 1e-6, DROPPED),
     (19, 0.05, 0.05, 0.5, None),  # None: the windowed plateau P(B >= 17)
@@ -284,7 +254,7 @@ def test_newton_is_not_conservative_where_the_gap_rounds_to_zero(n, s_min, s_max
     if level is None:
         level = float(_cdf._binomial_suffix(n, p)[17])
     new = _threshold(n, s_min, s_max, level, p)
-    old = _bracketing_threshold(n, s_min, s_max, level, p)
+    old = bracketing_threshold(n, s_min, s_max, level, p)
     assert float(mixture_sf(np.array([old]), s_max, n, sigma_above=s_min, p=p)[0]) <= level
     assert new <= old + 1e-6, (new, old)
 

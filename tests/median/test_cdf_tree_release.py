@@ -9,6 +9,7 @@ from scipy import stats
 from dpfair import InvalidParameterError
 from dpfair.mechanisms import leaf_counts
 from dpfair.median._cdf import cdf_interval, mixture_sf, release_cdf_tree
+from tests._quantile_reference import bracketing_threshold
 from tests._stats import min_successes
 
 BOUNDS = (-5.0, 15.0)
@@ -149,32 +150,6 @@ def test_root_finder_brackets_the_envelope_root():
     assert below > 0.02 * (1 - 1e-6)
 
 
-def _bracketing_threshold(n, s_min, s_max, level, p):
-    """The envelope threshold as computed before the Newton search (the reference):
-    Illinois regula falsi from the normal-approximation bracket, + 1e-9, the same check."""
-    import math
-
-    from scipy import special
-
-    from dpfair.median._cdf import _bracket_root
-
-    def gap(a):
-        return float(mixture_sf(np.array([a]), s_max, n, sigma_above=s_min, p=p)[0]) - level
-
-    lo, hi = -10.0 * s_max, n + 10.0 * s_max + 10.0
-    sd = math.sqrt(n * p * (1.0 - p) + s_max**2)
-    guess = n * p + sd * -float(special.ndtri(min(max(level, 1e-300), 0.5)))
-    near_lo, near_hi = max(lo, guess - 2.0 * sd - 2.0), min(hi, guess + 2.0 * sd + 2.0)
-    if near_lo < near_hi and gap(near_lo) > 0.0 >= gap(near_hi):
-        lo, hi = near_lo, near_hi
-    thresh = _bracket_root(gap, lo, hi) + 1e-9
-    step = 1e-9 + 4e-14 * abs(thresh)
-    while gap(thresh) > 0.0:
-        thresh += step
-        step *= 2.0
-    return thresh
-
-
 @pytest.mark.parametrize("n", [1, 7, 333, 12_345, 10**6 + 18, 10**7])
 @pytest.mark.parametrize(("s_min", "s_max"), [(0.5, 0.6), (4.0, 4.001), (9.7, 14.3),
                                               (200.0, 260.0)])
@@ -196,7 +171,7 @@ def test_newton_threshold_is_valid_and_within_the_bracketing_tolerance(n, s_min,
     from dpfair.median._cdf import _envelope_threshold
 
     new = _envelope_threshold.__wrapped__(n, s_min, s_max, level, p)
-    old = _bracketing_threshold(n, s_min, s_max, level, p)
+    old = bracketing_threshold(n, s_min, s_max, level, p)
     assert mixture_sf(np.array([new]), s_max, n, sigma_above=s_min, p=p)[0] <= level
     ulp = np.spacing(abs(old))
     assert old - (1e-10 + 1e-14 * abs(old)) - 2 * ulp <= new <= old + 4 * ulp
