@@ -36,11 +36,13 @@ from dpfair.privacy import Accountant, Budget
 from dpfair.quantiles._methods import (
     _query_noise,
     binsearch_quantile,
+    binsearch_quantiles,
     binsearch_targets,
     cdf_quantiles,
     expmech_lower_targets_exact,
     expmech_quantile,
     grid_point,
+    grid_points,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
 
@@ -312,6 +314,15 @@ class _Sorted:
             return c
         return count
 
+    def count_many(self, bounds: tuple[float, float], depth: int) -> Any:
+        """:meth:`count_at` for an array of interior grid indices (one ``searchsorted``)."""
+        def count(js: NDArray[np.int64]) -> NDArray[np.int64]:
+            g = grid_points(bounds, depth, js)
+            c = self.x.searchsorted(g, side="right").astype(np.int64)
+            c[g >= bounds[1]] = self.n
+            return c
+        return count
+
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
         # = leaf_counts(self.clipped(bounds), bounds, depth), without the clipped copy
         return leaf_counts_sorted(self.x, bounds, depth, check=False)
@@ -498,9 +509,11 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     ranges: list[tuple[float, float]] = []
     stage1: list[dict[str, Any]] = []
     count1 = src.count_at(bounds, d1)  # one (memoised) count function for every q
-    for p in ps:
-        l1, u1, s, d = binsearch_quantile(count1, src.n, p, rho1 / k,
-                                          bounds, d1, a1, a1, gen)
+    # Every q's search in lockstep: the same draws, in the same order, as one
+    # binsearch_quantile per q (binsearch_quantiles), one vectorised count per step.
+    found1 = binsearch_quantiles(src.count_many(bounds, d1), src.n,
+                                 [(p, a1, a1) for p in ps], rho1 / k, bounds, d1, gen)
+    for l1, u1, s, d in found1:
         if _r(s) > 0:
             acct.charge(s, label="localize")
         r_lo, r_hi = min(l1, u1), max(l1, u1)
@@ -893,6 +906,14 @@ class _Queries:
             memo[j] = c
             return c
         return count
+
+    def count_many(self, bounds: tuple[float, float], depth: int) -> Any:
+        """:meth:`count_at` for an array of grid indices (one scan per distinct point)."""
+        count = self.count_at(bounds, depth)
+
+        def many(js: NDArray[np.int64]) -> NDArray[np.int64]:
+            return np.array([count(int(j)) for j in js], dtype=np.int64)
+        return many
 
     def leaves(self, bounds: tuple[float, float], depth: int) -> NDArray[np.int64]:
         out = np.asarray(self._histogram(bounds, depth), dtype=np.int64)

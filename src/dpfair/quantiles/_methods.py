@@ -72,6 +72,7 @@ def envelope_threshold(n: int, p: float, sigma_min: float, sigma_max: float,
 
 __all__ = [
     "binsearch_quantile",
+    "binsearch_quantiles",
     "binsearch_targets",
     "cdf_quantiles",
     "expmech_lower_failure_exact",
@@ -80,6 +81,7 @@ __all__ = [
     "expmech_quantile",
     "expmech_targets",
     "grid_point",
+    "grid_points",
 ]
 
 
@@ -730,60 +732,134 @@ def binsearch_quantile(
     is a sensitivity-1 count with exact discrete Gaussian noise, ρ/(2D)-zCDP; 2D queries
     compose to ρ (an end without a valid rank is not searched and spends nothing).
     """
+    return binsearch_quantiles(_vectorised(count_at), n, [(p, alpha_low, alpha_high)], rho,
+                               bounds, depth, rng)[0]
+
+
+def _vectorised(count_at: Any) -> Any:
+    """An array version of a scalar ``count_at(j)`` (one call per index, in order)."""
+    def count_many(js: NDArray[np.int64]) -> NDArray[np.int64]:
+        return np.array([int(count_at(int(j))) for j in js], dtype=np.int64)
+    return count_many
+
+
+def grid_points(bounds: tuple[float, float], depth: int,
+                js: NDArray[np.int64]) -> NDArray[np.float64]:
+    """:func:`grid_point` for an array of interior indices 0 < j < 2^D, bit for bit.
+
+    The same IEEE operations in the same order: j is rounded to double (as Python's
+    int/float division does), divided by 2^D, scaled by (hi − lo) and shifted by lo.
+    """
+    lo, hi = bounds
+    frac = np.asarray(js, dtype=np.int64).astype(np.float64) / float(1 << depth)
+    return lo + (hi - lo) * frac  # type: ignore[no-any-return]
+
+
+def binsearch_quantiles(
+    count_many: Any,
+    n: int,
+    specs: list[tuple[float, float, float]],
+    rho: float,
+    bounds: tuple[float, float],
+    depth: int,
+    rng: np.random.Generator,
+) -> list[tuple[float, float, Budget, dict[str, Any]]]:
+    """NoisyBinSearch for several quantiles on one grid, searched in lockstep.
+
+    ``specs`` lists (p, α_low, α_high) per quantile; each gets ρ (the caller splits its
+    budget) and is exactly :func:`binsearch_quantile` run in the order given: its target
+    ranks (public), its privacy (D sensitivity-1 count queries per searched end at
+    ρ/(2D)-zCDP each, priced up front) and its 2D noises, drawn from ``rng`` one quantile
+    after the other as the sequential calls draw them. Only the exact counts are
+    computed differently: the 2K searches (two ends per quantile) advance one step
+    together, so each step is ONE call ``count_many(js)`` (an int64 array of interior grid
+    indices → the exact counts #{x ≤ g_j}). The counts do not touch ``rng``, so the
+    outputs are bit-identical to the sequential calls (tests/quantiles).
+    """
     mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
-    k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
-    acct = Accountant(Budget.zcdp(rho))
-    if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
-        return (float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
-                {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
-                 "n_queries": 0})
-    # The number of queries is public (D per searched end), so the whole search is priced
-    # up front: the sequential composition of its per-query costs, added in the order the
-    # queries run (the same total as charging them one by one), charged once to the
-    # filter before any noisy count is computed.
-    n_queries = depth * ((k_low is not None) + (k_high is not None))
     per_query = float(mech.privacy.rho or 0.0)
-    total = 0.0
-    for _ in range(n_queries):
-        total += per_query
-    cost = Budget.zcdp(total)
-    acct.charge(cost, label=f"binsearch ({n_queries} count queries, "
-                            f"rho={mech.privacy.rho:.6g} each)")
-    noise = _query_noise(n, mech.sigma).sample(2 * depth, rng)
+    results: list[Any] = []
+    searches: list[tuple[int, int, bool, NDArray[np.float64]]] = []  # (spec, target, lower, z)
+    for i, (p, alpha_low, alpha_high) in enumerate(specs):
+        k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
+        if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
+            results.append((float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
+                            {"target_ranks": (None, None), "depth": depth,
+                             "sigma": mech.sigma, "n_queries": 0}))
+            continue
+        # The number of queries is public (D per searched end), so the whole search is
+        # priced up front: the sequential composition of its per-query costs, added in the
+        # order the queries run (the same total as charging them one by one), charged once
+        # to the filter before any noisy count is computed.
+        acct = Accountant(Budget.zcdp(rho))
+        n_queries = depth * ((k_low is not None) + (k_high is not None))
+        total = 0.0
+        for _ in range(n_queries):
+            total += per_query
+        acct.charge(Budget.zcdp(total), label=f"binsearch ({n_queries} count queries, "
+                                              f"rho={mech.privacy.rho:.6g} each)")
+        noise = np.asarray(_query_noise(n, mech.sigma).sample(2 * depth, rng),
+                           dtype=np.float64)
+        if k_low is not None:
+            searches.append((i, k_low, True, noise[:depth]))
+        if k_high is not None:
+            searches.append((i, k_high, False, noise[depth:]))
+        results.append([k_low, k_high, acct.spent, n_queries])
+    found = _lockstep(count_many, searches, bounds, depth)
+    out: list[tuple[float, float, Budget, dict[str, Any]]] = []
+    for i, res in enumerate(results):
+        if isinstance(res, tuple):
+            out.append(res)
+            continue
+        k_low, k_high, spent, n_queries = res
+        i_low, q_low = found.get((i, True), (0, []))
+        i_high, q_high = found.get((i, False), (1 << depth, []))
+        diagnostics: dict[str, Any] = {
+            "target_ranks": (k_low, k_high),
+            "depth": depth,
+            "sigma": mech.sigma,
+            "queries_lower": q_low,
+            "queries_upper": q_high,
+            "n_queries": n_queries,
+        }
+        out.append((grid_point(bounds, depth, i_low), grid_point(bounds, depth, i_high),
+                    spent, diagnostics))
+    return out
 
-    def search(target: int, side: str, z: NDArray[np.float64]) -> tuple[int, list[Any]]:
-        lo, hi = 0, 1 << depth
-        queries: list[tuple[float, float]] = []
-        for step in range(depth):
-            mid = (lo + hi) // 2
-            noisy = float(count_at(mid)) + float(z[step])
-            queries.append((grid_point(bounds, depth, mid), noisy))
-            if side == "lower":
-                if noisy <= target:
-                    lo = mid
-                else:
-                    hi = mid
-            elif noisy >= target:
-                hi = mid
-            else:
-                lo = mid
-        return (lo if side == "lower" else hi), queries
 
-    i_low, q_low = (search(k_low, "lower", noise[:depth]) if k_low is not None
-                    else (0, []))
-    i_high, q_high = (search(k_high, "upper", noise[depth:]) if k_high is not None
-                      else (1 << depth, []))
-    diagnostics: dict[str, Any] = {
-        "target_ranks": (k_low, k_high),
-        "depth": depth,
-        "sigma": mech.sigma,
-        "queries_lower": q_low,
-        "queries_upper": q_high,
-        "n_queries": n_queries,
-    }
-    spent = acct.spent
-    return (grid_point(bounds, depth, i_low), grid_point(bounds, depth, i_high), spent,
-            diagnostics)
+def _lockstep(count_many: Any, searches: list[tuple[int, int, bool, NDArray[np.float64]]],
+              bounds: tuple[float, float], depth: int
+              ) -> dict[tuple[int, bool], tuple[int, list[tuple[float, float]]]]:
+    """Run the bisections of ``searches`` together: {(spec, lower): (index, queries)}.
+
+    Each search keeps [lo, hi] on the grid indices; a lower end moves lo up to mid when
+    its noisy count is ≤ its target rank, an upper end moves hi down when it is ≥ (the
+    comparisons of :func:`binsearch_quantile`, in double precision against the exact
+    integer ranks, which are < 2^53).
+    """
+    if not searches:
+        return {}
+    m = len(searches)
+    lo = np.zeros(m, dtype=np.int64)
+    hi = np.full(m, 1 << depth, dtype=np.int64)
+    target = np.array([float(s[1]) for s in searches], dtype=np.float64)
+    lower = np.array([s[2] for s in searches], dtype=bool)
+    z = np.stack([s[3] for s in searches])
+    mids = np.empty((depth, m), dtype=np.int64)
+    noisy = np.empty((depth, m), dtype=np.float64)
+    for step in range(depth):
+        mid = (lo + hi) // 2
+        val = np.asarray(count_many(mid), dtype=np.int64).astype(np.float64) + z[:, step]
+        up = np.where(lower, val <= target, val < target)  # True: lo = mid
+        lo = np.where(up, mid, lo)
+        hi = np.where(up, hi, mid)
+        mids[step], noisy[step] = mid, val
+    points = grid_points(bounds, depth, mids.ravel()).reshape(depth, m)
+    out = {}
+    for col, (i, _, is_lower, _) in enumerate(searches):
+        queries = list(zip(points[:, col].tolist(), noisy[:, col].tolist(), strict=True))
+        out[(i, is_lower)] = (int(lo[col] if is_lower else hi[col]), queries)
+    return out
 
 
 # ---------------------------------------------------------------------------- CDF
