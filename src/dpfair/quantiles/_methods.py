@@ -752,7 +752,7 @@ def grid_points(bounds: tuple[float, float], depth: int,
     """
     lo, hi = bounds
     frac = np.asarray(js, dtype=np.int64).astype(np.float64) / float(1 << depth)
-    return lo + (hi - lo) * frac  # type: ignore[no-any-return]
+    return lo + (hi - lo) * frac
 
 
 def binsearch_quantiles(
