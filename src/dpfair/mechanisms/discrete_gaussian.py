@@ -237,7 +237,9 @@ def _bernoulli_exp_int(
 
 def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
     """``m`` uniform 62-bit integers (top 62 bits of uniform 64-bit words)."""
-    return (_raw(m, gen) >> np.uint64(2)).view(np.int64)
+    raw = _raw(m, gen)
+    raw >>= np.uint64(2)  # in place: no second array of m words
+    return raw.view(np.int64)
 
 
 def _candidates(
@@ -433,7 +435,8 @@ def sample_discrete_gaussian(
             idx = np.flatnonzero(ok)
             ok[idx] = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
         ok &= (x > 0) | positive  # Alg. 2 rejects −0
-        z = np.where(positive, x, -x)[ok][:need]
+        np.negative(x, out=x, where=~positive)  # the sign, in place
+        z = x[ok][:need]
         out[filled : filled + z.size] = z
         filled += z.size
     return out.reshape(shape)

@@ -316,10 +316,16 @@ class _Sorted:
 
     def count_many(self, bounds: tuple[float, float], depth: int) -> Any:
         """:meth:`count_at` for an array of interior grid indices (one ``searchsorted``)."""
+        # Grid points are non-decreasing in j (each rounding step is monotone), so when
+        # the last interior one is below hi no point needs count_at's "g ≥ hi → n".
+        top = (1 << depth) - 1
+        clamp = top > 0 and grid_point(bounds, depth, top) >= bounds[1]
+
         def count(js: NDArray[np.int64]) -> NDArray[np.int64]:
             g = grid_points(bounds, depth, js)
-            c = self.x.searchsorted(g, side="right").astype(np.int64)
-            c[g >= bounds[1]] = self.n
+            c = self.x.searchsorted(g, side="right")
+            if clamp:
+                c[g >= bounds[1]] = self.n
             return c
         return count
 
@@ -511,7 +517,7 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     count1 = src.count_at(bounds, d1)  # one (memoised) count function for every q
     # Every q's search in lockstep: the same draws, in the same order, as one
     # binsearch_quantile per q (binsearch_quantiles), one vectorised count per step.
-    found1 = binsearch_quantiles(src.count_many(bounds, d1), src.n,
+    found1 = binsearch_quantiles(count1, src.count_many(bounds, d1), src.n,
                                  [(p, a1, a1) for p in ps], rho1 / k, bounds, d1, gen)
     for l1, u1, s, d in found1:
         if _r(s) > 0:

@@ -732,30 +732,115 @@ def binsearch_quantile(
     is a sensitivity-1 count with exact discrete Gaussian noise, ρ/(2D)-zCDP; 2D queries
     compose to ρ (an end without a valid rank is not searched and spends nothing).
     """
-    return binsearch_quantiles(_vectorised(count_at), n, [(p, alpha_low, alpha_high)], rho,
-                               bounds, depth, rng)[0]
+    prep = _prepare_search(n, p, rho, depth, alpha_low, alpha_high, rng)
+    if isinstance(prep, tuple):
+        return _no_search(prep, bounds)
+    found = {}
+    for is_lower, target, z in prep.searches():
+        lo, hi = 0, 1 << depth
+        queries: list[tuple[float, float]] = []
+        for step in range(depth):
+            mid = (lo + hi) // 2
+            noisy = float(count_at(mid)) + float(z[step])
+            queries.append((grid_point(bounds, depth, mid), noisy))
+            if (noisy <= target) if is_lower else not (noisy >= target):
+                lo = mid
+            else:
+                hi = mid
+        found[is_lower] = ((lo if is_lower else hi), queries)
+    return prep.result(bounds, found)
 
 
-def _vectorised(count_at: Any) -> Any:
-    """An array version of a scalar ``count_at(j)`` (one call per index, in order)."""
-    def count_many(js: NDArray[np.int64]) -> NDArray[np.int64]:
-        return np.array([int(count_at(int(j))) for j in js], dtype=np.int64)
-    return count_many
+class _Search:
+    """One quantile's NoisyBinSearch after its public choices and its noise draws."""
+
+    def __init__(self, k_low: int | None, k_high: int | None, spent: Budget, n_queries: int,
+                 sigma: float, depth: int, noise: NDArray[np.float64]) -> None:
+        self.k_low, self.k_high, self.spent = k_low, k_high, spent
+        self.n_queries, self.sigma, self.depth, self.noise = n_queries, sigma, depth, noise
+
+    def searches(self) -> list[tuple[bool, int, NDArray[np.float64]]]:
+        """(lower end?, target rank, its D noises) per searched end, lower end first."""
+        d = self.depth
+        out = []
+        if self.k_low is not None:
+            out.append((True, self.k_low, self.noise[:d]))
+        if self.k_high is not None:
+            out.append((False, self.k_high, self.noise[d:]))
+        return out
+
+    def result(self, bounds: tuple[float, float],
+               found: dict[bool, tuple[int, list[tuple[float, float]]]]
+               ) -> tuple[float, float, Budget, dict[str, Any]]:
+        d = self.depth
+        i_low, q_low = found.get(True, (0, []))
+        i_high, q_high = found.get(False, (1 << d, []))
+        diagnostics: dict[str, Any] = {
+            "target_ranks": (self.k_low, self.k_high),
+            "depth": d,
+            "sigma": self.sigma,
+            "queries_lower": q_low,
+            "queries_upper": q_high,
+            "n_queries": self.n_queries,
+        }
+        return (grid_point(bounds, d, i_low), grid_point(bounds, d, i_high), self.spent,
+                diagnostics)
+
+
+def _prepare_search(n: int, p: float, rho: float, depth: int, alpha_low: float,
+                    alpha_high: float, rng: np.random.Generator
+                    ) -> _Search | tuple[float, float, Budget, dict[str, Any]]:
+    """Target ranks (public), pricing (charged up front) and the 2D noises of one search.
+
+    Returns the final result (the public bounds, nothing spent or drawn) when neither end
+    has a valid rank.
+    """
+    mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
+    k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
+    if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
+        return (float("nan"), float("nan"), Budget.zcdp(0.0),
+                {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
+                 "n_queries": 0})
+    # The number of queries is public (D per searched end), so the whole search is priced
+    # up front: the sequential composition of its per-query costs, added in the order the
+    # queries run (the same total as charging them one by one), charged once to the
+    # filter before any noisy count is computed.
+    acct = Accountant(Budget.zcdp(rho))
+    n_queries = depth * ((k_low is not None) + (k_high is not None))
+    per_query = float(mech.privacy.rho or 0.0)
+    total = 0.0
+    for _ in range(n_queries):
+        total += per_query
+    acct.charge(Budget.zcdp(total), label=f"binsearch ({n_queries} count queries, "
+                                          f"rho={mech.privacy.rho:.6g} each)")
+    noise = np.asarray(_query_noise(n, mech.sigma).sample(2 * depth, rng), dtype=np.float64)
+    return _Search(k_low, k_high, acct.spent, n_queries, mech.sigma, depth, noise)
 
 
 def grid_points(bounds: tuple[float, float], depth: int,
                 js: NDArray[np.int64]) -> NDArray[np.float64]:
     """:func:`grid_point` for an array of interior indices 0 < j < 2^D, bit for bit.
 
-    The same IEEE operations in the same order: j is rounded to double (as Python's
-    int/float division does), divided by 2^D, scaled by (hi − lo) and shifted by lo.
+    grid_point computes lo + (hi − lo)·(j/2^D) in double precision: j rounded to double,
+    an exact division by 2^D, one rounded product, one rounded sum. When w = (hi − lo)·2^-D
+    is a normal double the product j·w is the same real number as (hi − lo)·(j/2^D), so
+    lo + j·w rounds identically (one multiplication fewer); otherwise the original order.
     """
     lo, hi = bounds
-    frac = np.asarray(js, dtype=np.int64).astype(np.float64) / float(1 << depth)
-    return lo + (hi - lo) * frac
+    jf = np.asarray(js, dtype=np.int64).astype(np.float64)
+    width = hi - lo
+    w = width * 2.0**-depth
+    if math.isfinite(w) and abs(w) >= 2.0**-1022:  # w normal: 2^-D scaling was exact
+        jf *= w
+    else:  # a sub-normal or infinite step: the exact order of grid_point
+        jf /= float(1 << depth)
+        jf *= width
+    jf += lo
+    return jf
 
 
 def binsearch_quantiles(
+    count_at: Any,
     count_many: Any,
     n: int,
     specs: list[tuple[float, float, float]],
@@ -771,60 +856,34 @@ def binsearch_quantiles(
     ranks (public), its privacy (D sensitivity-1 count queries per searched end at
     ρ/(2D)-zCDP each, priced up front) and its 2D noises, drawn from ``rng`` one quantile
     after the other as the sequential calls draw them. Only the exact counts are
-    computed differently: the 2K searches (two ends per quantile) advance one step
-    together, so each step is ONE call ``count_many(js)`` (an int64 array of interior grid
-    indices → the exact counts #{x ≤ g_j}). The counts do not touch ``rng``, so the
-    outputs are bit-identical to the sequential calls (tests/quantiles).
+    computed differently: with more than one quantile the searches (two ends per
+    quantile) advance one step together, each step ONE call ``count_many(js)`` (an int64
+    array of interior grid indices → the exact counts #{x ≤ g_j}); a single quantile runs
+    :func:`binsearch_quantile` with the scalar ``count_at(j)`` (cheaper for two searches).
+    The counts do not touch ``rng``, so the outputs are bit-identical to the sequential
+    calls (tests/quantiles).
     """
-    mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
-    per_query = float(mech.privacy.rho or 0.0)
-    results: list[Any] = []
-    searches: list[tuple[int, int, bool, NDArray[np.float64]]] = []  # (spec, target, lower, z)
-    for i, (p, alpha_low, alpha_high) in enumerate(specs):
-        k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
-        if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
-            results.append((float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
-                            {"target_ranks": (None, None), "depth": depth,
-                             "sigma": mech.sigma, "n_queries": 0}))
-            continue
-        # The number of queries is public (D per searched end), so the whole search is
-        # priced up front: the sequential composition of its per-query costs, added in the
-        # order the queries run (the same total as charging them one by one), charged once
-        # to the filter before any noisy count is computed.
-        acct = Accountant(Budget.zcdp(rho))
-        n_queries = depth * ((k_low is not None) + (k_high is not None))
-        total = 0.0
-        for _ in range(n_queries):
-            total += per_query
-        acct.charge(Budget.zcdp(total), label=f"binsearch ({n_queries} count queries, "
-                                              f"rho={mech.privacy.rho:.6g} each)")
-        noise = np.asarray(_query_noise(n, mech.sigma).sample(2 * depth, rng),
-                           dtype=np.float64)
-        if k_low is not None:
-            searches.append((i, k_low, True, noise[:depth]))
-        if k_high is not None:
-            searches.append((i, k_high, False, noise[depth:]))
-        results.append([k_low, k_high, acct.spent, n_queries])
+    if len(specs) == 1:
+        p, a_low, a_high = specs[0]
+        return [binsearch_quantile(count_at, n, p, rho, bounds, depth, a_low, a_high, rng)]
+    preps = [_prepare_search(n, p, rho, depth, a_low, a_high, rng)
+             for p, a_low, a_high in specs]
+    searches = [(i, target, is_lower, z) for i, prep in enumerate(preps)
+                if not isinstance(prep, tuple) for is_lower, target, z in prep.searches()]
     found = _lockstep(count_many, searches, bounds, depth)
-    out: list[tuple[float, float, Budget, dict[str, Any]]] = []
-    for i, res in enumerate(results):
-        if isinstance(res, tuple):
-            out.append(res)
-            continue
-        k_low, k_high, spent, n_queries = res
-        i_low, q_low = found.get((i, True), (0, []))
-        i_high, q_high = found.get((i, False), (1 << depth, []))
-        diagnostics: dict[str, Any] = {
-            "target_ranks": (k_low, k_high),
-            "depth": depth,
-            "sigma": mech.sigma,
-            "queries_lower": q_low,
-            "queries_upper": q_high,
-            "n_queries": n_queries,
-        }
-        out.append((grid_point(bounds, depth, i_low), grid_point(bounds, depth, i_high),
-                    spent, diagnostics))
+    out = []
+    for i, prep in enumerate(preps):
+        if isinstance(prep, tuple):
+            out.append(_no_search(prep, bounds))
+        else:
+            out.append(prep.result(bounds, {e: found[(i, e)] for e in (True, False)
+                                            if (i, e) in found}))
     return out
+
+
+def _no_search(res: tuple[float, float, Budget, dict[str, Any]], bounds: tuple[float, float]
+               ) -> tuple[float, float, Budget, dict[str, Any]]:
+    return float(bounds[0]), float(bounds[1]), res[2], res[3]
 
 
 def _lockstep(count_many: Any, searches: list[tuple[int, int, bool, NDArray[np.float64]]],
@@ -832,33 +891,35 @@ def _lockstep(count_many: Any, searches: list[tuple[int, int, bool, NDArray[np.f
               ) -> dict[tuple[int, bool], tuple[int, list[tuple[float, float]]]]:
     """Run the bisections of ``searches`` together: {(spec, lower): (index, queries)}.
 
-    Each search keeps [lo, hi] on the grid indices; a lower end moves lo up to mid when
-    its noisy count is ≤ its target rank, an upper end moves hi down when it is ≥ (the
-    comparisons of :func:`binsearch_quantile`, in double precision against the exact
-    integer ranks, which are < 2^53).
+    Each search keeps [lo, lo + 2^(D−s)] on the grid indices (the bisection halves the
+    width exactly, so mid = lo + 2^(D−s−1) at step s); a lower end moves lo up to mid when
+    its noisy count is ≤ its target rank, an upper end when it is < (the comparisons of
+    :func:`binsearch_quantile`, in double precision against the exact integer ranks,
+    which are < 2^53; ``v < k`` is written ``v ≤ prev(k)``, the largest double below k,
+    which is the same test for every double v). The lower end returns lo, the upper
+    lo + 1 (its hi).
     """
     if not searches:
         return {}
     m = len(searches)
     lo = np.zeros(m, dtype=np.int64)
-    hi = np.full(m, 1 << depth, dtype=np.int64)
     target = np.array([float(s[1]) for s in searches], dtype=np.float64)
     lower = np.array([s[2] for s in searches], dtype=bool)
-    z = np.stack([s[3] for s in searches])
+    limit = np.where(lower, target, np.nextafter(target, -np.inf))
+    z = np.ascontiguousarray(np.stack([s[3] for s in searches]).T)  # (depth, m)
     mids = np.empty((depth, m), dtype=np.int64)
     noisy = np.empty((depth, m), dtype=np.float64)
     for step in range(depth):
-        mid = (lo + hi) // 2
-        val = np.asarray(count_many(mid), dtype=np.int64).astype(np.float64) + z[:, step]
-        up = np.where(lower, val <= target, val < target)  # True: lo = mid
-        lo = np.where(up, mid, lo)
-        hi = np.where(up, hi, mid)
-        mids[step], noisy[step] = mid, val
+        mid = mids[step]
+        np.add(lo, 1 << (depth - step - 1), out=mid)
+        val = noisy[step]
+        np.add(count_many(mid), z[step], out=val)
+        np.copyto(lo, mid, where=val <= limit)
     points = grid_points(bounds, depth, mids.ravel()).reshape(depth, m)
     out = {}
     for col, (i, _, is_lower, _) in enumerate(searches):
         queries = list(zip(points[:, col].tolist(), noisy[:, col].tolist(), strict=True))
-        out[(i, is_lower)] = (int(lo[col] if is_lower else hi[col]), queries)
+        out[(i, is_lower)] = (int(lo[col]) + (0 if is_lower else 1), queries)
     return out
 
 
