@@ -209,8 +209,9 @@ def _geometric_e(
     probability < e^{−limit}) raises OverflowError.
     """
     idx = np.searchsorted(_EXP_ASC0, u62, side="right")  # 1 + #{v ≤ 42 : c_v ≤ u} ≥ 1
-    v = (_VMAX + 1) - idx  # #{c_v > u}
-    bad = _EXP_BELOW[idx] == u62  # the largest c_v ≤ u equals u, or u = 0 (sentinel)
+    below = _EXP_BELOW.take(idx)
+    bad = np.equal(below, u62)  # the largest c_v ≤ u equals u, or u = 0 (sentinel)
+    v = np.subtract(_VMAX + 1, idx, out=idx)  # #{c_v > u}, in place
     if bad.any():
         for i in np.flatnonzero(bad):
             uni = _Uniform(int(u62[i]), gen)
@@ -292,7 +293,7 @@ def _exponents(
             e *= e
         num = (2 * s1) * u
         num += e  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
-        fl, rem = np.divmod(num, den)
+        fl, rem = np.divmod(num, den, out=(num, e))  # in place (element by element)
         for i in () if slow is None else slow:
             f_i, r_i = divmod(2 * s1 * int(u[i]) + (int(x[i]) - s1) ** 2, den)
             fl[i], rem[i] = min(f_i, 2**62), r_i

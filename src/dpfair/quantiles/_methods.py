@@ -965,12 +965,14 @@ def cdf_quantiles(
     sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
     out: list[tuple[float, float]] = []
     indices: list[tuple[int, int]] = []
+    if envelope:  # the envelope's public constants, the same for every quantile
+        s_min, s_max = float(sig_plus.min()), float(sig_plus.max())
+        shift_max = float(shift.max())
     for p, a_low, a_high in specs:
         lev_hi, lev_lo = a_high / factor, a_low / factor
         if envelope:
-            s_min, s_max = float(sig_plus.min()), float(sig_plus.max())
-            th_hi = envelope_threshold(n, p, s_min, s_max, lev_hi) + float(shift.max())
-            th_lo = envelope_threshold(n, 1.0 - p, s_min, s_max, lev_lo) + float(shift.max())
+            th_hi = envelope_threshold(n, p, s_min, s_max, lev_hi) + shift_max
+            th_lo = envelope_threshold(n, 1.0 - p, s_min, s_max, lev_lo) + shift_max
             reject_upper = below >= th_hi
             reject_lower = above >= th_lo
         else:
