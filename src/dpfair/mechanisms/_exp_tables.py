@@ -219,12 +219,10 @@ def decide_exp(
     n = fl.size
     c = np.empty((tables.rows, n), dtype=np.int64)
     np.take(_INT_TABLE, fl, out=c[0], mode="clip")  # index min(F, 43): c_43 = 0
-    if tables.rows > 1:  # the digit indices are formed in c[1:] itself, then looked up
-        idx = c[1:]
-        np.right_shift(rem, tables.shifts, out=idx)
-        idx &= (1 << tables.digit_bits) - 1
+    if tables.rows > 1:
+        idx = (rem >> tables.shifts) & ((1 << tables.digit_bits) - 1)
         idx += tables.offsets
-        np.take(tables.table, idx, out=idx, mode="clip")
+        np.take(tables.table, idx, out=c[1:], mode="clip")
     np.subtract(c, words, out=c)  # > 0: U_f < p_f; < 0: U_f > p_f; 0: tie
     low = c.min(axis=0)
     out = low > 0

@@ -209,9 +209,8 @@ def _geometric_e(
     probability < e^{−limit}) raises OverflowError.
     """
     idx = np.searchsorted(_EXP_ASC0, u62, side="right")  # 1 + #{v ≤ 42 : c_v ≤ u} ≥ 1
-    below = _EXP_BELOW.take(idx)
-    bad = np.equal(below, u62)  # the largest c_v ≤ u equals u, or u = 0 (sentinel)
-    v = np.subtract(_VMAX + 1, idx, out=idx)  # #{c_v > u}, in place
+    v = (_VMAX + 1) - idx  # #{c_v > u}
+    bad = _EXP_BELOW[idx] == u62  # the largest c_v ≤ u equals u, or u = 0 (sentinel)
     if bad.any():
         for i in np.flatnonzero(bad):
             uni = _Uniform(int(u62[i]), gen)
@@ -238,9 +237,7 @@ def _bernoulli_exp_int(
 
 def _raw62(m: int, gen: np.random.Generator) -> NDArray[np.int64]:
     """``m`` uniform 62-bit integers (top 62 bits of uniform 64-bit words)."""
-    raw = _raw(m, gen)
-    raw >>= np.uint64(2)  # in place: no second array of m words
-    return raw.view(np.int64)
+    return (_raw(m, gen) >> np.uint64(2)).view(np.int64)
 
 
 def _candidates(
@@ -293,7 +290,7 @@ def _exponents(
             e *= e
         num = (2 * s1) * u
         num += e  # 2s₁U < 2p ≤ 2^62 and e² < 2^62
-        fl, rem = np.divmod(num, den, out=(num, e))  # in place (element by element)
+        fl, rem = np.divmod(num, den)
         for i in () if slow is None else slow:
             f_i, r_i = divmod(2 * s1 * int(u[i]) + (int(x[i]) - s1) ** 2, den)
             fl[i], rem[i] = min(f_i, 2**62), r_i
@@ -436,8 +433,7 @@ def sample_discrete_gaussian(
             idx = np.flatnonzero(ok)
             ok[idx] = bernoulli_exp_big(np.array([rem[i] for i in idx], dtype=object), den, gen)
         ok &= (x > 0) | positive  # Alg. 2 rejects −0
-        np.negative(x, out=x, where=~positive)  # the sign, in place
-        z = x[ok][:need]
+        z = np.where(positive, x, -x)[ok][:need]
         out[filled : filled + z.size] = z
         filled += z.size
     return out.reshape(shape)
