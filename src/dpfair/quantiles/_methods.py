@@ -963,27 +963,30 @@ def cdf_quantiles(
     above = n - below
     sig = std[inner]
     sig_plus, shift, factor = tree.noise.combination_bound(sig, tree.n_noisy_nodes)
-    out: list[tuple[float, float]] = []
-    indices: list[tuple[int, int]] = []
-    if envelope:  # the envelope's public constants, the same for every quantile
+    levels_hi = np.array([a_high for _, _, a_high in specs], dtype=np.float64) / factor
+    levels_lo = np.array([a_low for _, a_low, _ in specs], dtype=np.float64) / factor
+    if envelope:  # one threshold per quantile and end; every quantile tested in one pass
         s_min, s_max = float(sig_plus.min()), float(sig_plus.max())
         shift_max = float(shift.max())
-    for p, a_low, a_high in specs:
-        lev_hi, lev_lo = a_high / factor, a_low / factor
-        if envelope:
-            th_hi = envelope_threshold(n, p, s_min, s_max, lev_hi) + shift_max
-            th_lo = envelope_threshold(n, 1.0 - p, s_min, s_max, lev_lo) + shift_max
-            reject_upper = below >= th_hi
-            reject_lower = above >= th_lo
-        else:
-            reject_upper = mixture_sf(below - shift, sig_plus, n, p) <= lev_hi
-            reject_lower = mixture_sf(above - shift, sig_plus, n, 1.0 - p) <= lev_lo
-        keep_u = inner[~reject_upper]
-        j_star = int(keep_u.max()) if keep_u.size else 0
-        keep_l = inner[~reject_lower]
-        j_low = int(keep_l.min()) if keep_l.size else 2**depth
-        out.append((float(grid[j_low - 1]), float(grid[j_star + 1])))
-        indices.append((j_low - 1, j_star + 1))
+        th_hi = np.array([envelope_threshold(n, p, s_min, s_max, float(lev)) + shift_max
+                          for (p, _, _), lev in zip(specs, levels_hi, strict=True)])
+        th_lo = np.array([envelope_threshold(n, 1.0 - p, s_min, s_max, float(lev)) + shift_max
+                          for (p, _, _), lev in zip(specs, levels_lo, strict=True)])
+        keep_upper = ~(below[None, :] >= th_hi[:, None])  # not rejected
+        keep_lower = ~(above[None, :] >= th_lo[:, None])
+    else:
+        keep_upper = np.stack([~(mixture_sf(below - shift, sig_plus, n, p) <= lev)
+                               for (p, _, _), lev in zip(specs, levels_hi, strict=True)])
+        keep_lower = np.stack([~(mixture_sf(above - shift, sig_plus, n, 1.0 - p) <= lev)
+                               for (p, _, _), lev in zip(specs, levels_lo, strict=True)])
+    # j* = the largest kept inner index (0 if none), j_low = the smallest (2^D if none)
+    n_inner = inner.size
+    any_u, any_l = keep_upper.any(axis=1), keep_lower.any(axis=1)
+    j_star = np.where(any_u, n_inner - np.argmax(keep_upper[:, ::-1], axis=1), 0)
+    j_low = np.where(any_l, 1 + np.argmax(keep_lower, axis=1), 2**depth)
+    out = [(float(grid[jl - 1]), float(grid[js + 1]))
+           for jl, js in zip(j_low.tolist(), j_star.tolist(), strict=True)]
+    indices = [(jl - 1, js + 1) for jl, js in zip(j_low.tolist(), j_star.tolist(), strict=True)]
     diagnostics: dict[str, Any] = {
         "depth": depth,
         "bins": 2**depth,
