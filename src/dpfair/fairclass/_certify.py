@@ -50,9 +50,10 @@ x ∈ [½, 1], U = u₁ + u₀, so the margin covers every x on public cells of 
 Where the margin comes from (``CertificationPlan.sampling_margin``): on the paper's design at
 N = 6000, ε = 1 (m = 900, 2100), t = 0.047 is 0.040 of calibration sampling (no privacy noise),
 +0.006 of denominator noise and +0.002 of check noise (symmetric split, β/2 per side; worst-case
-margin, before the joint rate bound, which brings the denominator part to about 0.003); no
+margin, before the joint rate bound, which brings the denominator part to 0.003: t = 0.044); no
 α ≤ 0.040 certifies at any ε with halves. With the side allocation at κ = 0.05 τ̂'s side has
-t = 0.041 (0.034 of sampling, z_{0.99·0.0475} = 1.68 instead of 1.97) and the other side
+t = 0.041, 0.038 with the joint rate bound (0.034 of sampling, z_{0.99·0.0475} = 1.68
+instead of 1.97) and the other side
 0.067; κ < ½ is only chosen where that interval leaves room (larger α), so the gain is a
 higher aim, not a smaller certifiable α. The lever for small α remains the calibration size
 (the estimator's ``calibration_share``).
@@ -367,7 +368,7 @@ def certification_margin(
         smaller of the two margins (both are valid, ``docs/proofs/fairclass_cdp_fair.md``
         §10, "Joint rate bound"). The worst-case variance ¼ (rates ½) and the worst-case
         denominator coefficient Δ (rates 1) cannot occur together: with both tied to the
-        same unknown rates the count noise costs about half as much (t: 0.0407 → 0.0379 at
+        same unknown rates the count noise costs about half as much (t: 0.0407 → 0.0381 at
         m̃ = (900, 2100), ε = 1, κ = 0.05). ``False``: the previous margin (both worst cases).
     """
     p = float(fail_prob_side)
