@@ -39,11 +39,21 @@ evaluated at n_a ≥ m̃_a − ℓ (|L| ≤ ℓ except with probability β/200),
 shift ¼(1/n₁ + 1/n₀) (:func:`lattice_shift`: the normal is an approximation of the
 binomial difference, exceeded by it at an atom when the check noise is small).
 
+Joint rate bound (``docs/proofs/fairclass_cdp_fair.md`` §10, issue 20 fourth pass): the
+variance at rates ½ and the coefficient c at rates 1 are never worst together. Given L,
+E[S | L] = D − c(p)·L and Var[S | L] ≤ Σ u_a p_a(1 − p_a) with c(p) ≤ Σ u_a p_a,
+u_a = 1/(m̃_a − ℓ); by reflection and Jensen both are dominated by (x(1 − x)U, xU) for one
+x ∈ [½, 1], U = u₁ + u₀, so the margin covers every x on public cells of [½, 1]
+(:data:`RATE_GRID`, :func:`_rate_root`) and is the smaller of that and the worst-case one
+(demographic parity; equal opportunity keeps the worst case). Nothing new is released.
+
 Where the margin comes from (``CertificationPlan.sampling_margin``): on the paper's design at
 N = 6000, ε = 1 (m = 900, 2100), t = 0.047 is 0.040 of calibration sampling (no privacy noise),
-+0.006 of denominator noise and +0.002 of check noise (symmetric split, β/2 per side); no
++0.006 of denominator noise and +0.002 of check noise (symmetric split, β/2 per side; worst-case
+margin, before the joint rate bound, which brings the denominator part to 0.003: t = 0.044); no
 α ≤ 0.040 certifies at any ε with halves. With the side allocation at κ = 0.05 τ̂'s side has
-t = 0.041 (0.034 of sampling, z_{0.99·0.0475} = 1.68 instead of 1.97) and the other side
+t = 0.041, 0.038 with the joint rate bound (0.034 of sampling, z_{0.99·0.0475} = 1.68
+instead of 1.97) and the other side
 0.067; κ < ½ is only chosen where that interval leaves room (larger α), so the gain is a
 higher aim, not a smaller certifiable α. The lever for small α remains the calibration size
 (the estimator's ``calibration_share``).
@@ -51,6 +61,7 @@ higher aim, not a smaller certifiable α. The lever for small α remains the cal
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -74,6 +85,7 @@ from dpfair.mechanisms import (
 
 __all__ = [
     "AIM_FAIL",
+    "RATE_GRID",
     "SIDE_SHARES",
     "SIDE_TOLERANCE",
     "TIE_SLACK",
@@ -319,6 +331,7 @@ def certification_margin(
     fail_prob_side: float,
     counts: int = 1,
     n_public: float | None = None,
+    rate_bound: bool = True,
 ) -> float:
     """The public margin t of one side of one fold (module docstring).
 
@@ -350,6 +363,13 @@ def certification_margin(
         "|L_a| ≤ ℓ" is charged 0.005·β_side per count.
     n_public : float, optional
         The public calibration size n_C (default m̃₁ + m̃₀; pass it with ``counts=2``).
+    rate_bound : bool, default True
+        ``counts=1`` only: also solve the *joint* bound of :func:`_rate_root` and return the
+        smaller of the two margins (both are valid, ``docs/proofs/fairclass_cdp_fair.md``
+        §10, "Joint rate bound"). The worst-case variance ¼ (rates ½) and the worst-case
+        denominator coefficient Δ (rates 1) cannot occur together: with both tied to the
+        same unknown rates the count noise costs about half as much (t: 0.0407 → 0.0381 at
+        m̃ = (900, 2100), ε = 1, κ = 0.05). ``False``: the previous margin (both worst cases).
     """
     p = float(fail_prob_side)
     if not 0.0 < p < 0.5:
@@ -393,7 +413,58 @@ def certification_margin(
     # DD̂) + 2^-k-1 (rint) + 2^-k (Z_w vs w) of DD̂ + w, and the count noise enters as c·L
     # with c ≤ Δ and |L_discrete − L| ≤ 2^-k_c.
     slack = 1.5 * 2.0**-k + 2.0**-51 * n_cal * delta + delta * 2.0**-k_c
-    return float(optimize.brentq(excess, 1e-12, hi, xtol=1e-10)) + slack + lattice_shift(lo1, lo0)
+    core = float(optimize.brentq(excess, 1e-12, hi, xtol=1e-10))
+    if counts == 1 and rate_bound:
+        # The denominator coefficient of the joint bound is x·U with U = 1/lo₁ + 1/lo₀ ≥ Δ
+        # (the same weights as the variance, which the Jensen step needs); its count-noise
+        # term is then charged at that scale, as the Δ·L⁺ term above.
+        core = min(core, _rate_root(core, 1.0 / lo1 + 1.0 / lo0, b_w, b_c, level))
+    return core + slack + lattice_shift(lo1, lo0)
+
+
+#: Cells [x_i, x_{i+1}] of [½, 1] for the joint rate bound (:func:`_rate_root`): public and
+#: fixed, finer near ½ where the bound's maximum lies.
+RATE_GRID = (0.5, 0.52, 0.54, 0.56, 0.58, 0.6, 0.62, 0.65, 0.68, 0.72, 0.76, 0.8, 0.85,
+             0.9, 0.95, 1.0)
+
+
+def _rate_cell_excess(t: float, x_lo: float, x_hi: float, u: float, b_w: float, b_c: float,
+                      level: float) -> float:
+    """The cell bound of the joint rate bound at t, minus ``level``: the tail with the
+    cell's largest sd (at x_lo, σ² = x(1 − x)·U decreases on [½, 1]) and largest
+    denominator coefficient (at x_hi, c = x·U), plus P(c·L⁺ ≥ t) charged in full."""
+    s = math.sqrt(x_lo * (1.0 - x_lo) * u)
+    b_v = x_hi * u * b_c
+    return _tail(t, s, b_w, b_v, 0.5) + 0.5 * math.exp(-t / b_v) - level
+
+
+def _rate_root(t_max: float, u: float, b_w: float, b_c: float, level: float) -> float:
+    """The joint rate bound's margin: the largest root over the cells of :data:`RATE_GRID`,
+    capped at ``t_max`` (the worst-case margin, valid anyway).
+
+    With the group rates p_a of the fixed point and U = Σ_a 1/(m̃_a − ℓ), the sampling sd
+    and the denominator coefficient are both functions of p; by reflection and Jensen
+    (``docs/proofs/fairclass_cdp_fair.md`` §10, "Joint rate bound") they are dominated by
+    (sqrt(x(1 − x)U), x·U) for one x ∈ [½, 1], so the failure probability is at most
+    max over cells of :func:`_rate_cell_excess` + ``level``. Each cell's excess decreases
+    in t, so the margin is the largest cell root; cells with a non-positive excess at a
+    candidate root cannot have a larger root and are skipped.
+    """
+    cells = list(itertools.pairwise(RATE_GRID))
+
+    def ex(i: int, t: float) -> float:
+        lo, hi = cells[i]
+        return _rate_cell_excess(t, lo, hi, u, b_w, b_c, level)
+
+    at_max = [ex(i, t_max) for i in range(len(cells))]
+    if max(at_max) >= 0.0:  # some cell needs t_max or more: the worst-case margin stands
+        return t_max
+    best = int(np.argmax(at_max))
+    root = float(optimize.brentq(lambda t: ex(best, t), 1e-12, t_max, xtol=1e-10))
+    for i in range(len(cells)):
+        if i != best and ex(i, root) > 0.0:
+            root = float(optimize.brentq(lambda t, i=i: ex(i, t), root, t_max, xtol=1e-10))
+    return root
 
 
 def lattice_shift(n1: float, n0: float) -> float:
