@@ -732,9 +732,9 @@ def binsearch_quantile(
     is a sensitivity-1 count with exact discrete Gaussian noise, ρ/(2D)-zCDP; 2D queries
     compose to ρ (an end without a valid rank is not searched and spends nothing).
     """
-    prep = _prepare_search(n, p, rho, depth, alpha_low, alpha_high, rng)
+    prep = _prepare_search(n, p, rho, bounds, depth, alpha_low, alpha_high, rng)
     if isinstance(prep, tuple):
-        return _no_search(prep, bounds)
+        return prep
     found = {}
     for is_lower, target, z in prep.searches():
         lo, hi = 0, 1 << depth
@@ -787,8 +787,8 @@ class _Search:
                 diagnostics)
 
 
-def _prepare_search(n: int, p: float, rho: float, depth: int, alpha_low: float,
-                    alpha_high: float, rng: np.random.Generator
+def _prepare_search(n: int, p: float, rho: float, bounds: tuple[float, float], depth: int,
+                    alpha_low: float, alpha_high: float, rng: np.random.Generator
                     ) -> _Search | tuple[float, float, Budget, dict[str, Any]]:
     """Target ranks (public), pricing (charged up front) and the 2D noises of one search.
 
@@ -798,7 +798,7 @@ def _prepare_search(n: int, p: float, rho: float, depth: int, alpha_low: float,
     mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
     k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
     if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
-        return (float("nan"), float("nan"), Budget.zcdp(0.0),
+        return (float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
                 {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
                  "n_queries": 0})
     # The number of queries is public (D per searched end), so the whole search is priced
@@ -866,7 +866,7 @@ def binsearch_quantiles(
     if len(specs) == 1:
         p, a_low, a_high = specs[0]
         return [binsearch_quantile(count_at, n, p, rho, bounds, depth, a_low, a_high, rng)]
-    preps = [_prepare_search(n, p, rho, depth, a_low, a_high, rng)
+    preps = [_prepare_search(n, p, rho, bounds, depth, a_low, a_high, rng)
              for p, a_low, a_high in specs]
     searches = [(i, target, is_lower, z) for i, prep in enumerate(preps)
                 if not isinstance(prep, tuple) for is_lower, target, z in prep.searches()]
@@ -874,16 +874,11 @@ def binsearch_quantiles(
     out = []
     for i, prep in enumerate(preps):
         if isinstance(prep, tuple):
-            out.append(_no_search(prep, bounds))
+            out.append(prep)
         else:
             out.append(prep.result(bounds, {e: found[(i, e)] for e in (True, False)
                                             if (i, e) in found}))
     return out
-
-
-def _no_search(res: tuple[float, float, Budget, dict[str, Any]], bounds: tuple[float, float]
-               ) -> tuple[float, float, Budget, dict[str, Any]]:
-    return float(bounds[0]), float(bounds[1]), res[2], res[3]
 
 
 def _lockstep(count_many: Any, searches: list[tuple[int, int, bool, NDArray[np.float64]]],
