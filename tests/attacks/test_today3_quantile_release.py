@@ -104,12 +104,26 @@ def test_seeded_releases_equal_the_code_before_the_branch(reference_src):
     """268 seeded releases (4 methods x q in {0.001, 0.1, 0.5, 0.9, 0.999} x n in {25,
     700, 30000, 200000} x (localised, paper default, α = 1e-6), three-quantile families,
     the median's tree methods incl. BinSearch+CDF's envelope): bit for bit the old
-    code's (one refusal, InsufficientDataError at n = 25, on both sides). Held."""
+    code's (one refusal, InsufficientDataError at n = 25, on both sides) — except the
+    three-quantile families, which changed on purpose (see the end of the test). Held."""
     cases = _release_cases()
     ref = run_reference(reference_src, RELEASE_CODE, cases)
     mine = releases(cases)
-    bad = [(c, a, b) for c, a, b in zip(cases, mine, ref, strict=True) if a != b]
+    bad = [(c, a, b) for c, a, b in zip(cases, mine, ref, strict=True)
+           if a != b and c[0] != "many"]
     assert not bad, bad[:5]
+    # Several-quantile families changed on purpose after a9411e1: stage 1 draws every
+    # quantile's noise in one (K, 2D) block (the same i.i.d. law, another order;
+    # tests/quantiles/test_lockstep_identity.py) and the tree methods lay their leaves out
+    # per stage-1 range (tests/quantiles/test_segment_layout.py). What must not change is
+    # the privacy spent (up to the last bits of D/(2σ²) at another depth) and the refusals.
+    for c, a, b in zip(cases, mine, ref, strict=True):
+        if c[0] != "many":
+            continue
+        assert (a[0] == "raised") == (b[0] == "raised"), (c, a, b)
+        if a[0] != "raised":
+            got, want = float.fromhex(str(a[-1])), float.fromhex(str(b[-1]))
+            assert got <= 0.5 and abs(got - want) <= 1e-15, (c, a, b)
 
 
 def test_seeded_envelope_releases_equal_the_code_before_the_branch(reference_src):

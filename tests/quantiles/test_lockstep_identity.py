@@ -1,12 +1,16 @@
 """The lockstep NoisyBinSearch of several quantiles equals one search per quantile, bit for bit.
 
-:func:`binsearch_quantiles` draws every quantile's noise in the order the sequential calls
-draw it and only computes the exact counts differently (one vectorised count per step). An
-attacker who knows that looks for the places where two implementations of the same
-bisection drift apart: a noisy count exactly equal to its target rank (the ≤ / < edge of
-the two ends), atoms (a count constant over a run of grid points), grid points that round
-onto the upper bound, a sub-normal or infinite grid step, a quantile with no valid rank
-among ranked ones, and the grid-point formula itself.
+:func:`binsearch_quantiles` draws the noise of every searched quantile in ONE sampler call
+(a (K, 2D) block of i.i.d. exact discrete Gaussians, row i for the i-th quantile with a
+valid rank) and computes the exact counts differently (one vectorised count per step).
+The reference below runs one scalar :func:`binsearch_quantile` per quantile, each fed its
+row of the same block: the same public choices, pricing, noise and bisection must give
+the same bits. An attacker who knows that looks for the places where two implementations
+of the same bisection drift apart: a noisy count exactly equal to its target rank (the
+≤ / < edge of the two ends), atoms (a count constant over a run of grid points), grid
+points that round onto the upper bound, a sub-normal or infinite grid step, a quantile
+with no valid rank among ranked ones (it must draw nothing and leave the rows of the
+others aligned), and the grid-point formula itself.
 """
 
 from __future__ import annotations
@@ -28,9 +32,35 @@ QS = [0.1, 0.25, 0.5, 0.75, 0.9]
 
 
 def _sequential(count_at, n, specs, rho, bounds, depth, seed):  # type: ignore[no-untyped-def]
+    """One scalar search per quantile, each fed its row of the batched draw."""
+    import dpfair.quantiles._methods as methods
+
     gen = np.random.default_rng(seed)
-    return [binsearch_quantile(count_at, n, p, rho, bounds, depth, a, b, gen)
-            for p, a, b in specs]
+    plans = [methods._plan_search(n, p, rho, bounds, depth, a, b) for p, a, b in specs]
+    active = [plan for plan in plans if isinstance(plan, methods._SearchPlan)]
+    rows: list[np.ndarray] = []
+    if active:
+        sigma = active[0].sigma
+        assert all(plan.sigma == sigma for plan in active)
+        rows = list(methods._query_noise(n, sigma).sample((len(active), 2 * depth), gen))
+    real = methods._query_noise
+
+    class _Rows:  # hands out the block's rows in order, as the batched call assigns them
+        def __init__(self, n: int, sigma: float) -> None:
+            self.inner = real(n, sigma)
+
+        def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+            assert size == 2 * depth
+            return rows.pop(0)
+
+    methods._query_noise = _Rows  # type: ignore[assignment]
+    try:
+        out = [binsearch_quantile(count_at, n, p, rho, bounds, depth, a, b, gen)
+               for p, a, b in specs]
+    finally:
+        methods._query_noise = real
+    assert not rows  # every row used, none left over
+    return out
 
 
 def _same(a: list, b: list) -> None:  # type: ignore[type-arg]

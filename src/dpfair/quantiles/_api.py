@@ -45,6 +45,13 @@ from dpfair.quantiles._methods import (
     grid_points,
 )
 from dpfair.quantiles._result import CdfBand, QuantileInterval, QuantileIntervals
+from dpfair.quantiles._segments import (
+    SegmentLayout,
+    allocate_depths,
+    cumulative_from_histogram,
+    leaves_from_cumulative,
+    merge_ranges,
+)
 
 # scipy loads on first use: a first call pays only for what it runs (issue 22, item 8)
 optimize: Any = LazyModule("scipy.optimize")
@@ -333,6 +340,14 @@ class _Sorted:
         # = leaf_counts(self.clipped(bounds), bounds, depth), without the clipped copy
         return leaf_counts_sorted(self.x, bounds, depth, check=False)
 
+    def segment_leaves(self, layout: SegmentLayout) -> NDArray[np.int64]:
+        """The 2^D leaf counts of ``layout`` (:mod:`dpfair.quantiles._segments`): one
+        binary search per inner point, #{x ≤ g}, n at or past the hull's upper end."""
+        g = layout.inner_points()
+        cum = self.x.searchsorted(g, side="right").astype(np.int64)
+        cum[g >= layout.hull[1]] = self.n
+        return leaves_from_cumulative(cum, self.n, layout.depth)
+
 
 def _prepare(x: ArrayLike, bounds: tuple[float, float]) -> _Sorted:
     """Validated, sorted, clipped copy of ``x``.
@@ -588,18 +603,31 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
     else:
         hull = (min(r[0] for r in ranges), max(r[1] for r in ranges))
         ranks1 = [st["target_ranks"] for st in stage1]
+        specs2 = [(p, a2q, a2q) for p, a2q in zip(ps, a2s, strict=True)]
         if all(t is None for r in ranks1 for t in r):  # stage 1 found nothing: R₂ = R
             depth = NO_INFO_TREE_DEPTH + max(0, math.ceil(math.log2(k)))
-        else:
+            layout = None
+        elif k == 1:
             depth = localized_tree_depth(src.n, ps, rho2, min(a2s), ranks1)
+            layout = None
+        else:  # one dyadic grid per stage-1 range (public given stage 1)
+            layout = localized_segment_layout(src.n, ps, rho2, min(a2s), ranges, ranks1)
+            depth = layout.depth
         extra["localize"]["tree_depth"] = depth
-        ends, s, d, cdf = cdf_quantiles(src.leaves(hull, depth),
-                                        [(p, a2q, a2q) for p, a2q in zip(ps, a2s, strict=True)],
-                                        rho2, hull, depth, gen, envelope=True)
+        if layout is None:
+            ends, s, d, cdf = cdf_quantiles(src.leaves(hull, depth), specs2, rho2, hull,
+                                            depth, gen, envelope=True)
+            segs = [hull] * k
+            thetas = [(hull[1] - hull[0]) / 2.0**depth] * k
+        else:
+            ends, s, d, cdf = cdf_quantiles(src.segment_leaves(layout), specs2, rho2, hull,
+                                            depth, gen, envelope=True, edges=layout.edges())
+            segs = [layout.segments[m][:2] for m in layout.of_quantile]
+            thetas = [layout.bin_width(i) for i in range(k)]
+            extra["localize"]["segments"] = [list(sg) for sg in layout.segments]
         acct.charge(s, label="cdf/tree")
-        out = [(lw, hg, {"stage1": st, "range": hull, "tree": d})
-               for (lw, hg), st in zip(ends, stage1, strict=True)]
-        thetas = [(hull[1] - hull[0]) / 2.0**depth] * k
+        out = [(lw, hg, {"stage1": st, "range": hull, "segment": sg, "tree": d})
+               for (lw, hg), st, sg in zip(ends, stage1, segs, strict=True)]
     return out, acct.spent, cdf, extra, thetas
 
 
@@ -778,6 +806,62 @@ def localized_tree_depth(n: int, ps: Sequence[float], rho2: float, alpha_end: fl
     return best
 
 
+#: The several-quantile tree takes the shallowest depth whose modelled width is within this
+#: relative tolerance of the best (public): the model is flat near its minimum, and each
+#: level saved halves the noise draws and the leaf counts.
+SEGMENT_DEPTH_TOLERANCE: Final[float] = 0.005
+
+
+def localized_segment_layout(n: int, ps: Sequence[float], rho2: float, alpha_end: float,
+                             ranges: Sequence[tuple[float, float]],
+                             ranks1: Sequence[tuple[int | None, int | None]]) -> SegmentLayout:
+    r"""The localised tree's leaf layout for K ≥ 2 quantiles (public given stage 1).
+
+    One dyadic grid per segment (the stage-1 ranges, merged where they meet;
+    :mod:`dpfair.quantiles._segments`), sized by the width model of
+    :func:`localized_tree_depth`: for each D in :data:`TREE_DEPTHS` the leaves are
+    allocated by :func:`~dpfair.quantiles._segments.allocate_depths` from the segments'
+    widths in ranks (W_s = max k_U1 − min k_L1 over its quantiles, from the stage-1 target
+    ranks, which depend on public values only; a missing rank counts as 0 or n), and the
+    modelled cost is Σ_q Σ_ends (e_D + b_q·overshoot(b_q, σ_D)) with b_q = W_s/2^{d_s}
+    ranks per bin of q's segment. D is the smallest depth whose cost is within
+    :data:`SEGMENT_DEPTH_TOLERANCE` of the least. Everything here is a function of public
+    values and of stage 1's released ranges, so it spends nothing, and the stage-2
+    coverage argument holds for the chosen grid as for any grid fixed before stage 2.
+    """
+    merged, member = merge_ranges(ranges)
+    lows = [r[0] if r[0] is not None else 0 for r in ranks1]
+    highs = [r[1] if r[1] is not None else n for r in ranks1]
+    widths = [1.0] * len(merged)
+    for s in range(len(merged)):
+        qs = [i for i, m in enumerate(member) if m == s]
+        widths[s] = max(1.0, float(max(highs[i] for i in qs) - min(lows[i] for i in qs)))
+    costs: list[tuple[int, float, list[int]]] = []
+    for depth in TREE_DEPTHS:
+        alloc = allocate_depths(widths, depth)
+        if alloc is None:
+            continue
+        cost = 0.0
+        for i, p in enumerate(ps):
+            s = member[i]
+            b = widths[s] / 2.0 ** alloc[s]
+            for level_p in (p, 1.0 - p):
+                excess, sd = _tree_end_excess(n, level_p, depth, rho2, alpha_end)
+                cost += excess + b * _overshoot_bins(b, sd)
+        costs.append((depth, cost, alloc))
+    if not costs:  # more segments than the deepest tree can refine (public): one per leaf
+        depth = max(TREE_DEPTHS)
+        raise InvalidParameterError(
+            f"{len(merged)} separate quantile ranges need more than 2^{depth} leaves; "
+            "ask for fewer quantiles at once.")
+    least = min(c for _, c, _ in costs)
+    depth, _, alloc = next(t for t in costs if t[1] <= least * (1.0 + SEGMENT_DEPTH_TOLERANCE))
+    return SegmentLayout(depth=depth,
+                         segments=tuple((lo, hi, d) for (lo, hi), d in zip(merged, alloc,
+                                                                            strict=True)),
+                         of_quantile=tuple(member))
+
+
 def _free_warnings(low: float, high: float, bounds: tuple[float, float], rho: float,
                    theta: float, localized: bool) -> tuple[str, ...]:
     """Warnings computed from released and public values only (post-processing).
@@ -930,6 +1014,13 @@ class _Queries:
                 "the leaf counts of the data clipped into the sub-range."
             )
         return out
+
+    def segment_leaves(self, layout: SegmentLayout) -> NDArray[np.int64]:
+        """As :meth:`_Sorted.segment_leaves`, from one histogram per segment (the same
+        integers: :func:`~dpfair.quantiles._segments.cumulative_from_histogram`)."""
+        cum = cumulative_from_histogram(layout, self.n, self._histogram,  # type: ignore[arg-type]
+                                        lambda g: int(self._count(g)))
+        return leaves_from_cumulative(cum, self.n, layout.depth)
 
 
 #: Methods the out-of-core path serves (ExpMech needs order statistics).

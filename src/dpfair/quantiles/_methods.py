@@ -29,11 +29,12 @@ from __future__ import annotations
 import functools
 import math
 from statistics import NormalDist
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfair._errors import InvalidParameterError
 from dpfair.mechanisms import (
     ExponentialMechanism,
     GaussianMechanism,
@@ -787,6 +788,56 @@ class _Search:
                 diagnostics)
 
 
+@functools.lru_cache(maxsize=256)
+def _search_price(rho: float, depth: int, n_queries: int) -> Budget:
+    """The up-front price of a NoisyBinSearch with ``n_queries`` count queries; cached.
+
+    The number of queries is public (D per searched end), so the whole search is priced
+    up front: the sequential composition of its per-query costs, added in the order the
+    queries run (the same total as charging them one by one), charged once to a filter
+    capped at ρ before any noisy count is computed. A pure function of public values
+    (Budget is immutable), so repeated searches with the same (ρ, D, queries) reuse it.
+    """
+    mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
+    acct = Accountant(Budget.zcdp(rho))
+    per_query = float(mech.privacy.rho or 0.0)
+    total = 0.0
+    for _ in range(n_queries):
+        total += per_query
+    acct.charge(Budget.zcdp(total), label=f"binsearch ({n_queries} count queries, "
+                                          f"rho={mech.privacy.rho:.6g} each)")
+    return acct.spent
+
+
+class _SearchPlan(NamedTuple):
+    """The public part of one NoisyBinSearch: target ranks, price, queries and σ."""
+
+    k_low: int | None
+    k_high: int | None
+    spent: Budget
+    n_queries: int
+    sigma: float
+
+
+def _plan_search(n: int, p: float, rho: float, bounds: tuple[float, float], depth: int,
+                 alpha_low: float, alpha_high: float
+                 ) -> _SearchPlan | tuple[float, float, Budget, dict[str, Any]]:
+    """The public part of one search (:class:`_SearchPlan`), nothing drawn.
+
+    Returns the final result (the public bounds, nothing spent) when neither end has a
+    valid rank.
+    """
+    mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
+    k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
+    if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
+        return (float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
+                {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
+                 "n_queries": 0})
+    n_queries = depth * ((k_low is not None) + (k_high is not None))
+    return _SearchPlan(k_low, k_high, _search_price(rho, depth, n_queries), n_queries,
+                       mech.sigma)
+
+
 def _prepare_search(n: int, p: float, rho: float, bounds: tuple[float, float], depth: int,
                     alpha_low: float, alpha_high: float, rng: np.random.Generator
                     ) -> _Search | tuple[float, float, Budget, dict[str, Any]]:
@@ -795,26 +846,12 @@ def _prepare_search(n: int, p: float, rho: float, bounds: tuple[float, float], d
     Returns the final result (the public bounds, nothing spent or drawn) when neither end
     has a valid rank.
     """
-    mech = GaussianMechanism.for_zcdp(rho / (2.0 * depth), l2_sensitivity=1.0)
-    k_low, k_high = binsearch_targets(n, mech.sigma, depth, p, alpha_low, alpha_high)
-    if k_low is None and k_high is None:  # public: nothing to search, nothing drawn
-        return (float(bounds[0]), float(bounds[1]), Budget.zcdp(0.0),
-                {"target_ranks": (None, None), "depth": depth, "sigma": mech.sigma,
-                 "n_queries": 0})
-    # The number of queries is public (D per searched end), so the whole search is priced
-    # up front: the sequential composition of its per-query costs, added in the order the
-    # queries run (the same total as charging them one by one), charged once to the
-    # filter before any noisy count is computed.
-    acct = Accountant(Budget.zcdp(rho))
-    n_queries = depth * ((k_low is not None) + (k_high is not None))
-    per_query = float(mech.privacy.rho or 0.0)
-    total = 0.0
-    for _ in range(n_queries):
-        total += per_query
-    acct.charge(Budget.zcdp(total), label=f"binsearch ({n_queries} count queries, "
-                                          f"rho={mech.privacy.rho:.6g} each)")
-    noise = np.asarray(_query_noise(n, mech.sigma).sample(2 * depth, rng), dtype=np.float64)
-    return _Search(k_low, k_high, acct.spent, n_queries, mech.sigma, depth, noise)
+    plan = _plan_search(n, p, rho, bounds, depth, alpha_low, alpha_high)
+    if not isinstance(plan, _SearchPlan):
+        return plan
+    noise = np.asarray(_query_noise(n, plan.sigma).sample(2 * depth, rng), dtype=np.float64)
+    return _Search(plan.k_low, plan.k_high, plan.spent, plan.n_queries, plan.sigma, depth,
+                   noise)
 
 
 def grid_points(bounds: tuple[float, float], depth: int,
@@ -866,8 +903,16 @@ def binsearch_quantiles(
     if len(specs) == 1:
         p, a_low, a_high = specs[0]
         return [binsearch_quantile(count_at, n, p, rho, bounds, depth, a_low, a_high, rng)]
-    preps = [_prepare_search(n, p, rho, bounds, depth, a_low, a_high, rng)
+    plans = [_plan_search(n, p, rho, bounds, depth, a_low, a_high)
              for p, a_low, a_high in specs]
+    active = [plan for plan in plans if isinstance(plan, _SearchPlan)]
+    # One sampler call for every searched quantile: the same ρ and D give the same σ, and
+    # row i of the (K', 2D) block of i.i.d. exact draws is the i-th searched quantile's.
+    rows = iter(np.asarray(_query_noise(n, active[0].sigma).sample(
+        (len(active), 2 * depth), rng), dtype=np.float64) if active else ())
+    preps: list[_Search | tuple[float, float, Budget, dict[str, Any]]] = [
+        _Search(plan.k_low, plan.k_high, plan.spent, plan.n_queries, plan.sigma, depth,
+                next(rows)) if isinstance(plan, _SearchPlan) else plan for plan in plans]
     searches = [(i, target, is_lower, z) for i, prep in enumerate(preps)
                 if not isinstance(prep, tuple) for is_lower, target, z in prep.searches()]
     found = _lockstep(count_many, searches, bounds, depth)
@@ -928,6 +973,7 @@ def cdf_quantiles(
     rng: np.random.Generator,
     *,
     envelope: bool = False,
+    edges: NDArray[np.float64] | None = None,
 ) -> tuple[list[tuple[float, float]], Budget, dict[str, Any], DPCdf]:
     """CDFPostProcess for several quantiles from ONE noisy tree.
 
@@ -942,10 +988,21 @@ def cdf_quantiles(
     As for the median, only the test at the grid point next to x_q matters, so there is no
     multiple-testing loss within one end. ``envelope=True`` (a data-chosen range) uses the
     one-threshold envelope of :mod:`dpfair.median._cdf`, valid whatever the range is.
+    ``edges`` (2^D + 1 non-decreasing points from ``bounds[0]`` to ``bounds[1]``, fixed
+    before the tree is released) replaces the uniform grid of ``bounds`` as the leaves'
+    edges (the several-quantile layout of :mod:`dpfair.quantiles._segments`); the tests
+    and their validity are the same for any such grid.
     """
     n = int(np.sum(leaves))
     a, b = bounds
-    grid = leaf_edges((a, b), depth)
+    if edges is None:
+        grid = leaf_edges((a, b), depth)
+    else:
+        grid = np.asarray(edges, dtype=np.float64)
+        if grid.shape != ((1 << depth) + 1,) or grid[0] != a or grid[-1] != b or bool(
+                np.any(np.diff(grid) < 0)):
+            raise InvalidParameterError(
+                f"edges: expected 2^{depth} + 1 non-decreasing points from {a!r} to {b!r}.")
     tree = NoisyBinaryTree.for_zcdp(depth, rho, root="public")
     acct = Accountant(Budget.zcdp(rho))
     acct.charge(tree.privacy, label="cdf/tree")
