@@ -61,6 +61,8 @@ CASES: dict[str, Case] = {
                                       needs_data=True),
     "gp_whitened_sensitivity.py": Case(("--smoke",)),
     "quantile_speed.py": Case(("--quick",)),
+    "quantile_family_widths.py": Case(("--quick", "--designs",
+                                       "paper (lognormal, n=1000, rho=0.5)")),
     "quantile_widths.py": Case(("--quick", "--designs", "small n (lognormal, n=50, rho=0.5)",
                                 "--methods", "cdf")),
     "fairclass_bench.py": Case(("--n", "500", "--n-test", "200", "--repeats", "1",

@@ -9,12 +9,13 @@ range:
 
 * the ranges are sorted and merged where they overlap or touch (a *segment* s is a
   maximal union [lo_s, hi_s]);
-* segment s gets the 2^{d_s} − 1 inner points of :func:`~dpfair.mechanisms.tree.leaf_edges`
-  on [lo_s, hi_s] at depth d_s;
-* the tree's leaves are the bins between consecutive points of the union of all inner
-  points, with the hull's ends [lo_1, hi_S] outside them (so the stretch between two
-  segments is one leaf, merged with the bins next to it), and zero leaves appended (at
-  the hull's upper end) up to 2^D.
+* segment s gets the uniform dyadic grid of :func:`~dpfair.mechanisms.tree.leaf_edges`
+  on [lo_s, hi_s] at depth d_s, its ends included;
+* the tree's leaves are the bins between consecutive points of the union of the grids, so
+  the stretch between two segments (hi_{s−1}, lo_s] is one leaf of its own, and zero
+  leaves are appended (at the hull's upper end) up to 2^D. A segment's ends are grid
+  points because an interval end can sit on them (a level whose stage-1 range is tight
+  around an atom, or a range that reaches its stage-1 bound).
 
 Everything here is a function of stage 1's released ranges and of public values, so for
 stage 2 the layout is a public grid: a record changes one leaf count by one whatever the
@@ -72,22 +73,29 @@ def merge_ranges(ranges: Sequence[tuple[float, float]]
     return [(a, b) for a, b in merged], member
 
 
-def allocate_depths(widths: Sequence[float], depth: int) -> list[int] | None:
-    """Per-segment depths d_s with Σ_s (2^{d_s} − 1) + 1 ≤ 2^D (``None``: cannot fit).
+def _leaves_used(depths: Sequence[int]) -> int:
+    """Σ_s 2^{d_s} + (S − 1): every segment's bins and one leaf per gap between two."""
+    return sum(1 << d for d in depths) + len(depths) - 1
 
-    Every segment starts at d = D − ⌈log₂ S⌉ (S segments: S·2^d ≤ 2^D); then, while a
-    doubling still fits, the segment with the widest bins (``widths[s]`` / 2^{d_s}, the
-    first on ties) is refined once. A public function of its arguments.
+
+def allocate_depths(widths: Sequence[float], depth: int) -> list[int] | None:
+    """Per-segment depths d_s with Σ_s 2^{d_s} + (S − 1) ≤ 2^D (``None``: cannot fit).
+
+    Every segment starts at the largest common d ≥ 1 that fits; then, while a doubling
+    still fits, the segment with the widest bins (``widths[s]`` / 2^{d_s}, the first on
+    ties) is refined once. A public function of its arguments.
     """
     s = len(widths)
     if s < 1:
         raise InvalidParameterError("allocate_depths: need at least one segment.")
-    base = depth - (s - 1).bit_length()  # ⌈log₂ S⌉ = bit_length(S − 1)
+    cap = 1 << depth
+    base = depth - (s - 1).bit_length()  # ⌈log₂ S⌉ = bit_length(S − 1): S·2^d ≤ 2^D
+    while base >= 1 and _leaves_used([base] * s) > cap:
+        base -= 1
     if base < 1:
         return None
     d = [base] * s
-    total = s * ((1 << base) - 1) + 1
-    cap = 1 << depth
+    total = _leaves_used(d)
     while True:
         best, best_bin = -1, -1.0
         for i in range(s):
@@ -122,7 +130,7 @@ class SegmentLayout:
     def __post_init__(self) -> None:
         if not self.segments:
             raise InvalidParameterError("SegmentLayout: need at least one segment.")
-        if sum((1 << d) - 1 for _, _, d in self.segments) + 1 > 1 << self.depth:
+        if _leaves_used([d for _, _, d in self.segments]) > 1 << self.depth:
             raise InvalidParameterError("SegmentLayout: the segments need more than 2^D leaves.")
 
     @property
@@ -131,13 +139,18 @@ class SegmentLayout:
         return self.segments[0][0], self.segments[-1][1]
 
     def inner_points(self) -> NDArray[np.float64]:
-        """The union of the segments' inner grid points, in increasing order."""
-        parts = [leaf_edges((lo, hi), d)[1:-1] for lo, hi, d in self.segments]
-        return np.concatenate(parts) if parts else np.zeros(0)
+        """The grid points strictly between the hull's ends, in increasing order: each
+        segment's inner points and the ends it shares with a gap."""
+        parts = []
+        last = len(self.segments) - 1
+        for s, (lo, hi, d) in enumerate(self.segments):
+            g = leaf_edges((lo, hi), d)
+            parts.append(g[1 if s == 0 else 0 : g.size - 1 if s == last else g.size])
+        return np.concatenate(parts)
 
     def edges(self) -> NDArray[np.float64]:
-        """The 2^D + 1 leaf edges: hull low, the inner points, then the hull's high end
-        repeated for the appended (always empty) leaves."""
+        """The 2^D + 1 leaf edges: the hull's low end, the inner points, then the hull's high
+        end repeated for the appended (always empty) leaves."""
         lo, hi = self.hull
         inner = self.inner_points()
         out = np.full((1 << self.depth) + 1, hi, dtype=np.float64)
@@ -172,23 +185,26 @@ def cumulative_from_histogram(layout: SegmentLayout, n: int,
     """#{x ≤ g} at the layout's inner points from one clipped histogram per segment.
 
     ``histogram((lo_s, hi_s), d_s)`` returns the 2^{d_s} leaf counts of the data clipped
-    into the segment; for an inner point lo_s ≤ g < hi_s, #{clip(x) ≤ g} = #{x ≤ g}, the
-    cumulative sum. An inner point that rounds onto hi_s or above (a grid finer than the
-    doubles there) is counted by ``count_at_most(g)`` instead, and every point at or past
-    the hull's upper end counts n: the integers the sorted data give by binary search.
+    into the segment; for a grid point lo_s < g < hi_s, #{clip(x) ≤ g} = #{x ≤ g}, the
+    cumulative sum. The segments' ends shared with a gap, and any grid point that rounds
+    onto one of them (a grid finer than the doubles there), are counted by
+    ``count_at_most(g)``; every point at or past the hull's upper end counts n: the
+    integers the sorted data give by binary search.
     """
     hull_hi = layout.hull[1]
     parts: list[NDArray[np.int64]] = []
-    for lo, hi, d in layout.segments:
+    last = len(layout.segments) - 1
+    for s, (lo, hi, d) in enumerate(layout.segments):
         h = np.asarray(histogram((lo, hi), d), dtype=np.int64)
         if h.shape != (1 << d,) or int(h.sum()) != n:
             raise InvalidParameterError(
                 f"histogram: expected {1 << d} counts summing to n={n} for the segment "
                 f"({lo!r}, {hi!r}) at depth {d}; the counts provider must return the leaf "
                 "counts of the data clipped into the sub-range.")
-        cum = np.cumsum(h)[:-1]
-        g = leaf_edges((lo, hi), d)[1:-1]
-        for j in np.flatnonzero(g >= hi):
+        g = leaf_edges((lo, hi), d)
+        cum = np.empty(g.size, dtype=np.int64)
+        cum[1:-1] = np.cumsum(h)[:-1]
+        for j in [0, g.size - 1, *np.flatnonzero((g[1:-1] <= lo) | (g[1:-1] >= hi)) + 1]:
             cum[j] = n if g[j] >= hull_hi else int(count_at_most(float(g[j])))
-        parts.append(cum)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        parts.append(cum[1 if s == 0 else 0 : g.size - 1 if s == last else g.size])
+    return np.concatenate(parts)
