@@ -497,7 +497,8 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
       N/(N + band) with N ≤ C·band·e^{−εt/2}; attained by a clump), instead of
       min(1, x_t). The worst-case constant no longer scales with |R|/θ.
     * BinSearch: 2^7 bins over R₂; its target ranks depend only on (n, σ, D), public.
-    * cdf / binsearch_cdf: one tree over the hull of the R₂(q), tested with the envelope
+    * cdf / binsearch_cdf: one tree (for K ≥ 2 its leaves laid out as one dyadic grid per
+      merged R₂(q), :func:`localized_segment_layout`; for K = 1 over R₂), tested with the envelope
       thresholds of :mod:`dpfair.median._cdf` (valid for a data-chosen range: the test
       at the grid point x* next to x_q rejects with probability ≤ q_env(B⁻) given the
       data and stage 1, B⁻ = #{x_i < x_q} ≥ c(x*) whatever R₂ is, and E q_env(B⁻) ≤
