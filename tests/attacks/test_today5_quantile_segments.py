@@ -384,3 +384,20 @@ def test_small_count_tails_gain_from_the_per_range_layout(monkeypatch: pytest.Mo
     monkeypatch.setattr(_api, "localized_segment_layout", _hull_planner)
     hull = _mean_widths(law, qs, n, bounds, 4)
     assert np.all(seg <= 0.5 * hull), (seg.tolist(), hull.tolist())
+
+
+def test_more_ranges_than_the_deepest_tree_holds_fall_back_to_the_hull() -> None:
+    """1400 disjoint stage-1 ranges (S·3 − 1 > 2^12: reachable with thousands of levels on
+    ~10^8 records) used to raise an InvalidParameterError naming no argument, after stage 1
+    had read the data; the planner now returns the former hull layout, valid for any S."""
+    k, n = 1400, 10**8
+    ranges = [(float(i), i + 0.5) for i in range(k)]
+    ranks1 = [(i * 70_000, i * 70_000 + 5_000) for i in range(k)]
+    ps = [(i + 0.5) / k for i in range(k)]
+    layout = localized_segment_layout(n, ps, 0.45, 1e-6, ranges, ranks1)
+    assert len(layout.segments) == 1 and layout.hull == (0.0, k - 0.5)
+    assert layout.segments[0][2] == layout.depth == localized_tree_depth(n, ps, 0.45, 1e-6,
+                                                                        ranks1)
+    assert layout.of_quantile == (0,) * k
+    e = layout.edges()
+    assert e.size == (1 << layout.depth) + 1 and bool(np.all(np.diff(e) > 0))
