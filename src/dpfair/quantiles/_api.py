@@ -1075,7 +1075,9 @@ def confidence_intervals_from_queries(
     Privacy and coverage are those of :func:`confidence_intervals` (the same mechanisms
     on the same counts). Cost: the localisation stage and BinSearch issue one count query
     per search step (2·D₁ per quantile, D₁ = :func:`localization_depth`), the trees one
-    histogram query. The queries' answers are never released, only the noisy results.
+    histogram query — or, for several localised quantiles, one per merged stage-1 range
+    (:func:`localized_segment_layout`) plus a count query at each end shared with a gap.
+    The queries' answers are never released, only the noisy results.
     """
     ps, r, a, (lo, hi), loc, theta = check_request(
         qs, rho=rho, bounds=bounds, alpha=alpha, method=method, granularity=granularity,
