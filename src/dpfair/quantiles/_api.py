@@ -850,11 +850,15 @@ def localized_segment_layout(n: int, ps: Sequence[float], rho2: float, alpha_end
                 excess, sd = _tree_end_excess(n, level_p, depth, rho2, alpha_end)
                 cost += excess + b * _overshoot_bins(b, sd)
         costs.append((depth, cost, alloc))
-    if not costs:  # more segments than the deepest tree can refine (public): one per leaf
-        depth = max(TREE_DEPTHS)
-        raise InvalidParameterError(
-            f"{len(merged)} separate quantile ranges need more than 2^{depth} leaves; "
-            "ask for fewer quantiles at once.")
+    if not costs:
+        # More separate ranges than the deepest tree can hold (S·2 + S − 1 > 2^12, i.e.
+        # S > 1365: thousands of levels on tens of millions of records). A refusal here
+        # would come after stage 1 has read the data; the hull's uniform grid at the
+        # single-range depth rule's D (the former layout, a public function of the same
+        # values) is valid for any number of ranges, so it is used instead.
+        depth = localized_tree_depth(n, ps, rho2, alpha_end, ranks1)
+        return SegmentLayout(depth=depth, segments=((merged[0][0], merged[-1][1], depth),),
+                             of_quantile=tuple(0 for _ in member))
     least = min(c for _, c, _ in costs)
     depth, _, alloc = next(t for t in costs if t[1] <= least * (1.0 + SEGMENT_DEPTH_TOLERANCE))
     return SegmentLayout(depth=depth,
@@ -1071,7 +1075,9 @@ def confidence_intervals_from_queries(
     Privacy and coverage are those of :func:`confidence_intervals` (the same mechanisms
     on the same counts). Cost: the localisation stage and BinSearch issue one count query
     per search step (2·D₁ per quantile, D₁ = :func:`localization_depth`), the trees one
-    histogram query. The queries' answers are never released, only the noisy results.
+    histogram query — or, for several localised quantiles, one per merged stage-1 range
+    (:func:`localized_segment_layout`) plus a count query at each end shared with a gap.
+    The queries' answers are never released, only the noisy results.
     """
     ps, r, a, (lo, hi), loc, theta = check_request(
         qs, rho=rho, bounds=bounds, alpha=alpha, method=method, granularity=granularity,
