@@ -175,6 +175,21 @@ def test_memory_and_queries_families_identical(method: str, qs: list[float]) -> 
     assert mem.privacy == ooc.privacy
 
 
+def test_a_no_rank_end_keeps_the_hull_layout() -> None:
+    """q = 0.001 at n = 20 000: stage 1 has no rank for its lower end (public), its range
+    reaches the public bound, and the family keeps the former uniform grid over the hull
+    (tests/attacks/test_today5_quantile_segments.py: the per-range layout was ~5x wider
+    there)."""
+    x = np.random.default_rng(4).uniform(0.0, 10.0, 20_000)
+    res = dpfair.quantiles.confidence_intervals(x, [0.001, 0.5, 0.9], rho=0.5,
+                                                bounds=(-5, 15), method="cdf", rng=1)
+    assert None in res.intervals[0].diagnostics["stage1"]["target_ranks"]
+    assert "segments" not in res.diagnostics["localize"]
+    ranked = dpfair.quantiles.confidence_intervals(x, [0.1, 0.5, 0.9], rho=0.5,
+                                                   bounds=(-5, 15), method="cdf", rng=1)
+    assert "segments" in ranked.diagnostics["localize"]
+
+
 def test_family_reports_segments_and_spends_rho() -> None:
     x = np.random.default_rng(2).lognormal(0.4, 1.0, 50_000)
     res = dpfair.quantiles.confidence_intervals(x, [0.1, 0.5, 0.9], rho=0.5, bounds=(-5, 15),

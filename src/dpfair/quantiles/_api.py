@@ -608,7 +608,12 @@ def _localized(src: _Sorted, ps: list[float], rho: float, bounds: tuple[float, f
         if all(t is None for r in ranks1 for t in r):  # stage 1 found nothing: R₂ = R
             depth = NO_INFO_TREE_DEPTH + max(0, math.ceil(math.log2(k)))
             layout = None
-        elif k == 1:
+        elif k == 1 or any(t is None for r in ranks1 for t in r):
+            # One level, or a level whose stage-1 end has no rank (public: n, q, ρ₁, α₁):
+            # its range reaches a public bound, and where its data sit inside that stretch
+            # is unknown, so no rank-based allocation can size its bins (the per-range
+            # layout was up to 6x wider at n = 50 000, q = 0.001; the hull's uniform grid
+            # up to 6x wider at n·q = 20): the former layout, one grid over the hull.
             depth = localized_tree_depth(src.n, ps, rho2, min(a2s), ranks1)
             layout = None
         else:  # one dyadic grid per stage-1 range (public given stage 1)
