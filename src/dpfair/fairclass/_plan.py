@@ -10,7 +10,10 @@ their expected size m_a = share_a · n_C with a *public* (assumed) group share. 
 * the margin t (:func:`~dpfair.fairclass._certify.certification_margin` at m_a);
 * the aim's slack g (:func:`~dpfair.fairclass._certify.aim_slack`): how far below α − t
   the threshold aims, covering the threshold's own spread b_v = 2Δ/ε_e and the check's
-  noise b_w ≈ Δ/ε_k, floored at one step of a tied curve;
+  noise b_w ≈ Δ/ε_k, floored at one step of a tied curve; where α − t − g is small or
+  negative (demographic parity) the flat-region aim
+  (:func:`~dpfair.fairclass._certify.flat_aim`) raises it while the predicted pass
+  probability stays ≥ max(0.9, 1 − 2(1 − p*)) (p* the best one; issue 20, fifth pass);
 * the side allocation the fit will choose at an α (:meth:`CertificationPlan.side_choice`,
   :func:`~dpfair.fairclass._certify.choose_from_margins`): the share κ of β left to the
   side opposite τ̂, the margins t (τ̂'s side, β(1 − κ)) and t_o (the other side, βκ);
@@ -43,6 +46,7 @@ from dpfair._validation import check_positive
 from dpfair.fairclass._budget import plan_budget
 from dpfair.fairclass._certify import (
     AIM_FAIL,
+    PLAN_RATE,
     SIDE_SHARES,
     TIE_SLACK,
     SideChoice,
@@ -147,10 +151,13 @@ class CertificationPlan:
         per fold), as the estimator does with π̃ in place of the assumed shares."""
         table = self.side_margins or ((0.5, self.margin, self.margin),)
         return choose_from_margins(float(alpha), table, self.threshold_spread,
-                                   self.check_noise, self.slack)
+                                   self.check_noise, self.slack,
+                                   flat=self.constraints == "demographic_parity")
 
     def aim(self, alpha: float) -> float:
-        """The threshold's target max(α − t − g, 0) at this α (t of τ̂'s side)."""
+        """The threshold's target at this α: max(α − t − g, 0) (t of τ̂'s side), raised by
+        the flat-region rule (:func:`~dpfair.fairclass._certify.flat_aim`, demographic
+        parity) where that is small or 0."""
         return self.side_choice(alpha).aim
 
     def certification_probability(self, alpha: float) -> float:
@@ -221,7 +228,7 @@ def plan_certification(
     s1_share: float = 0.75,
     threshold_count_share: float = 0.25,
     check_share: float = 0.35,
-    target_rate: float = 0.9,
+    target_rate: float = PLAN_RATE,
     aim_fail: float = AIM_FAIL,
     calibration_share: float | str = 0.5,
     alpha: float | None = None,
@@ -390,7 +397,8 @@ def plan_certification(
     g = aim_slack(b_v, b_w, aim_fail=aim_fail, floor=TIE_SLACK)
 
     def prob(alpha: float) -> float:
-        return float(choose_from_margins(alpha, table, b_v, b_w, g).probability ** folds)
+        return float(choose_from_margins(alpha, table, b_v, b_w, g,
+                                         flat=not eo).probability ** folds)
 
     top = 0.999
     if prob(top) < rate:
