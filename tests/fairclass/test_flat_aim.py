@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from dpfair.fairclass import plan_certification
 from dpfair.fairclass import _pipeline as pipeline
+from dpfair.fairclass import plan_certification
 from dpfair.fairclass._budget import plan_budget
 from dpfair.fairclass._certify import (
     AIM_RISE,
@@ -168,3 +168,19 @@ def test_pipeline_passes_the_other_margin(monkeypatch):
     elif cert.side < 0:
         assert other == cert.margin_upper
     assert cert.target == target
+
+
+@pytest.mark.parametrize(
+    ("n", "share", "planned"),
+    [(9000, 0.3, 0.5), (6000, 0.3, 0.75), (6000, 0.5, 0.65), (6000, 0.4, 0.65)],
+)
+def test_planned_share_is_kept_and_the_rate_reached(n, share, planned):
+    """The study's designs (paper, paper6k, unseen, wave/categorical) at ε = 1, α = 0.05:
+    the flat-region aim keeps the planner's share of the fourth pass, and the side choice's
+    tolerance does not take the predicted rate below the planner's target again."""
+    plan = plan_certification(n, 1.0, (n / 2) ** -2.0, share, calibration_share="auto",
+                              alpha=0.05)
+    assert plan.calibration_share == planned
+    choice = plan.side_choice(0.05)
+    assert choice.probability >= PLAN_RATE
+    assert choice.aim > 0.0
