@@ -184,3 +184,14 @@ def test_planned_share_is_kept_and_the_rate_reached(n, share, planned):
     choice = plan.side_choice(0.05)
     assert choice.probability >= PLAN_RATE
     assert choice.aim > 0.0
+
+
+@pytest.mark.parametrize(("n", "share"), [(9000, 0.3), (6000, 0.5), (6000, 0.4)])
+def test_min_alpha_is_the_first_alpha_reaching_the_rate(n, share):
+    """With the flat-region aim the predicted rate equals the target on a range of α above
+    the crossing; ``min_alpha`` is its left end (bisection on rate ≥ target)."""
+    plan = plan_certification(n, 1.0, (n / 2) ** -2.0, share)
+    a = plan.min_alpha
+    assert plan.certification_probability(a) >= plan.target_rate
+    assert plan.certification_probability(a - 1e-6) < plan.target_rate
+    assert plan.certification_probability(a + 2e-4) >= plan.target_rate

@@ -39,8 +39,6 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy import optimize
-
 from dpfair._errors import InvalidParameterError
 from dpfair._validation import check_positive
 from dpfair.fairclass._budget import plan_budget
@@ -410,12 +408,35 @@ def plan_certification(
         # finder on the whole range could return a later crossing).
         lo_a = min(r[1] for r in table)
         grid = [lo_a + (top - lo_a) * i / 2000 for i in range(2001)]
+        # A window where the rate is reached can be narrower than the grid's cell (it
+        # closes where κ switches): each side share's own crossing (its row alone, by
+        # bisection) is added to the scan, so a window opened by one row is not missed.
+        for row in table:
+            def row_prob(a: float, row: tuple[float, float, float] = row) -> float:
+                return float(choose_from_margins(a, (row,), b_v, b_w, g,
+                                                 flat=not eo).probability ** folds)
+            if row_prob(top) >= rate and row_prob(lo_a) < rate:
+                lo_r, hi_r = lo_a, top
+                while hi_r - lo_r > 1e-7:
+                    mid = 0.5 * (lo_r + hi_r)
+                    lo_r, hi_r = (lo_r, mid) if row_prob(mid) >= rate else (mid, hi_r)
+                grid.append(hi_r)
+        grid.sort()
         first = next(i for i, a in enumerate(grid) if prob(a) >= rate)
         if first == 0:
             min_alpha = float(grid[0])
         else:
-            min_alpha = float(optimize.brentq(lambda a: prob(a) - rate, float(grid[first - 1]),
-                                              float(grid[first]), xtol=1e-7))
+            # Bisection on "prob(a) ≥ rate" (not a root of prob − rate): with the
+            # flat-region aim the probability *equals* the rate on a whole range of α
+            # above the crossing, where a root finder on prob − rate lands anywhere.
+            lo_b, hi_b = float(grid[first - 1]), float(grid[first])
+            while hi_b - lo_b > 1e-7:
+                mid = 0.5 * (lo_b + hi_b)
+                if prob(mid) >= rate:
+                    hi_b = mid
+                else:
+                    lo_b = mid
+            min_alpha = hi_b
     return CertificationPlan(
         n=n_rows, epsilon=eps, delta=dl, constraints=str(constraints), min_group_share=lo,
         group_sizes=(m1, m0), folds=folds, fail_prob=beta, epsilon_count=plan.epsilon_count,
