@@ -33,7 +33,7 @@ from dpfair.fairclass._certify import (
     side_margins,
 )
 from dpfair.fairclass._opportunity import OpportunityCalibration, s2_opportunity
-from dpfair.fairclass._pipeline import CalibrationScores, s2_threshold
+from dpfair.fairclass._pipeline import CalibrationScores, expected_sizes, s2_threshold
 from dpfair.fairclass._threshold import dd_steps
 from tests._stats import FAIL_PROB
 
@@ -304,7 +304,16 @@ def test_wrong_pi_changes_only_the_side_share():
                                   np.random.default_rng(5), BETA)
         got[pi1] = cert
     assert got[0.4].side_share == min(SIDE_SHARES)
-    assert got[0.15].side_share == 0.5  # S1 says the smaller group is small: symmetric
+    # S1 says the smaller group is small: a larger share for the other side. Since the
+    # flat-region aim (issue 20, fifth pass) κ = ½ and κ = ¼ both reach the planner's rate
+    # there (each with its own aim), and the smallest such κ is taken.
+    assert got[0.15].side_share > min(SIDE_SHARES)
+    direct = choose_side_share(
+        0.1, *expected_sizes(np.array([0.85, 0.15]), 3000),
+        epsilon_count=PLAN.epsilon_count, epsilon_threshold=PLAN.epsilon_threshold,
+        epsilon_check=PLAN.epsilon_check, fail_prob=BETA,
+    )
+    assert got[0.15].side_share == direct.side_share == 0.25
 
 
 def _eo_cal(n, rng):

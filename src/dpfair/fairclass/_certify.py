@@ -6,7 +6,8 @@ is finite, and the denominators are noisy: the population disparity of the relea
 classifier can exceed α. The *certified* rule adds one more pure-DP release on the
 calibration half and a public margin (``docs/proofs/fairclass_cdp_fair.md`` §10):
 
-1. the EM aims at the shrunk target α_t = max(α − t − γ, 0) (:func:`certified_target`);
+1. the EM aims at the shrunk target α_t = max(α − t − γ, 0) (:func:`certified_target`;
+   under demographic parity raised by :func:`flat_aim` where that is small or 0);
 2. the check releases D̃ = DD̂(τ̂) + Laplace(Δ/ε_k), Δ = 1/m̃₁ + 1/m̃₀ (sensitivity Δ given the
    released denominators, so ε_k-DP) — as executed, an exact discrete Laplace on a public
    lattice (:func:`check_lattice`);
@@ -85,6 +86,8 @@ from dpfair.mechanisms import (
 
 __all__ = [
     "AIM_FAIL",
+    "AIM_RISE",
+    "PLAN_RATE",
     "RATE_GRID",
     "SIDE_SHARES",
     "SIDE_TOLERANCE",
@@ -100,6 +103,7 @@ __all__ = [
     "check_threshold",
     "choose_from_margins",
     "choose_side_share",
+    "flat_aim",
     "laplace_sum_sf",
     "lattice_shift",
     "normal_laplace_cdf",
@@ -167,6 +171,16 @@ AIM_FAIL = 0.03
 #: large ε, so a step of a tied/discrete calibration curve of up to this size straddling
 #: the aim cannot make certification fall as ε grows (issue 20).
 TIE_SLACK = 0.01
+
+#: The flat-region aim (:func:`flat_aim`, issue 20 fifth pass): where α − t − g is small or
+#: negative, the aim may raise the predicted failure probability of aiming at 0 by at most
+#: this factor (2: it may add as much failure as aiming at 0 already has) ...
+AIM_RISE = 2.0
+
+#: ... and never take the predicted pass probability below this rate (the planner's default
+#: ``target_rate``): a calibration share the planner picks because aiming at 0 reaches the
+#: rate still reaches it with the flat-region aim.
+PLAN_RATE = 0.9
 
 #: κ: the candidate shares of the fold's β for the side *opposite* to τ̂'s sign (the side
 #: τ̂ points to gets 1 − κ). ½ is the symmetric rule. Chosen per fit by
@@ -559,6 +573,73 @@ def pass_probability(
     return max(0.0, 1.0 - over - under)
 
 
+def flat_aim(
+    alpha: float,
+    margin: float,
+    margin_other: float,
+    b_v: float,
+    b_w: float,
+    *,
+    extra_margin: float = 0.0,
+    floor: float = TIE_SLACK,
+    rise: float = AIM_RISE,
+    rate: float = PLAN_RATE,
+) -> float:
+    """The flat-region aim: the largest a ∈ [0, hi], hi = α − t − extra − floor, whose
+    predicted pass probability p(a) (:func:`pass_probability`) is ≥ min(p*, max(``rate``,
+    1 − ``rise``·(1 − p*))), p* = max p on [0, hi] (p(0) with symmetric margins).
+
+    Why (issue 20, fifth pass): where α − t − g ≤ 0 the ordinary aim
+    (:func:`certified_target`) is 0, the aim that maximises the pass probability on a
+    symmetric interval. But p(a) = 1 − sf(c − a) − sf(c′ + a) (c = α − t, c′ = α − t_o) is
+    flat at a = 0 to first order (its slope there is f(c) − f(c′) = 0 when t = t_o), while
+    the fair-Bayes risk R*(a) falls linearly in a: a positive aim buys error at a
+    second-order cost in certification. The rule lets the aim at most multiply the best
+    predicted failure 1 − p* by ``rise`` (2: add as much again), never below ``rate`` (the
+    planner's default target: a calibration share the planner chose because p* reaches it
+    still reaches it), and never beyond the slack floor (the aim stays ≥ ``floor`` below
+    α − t − extra, as the ordinary one). Where p* < ``rate`` nothing is spent: the aim is
+    the maximiser of p (0 with symmetric margins; with κ < ½, t_o > t, p rises first and
+    the maximiser is > 0 — measured against p*, not p(0), so the aim never trades pass
+    probability below p* for height there). In the ordinary regime (large α, p* ≈ 1) the
+    level is above the ordinary aim's ≈ 1 − ``AIM_FAIL`` whenever ``rise``·(1 − p*) <
+    ``AIM_FAIL``, so the ordinary aim, the larger, is kept.
+
+    p is log-concave in a (the Laplace sum's density is log-concave, and p is its mass on an
+    interval shifted by a), so {p ≥ level} ∩ [0, hi] is an interval containing the
+    maximiser; its right end is found by a root search to the right of it (the returned a
+    has p(a) ≥ level as computed).
+
+    Public: a function of the released m̃ (through t, t_o, b_v, b_w) and public parameters,
+    like the ordinary aim. It changes how often the check passes, never what a pass means:
+    the guarantee holds for any τ̂ the check is applied to (``docs/proofs/fairclass_cdp_fair.md``
+    §10), and nothing here reads data or spends privacy.
+    """
+    hi = float(alpha) - float(margin) - float(extra_margin) - float(floor)
+    if hi <= 0.0:
+        return 0.0
+
+    def pas(a: float) -> float:
+        return pass_probability(alpha, margin, a, b_v, b_w, margin_other)
+
+    peak = 0.0
+    if margin_other > margin:  # the other side is nearer (κ < ½): p rises first
+        res = optimize.minimize_scalar(lambda a: -pas(a), bounds=(0.0, hi), method="bounded",
+                                       options={"xatol": 1e-10})
+        if -float(res.fun) > pas(0.0):
+            peak = float(res.x)
+    best = pas(peak)
+    level = min(best, max(float(rate), 1.0 - float(rise) * (1.0 - best)))
+    if pas(hi) >= level:
+        return hi
+    root = float(optimize.brentq(lambda a: pas(a) - level, peak, hi, xtol=1e-12))
+    step = 1e-12
+    while root > peak and pas(root) < level:  # the root's side where p ≥ level, exactly
+        root = max(peak, root - step)
+        step *= 2.0
+    return root
+
+
 def side_margins(
     m1: float,
     m0: float,
@@ -626,6 +707,7 @@ def choose_side_share(
     floor: float = TIE_SLACK,
     shares: tuple[float, ...] = SIDE_SHARES,
     tolerance: float = SIDE_TOLERANCE,
+    flat: bool = True,
 ) -> SideChoice:
     """κ for one fold: the smallest share in ``shares`` whose predicted pass probability
     (aim on τ̂'s side, :func:`pass_probability`) is within ``tolerance`` of the best.
@@ -649,7 +731,7 @@ def choose_side_share(
                               side_share=k, counts=counts, n_public=n_public)
         table.append((k, t, t_o))
     return choose_from_margins(alpha, tuple(table), b_v, b_w, g, extra_margin=extra_margin,
-                               tolerance=tolerance)
+                               tolerance=tolerance, flat=flat, floor=floor)
 
 
 def choose_from_margins(
@@ -661,20 +743,36 @@ def choose_from_margins(
     *,
     extra_margin: float = 0.0,
     tolerance: float = SIDE_TOLERANCE,
+    flat: bool = True,
+    floor: float = TIE_SLACK,
+    rate: float = PLAN_RATE,
 ) -> SideChoice:
     """:func:`choose_side_share` from precomputed (κ, t, t_o) rows (increasing κ), the
     aim's scales (b_v, b_w) and slack g: the smallest κ whose predicted pass probability
     is within ``tolerance`` of the best (the largest κ when no option reaches
-    ``tolerance``)."""
+    ``tolerance``). Each option's aim is that of :func:`certified_target` (with ``flat``:
+    the larger of α − t − g − extra and :func:`flat_aim`; demographic parity).
+
+    With ``flat`` and a best option at or above ``rate`` the cut is max(best − tolerance,
+    ``rate``): the flat-region aims already spent each option's room above the rate, and
+    the tolerance must not spend below it again (else a share the planner chose because
+    aiming at 0 reaches the rate could fall just below it; measured: the categorical
+    design's planned share moved 0.65 → 0.7 at α = 0.05 and its error rose by 0.0012)."""
     options = []
     for k, t, t_o in table:
         aim = max(alpha - t - slack - extra_margin, 0.0)
+        if flat:
+            aim = max(aim, flat_aim(alpha, t, t_o, b_v, b_w, extra_margin=extra_margin,
+                                    floor=floor))
         options.append(SideChoice(k, t, t_o, aim, pass_probability(alpha, t, aim, b_v, b_w,
                                                                    t_o)))
     best = max(o.probability for o in options)
     if best <= tolerance:  # nothing certifies anyway: keep the symmetric rule
         return options[-1]
-    return next(o for o in options if o.probability >= best - tolerance)
+    cut = best - tolerance
+    if flat and best >= rate:
+        cut = max(cut, float(rate))
+    return next(o for o in options if o.probability >= cut)
 
 
 def certified_target(
@@ -689,8 +787,13 @@ def certified_target(
     aim_fail: float = AIM_FAIL,
     floor: float = TIE_SLACK,
     n_bound: float | None = None,
+    margin_other: float | None = None,
 ) -> float:
     """The threshold's target α_t = max(α − t − g − extra, 0), g = :func:`aim_slack`.
+
+    With ``margin_other`` (t_o, the other side's margin; demographic parity) the target is
+    the larger of that and :func:`flat_aim` — which differs only where α − t − g is small
+    or negative (issue 20, fifth pass). Without it (equal opportunity) the ordinary rule.
 
     Public (released m̃ and parameters only); the target does not enter the guarantee, only
     how often the check passes.
@@ -698,7 +801,11 @@ def certified_target(
     b_v, b_w = aim_scales(m1, m0, epsilon_threshold=epsilon_threshold,
                           epsilon_check=epsilon_check, n_bound=n_bound)
     gap = aim_slack(b_v, b_w, aim_fail=aim_fail, floor=floor)
-    return max(alpha - margin - gap - extra_margin, 0.0)
+    aim = max(alpha - margin - gap - extra_margin, 0.0)
+    if margin_other is not None:
+        aim = max(aim, flat_aim(alpha, margin, float(margin_other), b_v, b_w,
+                                extra_margin=extra_margin, floor=floor))
+    return aim
 
 
 def check_threshold(

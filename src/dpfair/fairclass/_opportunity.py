@@ -188,7 +188,7 @@ def s2_opportunity(
         kappa = choose_side_share(
             alpha, *exp_sizes, epsilon_count=plan.epsilon_count,
             epsilon_threshold=plan.epsilon_threshold, epsilon_check=plan.epsilon_check,
-            fail_prob=fail_prob, counts=2, n_public=n_cal, extra_margin=margin,
+            fail_prob=fail_prob, counts=2, n_public=n_cal, extra_margin=margin, flat=False,
         ).side_share
     t, t_other = side_margins(
         m1, m0, epsilon_count=plan.epsilon_count, epsilon_check=plan.epsilon_check,

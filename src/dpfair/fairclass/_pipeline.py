@@ -447,7 +447,7 @@ def s2_threshold(
     )
     aim = certified_target(
         alpha, t, m1, m0, epsilon_threshold=plan.epsilon_threshold,
-        epsilon_check=plan.epsilon_check, extra_margin=margin,
+        epsilon_check=plan.epsilon_check, extra_margin=margin, margin_other=t_other,
     )
     law = threshold_law_from_steps(steps, m1, m0, aim, plan.epsilon_threshold, r, n_cal=n_law,
                                    window=AIM_WINDOW)

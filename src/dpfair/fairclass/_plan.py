@@ -10,7 +10,10 @@ their expected size m_a = share_a · n_C with a *public* (assumed) group share. 
 * the margin t (:func:`~dpfair.fairclass._certify.certification_margin` at m_a);
 * the aim's slack g (:func:`~dpfair.fairclass._certify.aim_slack`): how far below α − t
   the threshold aims, covering the threshold's own spread b_v = 2Δ/ε_e and the check's
-  noise b_w ≈ Δ/ε_k, floored at one step of a tied curve;
+  noise b_w ≈ Δ/ε_k, floored at one step of a tied curve; where α − t − g is small or
+  negative (demographic parity) the flat-region aim
+  (:func:`~dpfair.fairclass._certify.flat_aim`) raises it while the predicted pass
+  probability stays ≥ max(0.9, 1 − 2(1 − p*)) (p* the best one; issue 20, fifth pass);
 * the side allocation the fit will choose at an α (:meth:`CertificationPlan.side_choice`,
   :func:`~dpfair.fairclass._certify.choose_from_margins`): the share κ of β left to the
   side opposite τ̂, the margins t (τ̂'s side, β(1 − κ)) and t_o (the other side, βκ);
@@ -36,13 +39,12 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy import optimize
-
 from dpfair._errors import InvalidParameterError
 from dpfair._validation import check_positive
 from dpfair.fairclass._budget import plan_budget
 from dpfair.fairclass._certify import (
     AIM_FAIL,
+    PLAN_RATE,
     SIDE_SHARES,
     TIE_SLACK,
     SideChoice,
@@ -147,10 +149,13 @@ class CertificationPlan:
         per fold), as the estimator does with π̃ in place of the assumed shares."""
         table = self.side_margins or ((0.5, self.margin, self.margin),)
         return choose_from_margins(float(alpha), table, self.threshold_spread,
-                                   self.check_noise, self.slack)
+                                   self.check_noise, self.slack,
+                                   flat=self.constraints == "demographic_parity")
 
     def aim(self, alpha: float) -> float:
-        """The threshold's target max(α − t − g, 0) at this α (t of τ̂'s side)."""
+        """The threshold's target at this α: max(α − t − g, 0) (t of τ̂'s side), raised by
+        the flat-region rule (:func:`~dpfair.fairclass._certify.flat_aim`, demographic
+        parity) where that is small or 0."""
         return self.side_choice(alpha).aim
 
     def certification_probability(self, alpha: float) -> float:
@@ -221,7 +226,7 @@ def plan_certification(
     s1_share: float = 0.75,
     threshold_count_share: float = 0.25,
     check_share: float = 0.35,
-    target_rate: float = 0.9,
+    target_rate: float = PLAN_RATE,
     aim_fail: float = AIM_FAIL,
     calibration_share: float | str = 0.5,
     alpha: float | None = None,
@@ -390,7 +395,8 @@ def plan_certification(
     g = aim_slack(b_v, b_w, aim_fail=aim_fail, floor=TIE_SLACK)
 
     def prob(alpha: float) -> float:
-        return float(choose_from_margins(alpha, table, b_v, b_w, g).probability ** folds)
+        return float(choose_from_margins(alpha, table, b_v, b_w, g,
+                                         flat=not eo).probability ** folds)
 
     top = 0.999
     if prob(top) < rate:
@@ -402,12 +408,35 @@ def plan_certification(
         # finder on the whole range could return a later crossing).
         lo_a = min(r[1] for r in table)
         grid = [lo_a + (top - lo_a) * i / 2000 for i in range(2001)]
+        # A window where the rate is reached can be narrower than the grid's cell (it
+        # closes where κ switches): each side share's own crossing (its row alone, by
+        # bisection) is added to the scan, so a window opened by one row is not missed.
+        for row in table:
+            def row_prob(a: float, row: tuple[float, float, float] = row) -> float:
+                return float(choose_from_margins(a, (row,), b_v, b_w, g,
+                                                 flat=not eo).probability ** folds)
+            if row_prob(top) >= rate and row_prob(lo_a) < rate:
+                lo_r, hi_r = lo_a, top
+                while hi_r - lo_r > 1e-7:
+                    mid = 0.5 * (lo_r + hi_r)
+                    lo_r, hi_r = (lo_r, mid) if row_prob(mid) >= rate else (mid, hi_r)
+                grid.append(hi_r)
+        grid.sort()
         first = next(i for i, a in enumerate(grid) if prob(a) >= rate)
         if first == 0:
             min_alpha = float(grid[0])
         else:
-            min_alpha = float(optimize.brentq(lambda a: prob(a) - rate, float(grid[first - 1]),
-                                              float(grid[first]), xtol=1e-7))
+            # Bisection on "prob(a) ≥ rate" (not a root of prob − rate): with the
+            # flat-region aim the probability *equals* the rate on a whole range of α
+            # above the crossing, where a root finder on prob − rate lands anywhere.
+            lo_b, hi_b = float(grid[first - 1]), float(grid[first])
+            while hi_b - lo_b > 1e-7:
+                mid = 0.5 * (lo_b + hi_b)
+                if prob(mid) >= rate:
+                    hi_b = mid
+                else:
+                    lo_b = mid
+            min_alpha = hi_b
     return CertificationPlan(
         n=n_rows, epsilon=eps, delta=dl, constraints=str(constraints), min_group_share=lo,
         group_sizes=(m1, m0), folds=folds, fail_prob=beta, epsilon_count=plan.epsilon_count,
