@@ -69,6 +69,7 @@ if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 import dpfair  # noqa: E402
+from dpfair import _validation  # noqa: E402
 from dpfair._validation import check_finite_1d  # noqa: E402
 from dpfair.mechanisms import tree as _tree  # noqa: E402
 from dpfair.median import _api, _cdf, _expmech  # noqa: E402
@@ -152,9 +153,12 @@ def fresh_ratios(method: str, q: float, n: int, repeats: int, offset: int = 0
 # ---------------------------------------------------------------------------- engines
 def _prepared(x: np.ndarray) -> np.ndarray:
     """The API's validation: a finite float64 copy, clipped into the public bounds."""
-    data = check_finite_1d("x", x)
+    if hasattr(_validation, "finite_clipped_copy"):  # one pass (the API's since 2026-12)
+        data = _validation.finite_clipped_copy("x", x, *BOUNDS)
+    else:
+        data = check_finite_1d("x", x)
+        np.clip(data, *BOUNDS, out=data)
     nonprivate_ranks(data.size, ALPHA)
-    np.clip(data, *BOUNDS, out=data)
     return data
 
 

@@ -16,6 +16,7 @@ from dpfair._validation import (
     check_in_open_interval,
     check_interval_bounds,
     check_positive,
+    finite_clipped_copy,
 )
 from dpfair.mechanisms import GaussianMechanism, leaf_counts_sorted, leaf_edges
 from dpfair.median._binsearch import binsearch_interval, binsearch_target_ranks, grid_depth
@@ -182,9 +183,9 @@ def confidence_interval(
     """
     r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
     theta = _theta(str(method), (lo, hi), granularity)
-    data = check_finite_1d("x", x)
+    # our own finite, clipped copy (one pass): the caller's array is untouched
+    data = finite_clipped_copy("x", x, lo, hi)
     nonprivate_ranks(data.size, a)  # raises if no interval at all can have this coverage
-    np.clip(data, lo, hi, out=data)  # our own copy: the caller's array is untouched
     # ExpMech reads only a window around its target ranks (selection, not a full sort);
     # the other methods read counts and prefix counts off the sorted copy.
     is_sorted = method != "expmech"
