@@ -20,6 +20,7 @@ __all__ = [
     "check_positive",
     "check_positive_int",
     "finite_clipped_copy",
+    "finite_float64_view",
 ]
 
 
@@ -164,6 +165,28 @@ def finite_clipped_copy(name: str, x: Any, lo: float, hi: float, *,
             check_finite_1d(name, src, min_size=min_size)  # raises the standard message
         np.clip(part, lo, hi, out=part)
     return out
+
+
+def finite_float64_view(name: str, x: Any, *, min_size: int = 1) -> NDArray[np.float64] | None:
+    """The caller's array itself, once tested finite without a copy; ``None`` otherwise.
+
+    For a C-contiguous 1-D float64 ndarray with at least ``min_size`` values, the values
+    are tested chunk by chunk (one read, no write, no allocation of the data's size) and
+    ``x`` is returned as it is: the caller must only READ it (and clip what it reads).
+    A non-finite value raises :func:`check_finite_1d`'s error (naming the first bad index);
+    any other input returns ``None``, and the caller takes :func:`finite_clipped_copy`.
+    """
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 1
+            and x.size >= min_size and x.flags.c_contiguous):
+        return None
+    ok = np.empty(min(_CLIP_CHUNK, x.size), dtype=np.bool_)
+    for start in range(0, x.size, _CLIP_CHUNK):
+        part = x[start : start + _CLIP_CHUNK]
+        flags = ok[: part.size]
+        np.isfinite(part, out=flags)
+        if not flags.all():
+            check_finite_1d(name, x, min_size=min_size)  # raises the standard message
+    return x
 
 
 def check_budget(epsilon: Any, delta: Any) -> tuple[float, float]:

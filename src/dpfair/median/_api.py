@@ -17,6 +17,7 @@ from dpfair._validation import (
     check_interval_bounds,
     check_positive,
     finite_clipped_copy,
+    finite_float64_view,
 )
 from dpfair.mechanisms import GaussianMechanism, leaf_counts_sorted, leaf_edges
 from dpfair.median._binsearch import binsearch_interval, binsearch_target_ranks, grid_depth
@@ -123,8 +124,10 @@ def confidence_interval(
         zCDP budget, > 0. The whole budget is spent; ``result.privacy`` reports it.
     bounds : (float, float)
         Public range R = [lo, hi] promised to contain the population median. Data are
-        clipped into R (on a copy) — this leaves the rank of any median inside R unchanged,
-        which is all the coverage argument needs. Required: never taken from the data.
+        clipped into R — on a copy, or (ExpMech on a float64 array) as each record it reads
+        is read; the caller's array is never modified. Clipping leaves the rank of any
+        median inside R unchanged, which is all the coverage argument needs. Required:
+        never taken from the data.
     alpha : float, default=0.05
         Miscoverage in (0, 1); coverage ≥ 1 − α for every continuous population with its
         median in R.
@@ -183,16 +186,22 @@ def confidence_interval(
     """
     r, a, (lo, hi) = _check_request(rho, alpha, bounds, method)
     theta = _theta(str(method), (lo, hi), granularity)
-    # our own finite, clipped copy (one pass): the caller's array is untouched
-    data = finite_clipped_copy("x", x, lo, hi)
-    nonprivate_ranks(data.size, a)  # raises if no interval at all can have this coverage
-    # ExpMech reads only a window around its target ranks (selection, not a full sort);
-    # the other methods read counts and prefix counts off the sorted copy.
-    is_sorted = method != "expmech"
-    if is_sorted:
+    if method == "expmech":
+        # ExpMech reads only a window around each target rank (selection, not a full
+        # sort), clipping what it reads: a float64 array is only tested finite (read, no
+        # copy of n values); any other input becomes our own finite, clipped copy.
+        raw = finite_float64_view("x", x)
+        data = raw if raw is not None else finite_clipped_copy("x", x, lo, hi)
+        nonprivate_ranks(data.size, a)  # raises if no interval at all can have this coverage
+        source = _ArraySource(data, is_sorted=False, clipped=raw is None)
+    else:
+        # our own finite, clipped copy (one pass), sorted: the caller's array is untouched;
+        # the tree methods read counts and prefix counts off it.
+        data = finite_clipped_copy("x", x, lo, hi)
+        nonprivate_ranks(data.size, a)
         data.sort()
-    return _run(_ArraySource(data, is_sorted=is_sorted), r, (lo, hi), a, str(method), theta,
-                as_generator(rng))
+        source = _ArraySource(data)
+    return _run(source, r, (lo, hi), a, str(method), theta, as_generator(rng))
 
 
 
@@ -228,12 +237,17 @@ def _theta(method: str, bounds: tuple[float, float], granularity: float | None) 
     return theta
 
 class _ArraySource:
-    """In-memory data clipped into R; sorted unless ``is_sorted`` is False (ExpMech only)."""
+    """In-memory data; sorted unless ``is_sorted`` is False, clipped into R unless
+    ``clipped`` is False (both False: the caller's array, read by ExpMech only)."""
 
-    def __init__(self, x_sorted: NDArray[np.float64], *, is_sorted: bool = True) -> None:
+    def __init__(self, x_sorted: NDArray[np.float64], *, is_sorted: bool = True,
+                 clipped: bool = True) -> None:
+        if is_sorted and not clipped:
+            raise ValueError("an unclipped source must be unsorted (ExpMech's raw read)")
         self.x = x_sorted
         self.n = int(x_sorted.size)
         self.is_sorted = is_sorted
+        self.clipped = clipped
 
     def sorted_sample(self) -> NDArray[np.float64] | SortedCounts:
         return self.x
@@ -319,8 +333,10 @@ def _run(source: _ArraySource | _CountsSource, rho: float, bounds: tuple[float, 
     diagnostics: dict[str, Any]
     if method == "expmech":
         presorted = not isinstance(source, _ArraySource) or source.is_sorted
+        raw = isinstance(source, _ArraySource) and not source.clipped
         low, high, spent, diagnostics = expmech_interval(source.sorted_sample(), rho, bounds,
-                                                         alpha, theta, gen, presorted=presorted)
+                                                         alpha, theta, gen, presorted=presorted,
+                                                         clip=raw)
         if isinstance(source, _CountsSource):  # records sit at upper bin edges: widen
             low = max(lo, low - (hi - lo) / 2**source.depth)
     elif method == "binsearch":

@@ -221,13 +221,23 @@ class SelectedSample:
     Parameters
     ----------
     x : ndarray of float64, shape (n,)
-        The (clipped) sample in any order; it is read, never modified.
+        The sample in any order; it is read, never modified.
     windows : sequence of (int, int)
         Inclusive 0-based rank windows that will be read.
+    clip : (float, float) or None, default=None
+        If given, the sample is ``np.clip(x, *clip)`` while ``x`` itself is the caller's
+        unclipped array (no clipped copy of n values is made). Clipping is monotone, so the
+        order statistics of the clipped sample are the clipped order statistics of ``x``:
+        the pilot, the extracted values and the full sort are clipped after they are read,
+        and the value window maps back to ``x`` exactly: for lo ≤ v ≤ hi,
+        clip(x) ≥ v ⇔ x ≥ v when v > lo (always true when v = lo), and clip(x) ≤ v ⇔
+        x ≤ v when v < hi (always true when v = hi).
     """
 
-    def __init__(self, x: NDArray[np.float64], windows: list[tuple[int, int]]) -> None:
+    def __init__(self, x: NDArray[np.float64], windows: list[tuple[int, int]],
+                 clip: tuple[float, float] | None = None) -> None:
         self.x = x
+        self.clip = clip
         self.size = int(x.size)
         self._sorted: NDArray[np.float64] | None = None
         self._windows: list[tuple[int, NDArray[np.float64]]] = []
@@ -239,15 +249,21 @@ class SelectedSample:
 
     def _full(self) -> NDArray[np.float64]:
         if self._sorted is None:
-            self._sorted = np.sort(self.x)
+            self._sorted = self._clipped(np.sort(self.x))
         return self._sorted
+
+    def _clipped(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``values`` (a fresh array read off ``x``) clipped in place when ``clip`` is set."""
+        if self.clip is not None:
+            np.clip(values, self.clip[0], self.clip[1], out=values)
+        return values
 
     def _select(self, r0: int, r1: int) -> NDArray[np.float64]:
         n = self.size
         if 8 * (r1 - r0 + 1) > n:
             return self._full()[r0 : r1 + 1]
         stride = max(1, n // _PILOT)
-        pilot = np.sort(self.x[::stride])
+        pilot = self._clipped(np.sort(self.x[::stride]))
         m = pilot.size
         # The sample rank of a record of rank r is about r·m/n, within a few sqrt(m)
         # (for data in random order); 4·sqrt(m) + 2 pilot points of margin on each side.
@@ -256,10 +272,14 @@ class SelectedSample:
         t_hi = -(-(r1 + 1) * m // n) + margin
         v_lo = float(pilot[t_lo]) if t_lo >= 0 else -math.inf
         v_hi = float(pilot[t_hi]) if t_hi < m else math.inf
-        c0, cand = _between(self.x, v_lo, v_hi)
+        raw_lo, raw_hi = v_lo, v_hi  # the same window on the unclipped x (class notes)
+        if self.clip is not None:
+            raw_lo = -math.inf if v_lo <= self.clip[0] else v_lo
+            raw_hi = math.inf if v_hi >= self.clip[1] else v_hi
+        c0, cand = _between(self.x, raw_lo, raw_hi)
         if not (c0 <= r0 and c0 + cand.size > r1):  # the pilot missed: exact fallback
             return self._full()[r0 : r1 + 1]
-        cand.sort()
+        self._clipped(cand).sort()
         return cand[r0 - c0 : r1 - c0 + 1]
 
     def take(self, idx: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -283,7 +303,7 @@ class SelectedSample:
     @classmethod
     def for_cell_ranks(
         cls, x: NDArray[np.float64], ranks: list[int], epsilon: float, grid: CellGrid,
-        padded: bool = False,
+        padded: bool = False, clip: tuple[float, float] | None = None,
     ) -> SelectedSample:
         """The sample :func:`sample_order_statistic_cell` needs for these target ranks.
 
@@ -299,6 +319,8 @@ class SelectedSample:
             The public output grid of the draws.
         padded : bool, default=False
             Whether the draws use the padded mechanism (its window differs).
+        clip : (float, float) or None, default=None
+            Read ``x`` as ``np.clip(x, *clip)`` without copying it (see the class).
 
         Notes
         -----
@@ -310,7 +332,7 @@ class SelectedSample:
         n = int(x.size)
         first, stop = grid.output_range(padded)
         half = _window_half(epsilon, stop - first, float(grid.output_band(padded)))
-        return cls(x, [_rank_window(n, int(k), half) for k in ranks])
+        return cls(x, [_rank_window(n, int(k), half) for k in ranks], clip=clip)
 
 
 #: Records per chunk of the selection pass (two boolean buffers of this size, in cache).
@@ -719,6 +741,7 @@ def expmech_interval(
     rng: np.random.Generator,
     *,
     presorted: bool = True,
+    clip: bool = False,
 ) -> tuple[float, float, Budget, dict[str, Any]]:
     """Run ExpMech on clipped, sorted data (an array or :class:`SortedCounts`).
 
@@ -728,7 +751,10 @@ def expmech_interval(
     modified): only the order statistics in the two public rank windows the draws read are
     found, by selection (:class:`SelectedSample`), instead of sorting all n records — about
     a third of a sort's time at n = 10^7. The release is identical (same values, same random
-    draws) to ``presorted=True`` on the sorted array.
+    draws) to ``presorted=True`` on the sorted array. With ``clip=True`` as well, the array
+    may hold values outside ``bounds`` (the caller's own, unclipped array): the mechanism
+    reads it as ``np.clip(x, *bounds)`` — the records it reads are clipped as they are
+    read — and releases exactly what it releases on the clipped copy, with no copy made.
 
     Notes
     -----
@@ -750,8 +776,11 @@ def expmech_interval(
     mech = ExponentialMechanism.for_zcdp(rho / 2.0)  # ε²/8 = ρ/2 per draw: ε = 2·sqrt(ρ)
     k_low, k_high = _cell_target_ranks(n, mech.epsilon, alpha, grid)
     sample: NDArray[np.float64] | SortedCounts | SelectedSample = x_sorted
+    if clip and (presorted or isinstance(x_sorted, SortedCounts)):
+        raise ValueError("clip=True reads an unsorted array: it needs presorted=False")
     if not presorted and not isinstance(x_sorted, SortedCounts):
-        sample = SelectedSample.for_cell_ranks(x_sorted, [k_low, k_high], mech.epsilon, grid)
+        sample = SelectedSample.for_cell_ranks(x_sorted, [k_low, k_high], mech.epsilon, grid,
+                                               clip=bounds if clip else None)
     acct = Accountant(Budget.zcdp(rho))
     acct.charge(mech.privacy_zcdp, label="expmech/lower")
     cell_low = sample_order_statistic_cell(sample, k_low, mech.epsilon, grid, rng)
