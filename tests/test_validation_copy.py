@@ -58,3 +58,37 @@ def test_general_inputs_take_the_reference_path(x: object) -> None:
 def test_empty_is_refused_alike() -> None:
     with pytest.raises(InvalidDataError, match="empty"):
         finite_clipped_copy("x", np.zeros(0), 0.0, 1.0)
+
+
+def test_masked_entries_are_refused_everywhere_a_1d_sample_enters():
+    """A masked array with masked entries: neither the values under the mask nor a silent
+    drop; the error names both fixes. Without masked entries it is an ordinary array."""
+    import dpfair
+
+    data = np.linspace(0.0, 1.0, 2000)
+    mask = np.zeros(data.size, bool)
+    mask[5] = True
+    masked = np.ma.array(data, mask=mask)
+    calls = [
+        lambda x: dpfair.median.confidence_interval(x, rho=0.5, bounds=(0, 1), rng=0),
+        lambda x: dpfair.median.confidence_interval(x, rho=0.5, bounds=(0, 1), rng=0,
+                                                    method="cdf"),
+        lambda x: dpfair.quantiles.confidence_interval(x, 0.3, rho=0.5, bounds=(0, 1), rng=0),
+        lambda x: dpfair.median.nonprivate_interval(x),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidDataError, match=r"1 masked value\(s\).*x\.compressed\(\).*"
+                                                   r"x\.filled\(value\)"):
+            call(masked)
+        unmasked = np.ma.array(data, mask=np.zeros(data.size, bool))
+        a, b = call(unmasked), call(data)
+        assert repr(a) == repr(b)
+
+
+def test_masked_agent_locations_are_refused():
+    from dpfair.facility._mechanism import check_locations
+
+    masked = np.ma.array([0.1, 0.5, 0.9], mask=[False, True, False])
+    with pytest.raises(InvalidDataError, match=r"1 masked value\(s\)"):
+        check_locations(masked, (0.0, 1.0))
+    assert np.array_equal(check_locations(np.ma.array([0.1, 0.5]), (0.0, 1.0)), [0.1, 0.5])

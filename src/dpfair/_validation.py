@@ -17,6 +17,7 @@ __all__ = [
     "check_finite_1d",
     "check_in_open_interval",
     "check_interval_bounds",
+    "check_not_masked",
     "check_positive",
     "check_positive_int",
     "finite_clipped_copy",
@@ -100,12 +101,24 @@ def check_interval_bounds(
     return lo, hi
 
 
+def check_not_masked(name: str, x: Any) -> None:
+    """Raise on a numpy masked array with masked entries: converting it would either read
+    the values under the mask as records or drop them, and dpfair does neither silently."""
+    if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+        raise InvalidDataError(
+            f"{name} is a masked array with {int(np.ma.count_masked(x))} masked value(s): "
+            "dpfair does not guess what a masked record means. Pass x.compressed() to drop "
+            "them or x.filled(value) to impute them."
+        )
+
+
 def check_finite_1d(name: str, x: Any, *, min_size: int = 1) -> NDArray[np.float64]:
     """Return ``x`` as a 1-D float64 array, raising on NaN/inf, wrong shape or too few rows.
 
     The input is copied, so later in-place work (sorting, clipping) never touches the
     caller's array.
     """
+    check_not_masked(name, x)
     try:
         arr = np.array(x, dtype=np.float64, copy=True)
     except (TypeError, ValueError):
@@ -138,6 +151,12 @@ def check_finite_1d(name: str, x: Any, *, min_size: int = 1) -> NDArray[np.float
 _CLIP_CHUNK = 1 << 16
 
 
+def _plain_array(x: Any) -> bool:
+    """Whether ``x`` is a plain ndarray (or a memmap): no subclass whose methods (a masked
+    array's mask-aware sort, say) could read other values than its buffer holds."""
+    return type(x) is np.ndarray or type(x) is np.memmap
+
+
 def finite_clipped_copy(name: str, x: Any, lo: float, hi: float, *,
                         min_size: int = 1) -> NDArray[np.float64]:
     """:func:`check_finite_1d` of ``x``, clipped into [lo, hi]: the same array, one pass.
@@ -148,7 +167,7 @@ def finite_clipped_copy(name: str, x: Any, lo: float, hi: float, *,
     error, naming the first bad index) and :func:`numpy.clip`. Both give the same values:
     a copy, then the element-wise clip.
     """
-    src = x if isinstance(x, np.ndarray) else None
+    src = x if _plain_array(x) else None
     if (src is None or src.dtype != np.float64 or src.ndim != 1 or src.size < min_size
             or not src.flags.c_contiguous):
         out = check_finite_1d(name, x, min_size=min_size)
@@ -174,9 +193,10 @@ def finite_float64_view(name: str, x: Any, *, min_size: int = 1) -> NDArray[np.f
     are tested chunk by chunk (one read, no write, no allocation of the data's size) and
     ``x`` is returned as it is: the caller must only READ it (and clip what it reads).
     A non-finite value raises :func:`check_finite_1d`'s error (naming the first bad index);
-    any other input returns ``None``, and the caller takes :func:`finite_clipped_copy`.
+    any other input (a subclass such as a masked array included) returns ``None``, and the
+    caller takes :func:`finite_clipped_copy`.
     """
-    if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 1
+    if not (_plain_array(x) and x.dtype == np.float64 and x.ndim == 1
             and x.size >= min_size and x.flags.c_contiguous):
         return None
     ok = np.empty(min(_CLIP_CHUNK, x.size), dtype=np.bool_)

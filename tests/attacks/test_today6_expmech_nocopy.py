@@ -21,11 +21,15 @@ out-of-range values (±1e308, ±max float), every record out of range, n = 2^15 
 unaligned buffers, big-endian and strided inputs, ndarray subclasses without a mask,
 pandas Series, NaN/inf at the 2^16 chunk boundaries, and no n-sized allocation.
 
-Broken (xfail strict): an ``np.ma.MaskedArray`` with masked entries is an ndarray of dtype
-float64, so it now takes the in-place path, where ``np.sort`` is mask-aware (masked
-records go to the end) while the counting pass of the selection compares the raw data:
-the release differs from the former one, and is not the mechanism run on any fixed
-clipped sample (the "sorted" sample it reads is not monotone).
+Broken, then fixed: an ``np.ma.MaskedArray`` with masked entries is an ndarray of dtype
+float64, so it took the in-place path, where ``np.sort`` is mask-aware (masked records go
+to the end) while the counting pass of the selection compares the raw data: the release
+differed from the former one, and was not the mechanism run on any fixed clipped sample
+(the "sorted" sample it read was not monotone). The former copying path read the values
+under the mask as records, silently. Now only plain ndarrays (and memmaps) take the
+in-place path, and a masked array with masked entries is refused by every entry point
+that validates through ``check_finite_1d`` (the error names ``x.compressed()`` and
+``x.filled(value)``).
 """
 
 from __future__ import annotations
@@ -234,29 +238,23 @@ def test_no_n_sized_allocation_with_outliers():
     assert peak < x.nbytes / 4, (peak, x.nbytes)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "break: np.ma.MaskedArray (dtype float64, 1-D, C-contiguous) now takes the in-place "
-    "path; np.sort there is mask-aware (masked records sorted last) while _between counts "
-    "the raw data, so the release differs from the former clipped-copy path (which read "
-    "the raw data, ignoring the mask)"))
 @pytest.mark.parametrize("n", [1000, 100_000])
-def test_masked_array_same_release_as_copying_path(n):
+@pytest.mark.parametrize("method", ["expmech", "cdf"])
+def test_masked_array_with_masked_entries_is_refused(n, method):
+    """Fixed after this attack: a masked array with masked entries is refused with a clear
+    error (it used to take the in-place path, where ``np.sort`` is mask-aware while the
+    counting pass read the raw data; the copying path read the values under the mask)."""
     rng = np.random.default_rng(1)
     data = rng.normal(0.0, 1.0, n)
     mask = np.zeros(n, bool)
     mask[::3] = True
     x = np.ma.array(data, mask=mask)
-    assert _release(x, (-2.0, 2.0), 1.0, 7) == _release(data, (-2.0, 2.0), 1.0, 7)
-
-
-def test_masked_array_copying_path_reads_the_raw_data():
-    """The former (copying) path ignores the mask: it releases on the data under it.
-
-    (That itself uses masked-out values as records without a word; noted, not the claim.)
-    """
-    rng = np.random.default_rng(1)
-    data = rng.normal(0.0, 1.0, 50_000)
-    mask = np.zeros(data.size, bool)
-    mask[::3] = True
-    x = np.ma.array(data, mask=mask)
-    assert _release(_copy_path(x), (-2.0, 2.0), 1.0, 7) == _release(data, (-2.0, 2.0), 1.0, 7)
+    for arg in (x, x[None, :]):
+        with pytest.raises(InvalidDataError, match=r"masked array with \d+ masked value"):
+            dpfair.median.confidence_interval(arg, rho=1.0, bounds=(-2.0, 2.0), rng=7,
+                                              method=method)
+    with pytest.raises(InvalidDataError, match=r"x\.compressed\(\)"):
+        dpfair.quantiles.confidence_interval(x, 0.5, rho=1.0, bounds=(-2.0, 2.0), rng=7)
+    # what the message suggests works, and is the release on the kept records
+    kept = _release(x.compressed(), (-2.0, 2.0), 1.0, 7)
+    assert kept == _release(data[~mask], (-2.0, 2.0), 1.0, 7)

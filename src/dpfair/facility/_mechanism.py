@@ -84,7 +84,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpfair._errors import InvalidDataError, InvalidParameterError
 from dpfair._rng import RandomLike, as_generator
-from dpfair._validation import check_finite_1d, check_interval_bounds, check_positive
+from dpfair._validation import (
+    check_finite_1d,
+    check_interval_bounds,
+    check_not_masked,
+    check_positive,
+)
 from dpfair.facility._laws import FacilityDistribution
 from dpfair.facility._metrics import MedianChoice, Profile, check_median, loss_cap, median_index
 from dpfair.mechanisms import (
@@ -116,6 +121,7 @@ def check_locations(
         agents' own data and the domain is public: dpfair never clips them silently.
     """
     lo, hi = domain
+    check_not_masked(name, x)
     try:
         arr = np.array(x, dtype=np.float64, copy=True)
     except (TypeError, ValueError):

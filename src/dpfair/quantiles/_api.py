@@ -16,7 +16,7 @@ from dpfair._advice import little_privacy, on_public_bound
 from dpfair._errors import InvalidParameterError
 from dpfair._lazy import LazyModule
 from dpfair._rng import RandomLike, as_generator
-from dpfair._validation import check_finite_1d, check_in_open_interval
+from dpfair._validation import check_finite_1d, check_in_open_interval, check_not_masked
 from dpfair._warnings import FreeWarning
 from dpfair.mechanisms import (
     ExponentialMechanism,
@@ -356,6 +356,7 @@ def _prepare(x: ArrayLike, bounds: tuple[float, float]) -> _Sorted:
     Any failure (or an unusual input) re-runs :func:`check_finite_1d` on the caller's
     ``x``, which raises the usual error naming the first bad index.
     """
+    check_not_masked("x", x)
     try:
         data = np.array(x, dtype=np.float64, copy=True)
     except (TypeError, ValueError):
