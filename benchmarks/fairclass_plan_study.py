@@ -178,8 +178,16 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int,
         "n_certified": int(cert.sum()), "n_above_certified": int((above & cert).sum()),
         "above_any": float(above.mean()), "mean_abs_disparity": float(np.mean(np.abs(dds))),
         "mean_error": float(np.mean(errs)), "oracle_error": orc,
-        "error_vs_oracle": float(np.mean(errs)) - orc, "mean_fit_s": float(np.mean(times)),
+        "error_vs_oracle": float(np.mean(errs)) - orc,
+        "error_se": float(np.std(errs, ddof=1) / np.sqrt(len(errs))) if len(errs) > 1 else None,
+        "mean_fit_s": float(np.mean(times)),
     }
+
+
+def _se(row: dict[str, Any]) -> str:
+    """" ± s.e." of the mean error over the fits (the population is fixed), if recorded."""
+    se = row.get("error_se")
+    return "" if se is None else f" ± {se:.4f}"
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -195,7 +203,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {r['design']} | {r['constraint'].upper()} | {r['epsilon']:g} | {r['alpha']:g} | "
             f"{share} | {r['certified']:.2f} | {r['planned']:.2f} | "
             f"{r['plan_min_alpha']:.3f} | {r.get('plan_sampling_margin', float('nan')):.3f} | "
-            f"{above} | {r['error_vs_oracle']:+.4f} | {r['mean_abs_disparity']:.3f} |")
+            f"{above} | {r['error_vs_oracle']:+.4f}{_se(r)} | {r['mean_abs_disparity']:.3f} |")
     return "\n".join(out)
 
 

@@ -14,9 +14,10 @@ class UncertifiedFairnessWarning(DPFairWarning):
 
     Raised (as a warning) by ``fit`` of :class:`~dpfair.fairclass.CDPFairClassifier` and
     :class:`~dpfair.fairclass.federated.FDPFairClassifier` when the released quantities do
-    not certify |DD| ≤ α with probability ≥ 1 − β in the population (too little data or
-    privacy budget for this α). The model is still fitted; ``certified_`` is False. Turn it
-    into an error with ``warnings.simplefilter("error", UncertifiedFairnessWarning)``.
+    not certify |DD| ≤ α in the population (too little data or privacy budget for this α;
+    the certificate's guarantee is P(|DD| > α and certified) ≤ β). The model is still
+    fitted; ``certified_`` is False. Turn it into an error with
+    ``warnings.simplefilter("error", UncertifiedFairnessWarning)``.
     """
 
 

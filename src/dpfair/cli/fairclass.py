@@ -232,9 +232,9 @@ def fair_classify(
         typer.Option(
             "--threshold-rule",
             help=(
-                "certified | target. 'certified': |DD| <= alpha holds in the population with "
-                "probability >= 1 - --fail-prob when the fit reports certified (a warning "
-                "says when it is not). 'target': aim at alpha on the calibration half (no "
+                "certified | target. 'certified': P(|DD| > alpha in the population and "
+                "the fit reports certified) <= --fail-prob (a warning says when it is not "
+                "certified). 'target': aim at alpha on the calibration half (no "
                 "certificate; about half of the fits exceed alpha)."
             ),
         ),
@@ -487,8 +487,8 @@ def fair_classify(
                 "n/a (threshold rule 'target': no certificate)"
                 if certified is None
                 else (
-                    f"yes: {capped} <= {alpha:g} in the population with probability >= "
-                    f"{1 - fail_prob:g}"
+                    f"yes: P({capped} > {alpha:g} in the population and certified) <= "
+                    f"{fail_prob:g}"
                     if certified
                     else "NO: alpha is not a certified cap for this model (see warning)"
                 ),

@@ -724,8 +724,9 @@ class CDPFairClassifier(_PlugInBase):
     alpha : float, default=0.1
         Disparity tolerance α ∈ (0, 1).
     threshold_rule : {"certified", "target"}, default="certified"
-        ``"certified"``: the released classifier keeps |DD| ≤ α in the population with
-        probability ≥ 1 − ``fail_prob`` whenever ``certified_`` is True. The threshold
+        ``"certified"``: P(|DD| > α in the population and ``certified_`` is True) ≤
+        ``fail_prob`` (a joint bound: among certified fits the share above α is at most
+        ``fail_prob`` / P(certified), not ``fail_prob`` on every population). The threshold
         aims below α by a public margin (calibration sampling error, the noise of the
         released denominators and of a private check), then a private check of DD̂ at τ̂
         (Laplace, a share ``check_share`` of S2's ε) decides the certificate. If it fails,
@@ -944,8 +945,8 @@ class CDPFairClassifier(_PlugInBase):
         rule = self.threshold_rule
         if rule not in THRESHOLD_RULES:
             raise InvalidParameterError(
-                f"threshold_rule={rule!r}: expected 'certified' (the cap holds with "
-                "probability >= 1 - fail_prob when certified_) or 'target' (aim at alpha on the "
+                f"threshold_rule={rule!r}: expected 'certified' (P(|DD| > alpha and "
+                "certified_) <= fail_prob) or 'target' (aim at alpha on the "
                 "calibration half, no certificate)."
             )
         return str(rule)
@@ -972,8 +973,8 @@ class CDPFairClassifier(_PlugInBase):
         beta = check_positive("fail_prob", self.fail_prob)
         if not beta < 0.5:
             raise InvalidParameterError(
-                f"fail_prob={self.fail_prob!r}: must lie in (0, 0.5) (e.g. 0.05: the cap holds "
-                "with probability >= 0.95)."
+                f"fail_prob={self.fail_prob!r}: must lie in (0, 0.5) (e.g. 0.05: P(|DD| > "
+                "alpha and certified_) <= 0.05)."
             )
         return beta
 

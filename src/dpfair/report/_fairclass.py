@@ -372,8 +372,8 @@ def _sim_part(
         "Figure 9: CDP-Fair's test error and achieved |DD| against the cap α, with the "
         "baselines",
         figure_to_data_uri(fig),
-        f"{setting} Solid: CDP-Fair with its default, certified threshold rule (the fit "
-        "certifies |DD| ≤ α with probability ≥ 0.95, or warns; certification rates in the "
+        f"{setting} Solid: CDP-Fair with its default, certified threshold rule (a fit "
+        "is certified or warns, and P(|DD| > α and certified) ≤ 0.05; certification rates in the "
         "table below); dotted: the paper's target rule (aims at α on the calibration half) "
         "for comparison. Top: error (privacy-only and unconstrained baselines do not depend "
         "on α: horizontal lines). Bottom: achieved |DD| against the target α; the red dashed "
