@@ -185,7 +185,7 @@ def run(name: str, kind: str, eps: float, alpha: float, reps: int,
 
 
 def _se(row: dict[str, Any]) -> str:
-    """" ± s.e." of the mean error over the fits (the population is fixed), if recorded."""
+    """The " ± s.e." of the mean error over the fits (the population is fixed), if recorded."""
     se = row.get("error_se")
     return "" if se is None else f" ± {se:.4f}"
 

@@ -131,3 +131,17 @@ def test_fair_classify_user_errors(app, csvs, change, message):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2
     assert message in res.output
+
+
+def test_certified_summary_states_the_joint_bound(app, csvs):
+    """The proof bounds P(|DD| > α and certified) ≤ β, not P(|DD| > α | certified): the
+    summary and the help say that, never "holds with probability ≥ 1 − β when certified"
+    (that conditional claim fails on populations where every threshold is above α,
+    tests/attacks/test_today4_rate_attack.py::test_fresh_population_real_s2)."""
+    runner = CliRunner()
+    res = runner.invoke(app, [a if a != "0.05" else "0.2" for a in _args(csvs)])
+    assert res.exit_code == 0, res.output
+    assert "yes: P(|DD| > 0.2 in the population and certified) <= 0.05" in res.output
+    helptext = runner.invoke(app, ["fair-classify", "--help"]).output
+    for text in (res.output, helptext):
+        assert "with probability >=" not in text

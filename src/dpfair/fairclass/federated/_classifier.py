@@ -158,8 +158,9 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
         "confidence": τ̂ = smallest |τ| of the set where the running-max upper confidence
         envelope D̂ + z·sd is ≤ α and the running-min lower envelope D̂ − z·sd is ≥ −α,
         with sd the exact noise sd of each grid point (from σ_t, μ_s and the released
-        counts) and z from ``fail_prob``; holds |DD| ≤ α with probability ≥ 1 − β when
-        certified. "paper": monotone correction (``correction``, ω) + ``tolerance`` band.
+        counts) and z from ``fail_prob``; P(|DD| > α in the population and certified) ≤ β
+        (joint, not conditional on the certificate). "paper": monotone correction
+        (``correction``, ω) + ``tolerance`` band.
     fail_prob : float, default=0.05
         β of the confidence rule (per released classifier, both folds and both sides).
     depth : int, "paper" or None, default=None
@@ -226,8 +227,8 @@ class FDPFairClassifier(ClassifierMixin, BaseEstimator):
     site_privacy_ : dict
         Each site's ledger summary (requested, spent, every release).
     certified_ : bool or None
-        Confidence rule: True if every fold is certified (|DD| ≤ α in the population with
-        probability ≥ 1 − ``fail_prob``); False otherwise — ``fit`` then warns with
+        Confidence rule: True if every fold is certified (P(|DD| > α in the population and
+        certified) ≤ ``fail_prob``); False otherwise — ``fit`` then warns with
         :class:`dpfair.UncertifiedFairnessWarning`. None for the paper rule.
     thresholds_ : list of dict
         Per fold: τ̂, the rule, its outcome and diagnostics.
