@@ -21,12 +21,23 @@ MODE is ``main`` (the shipped smoother) or comma-separated ``key=value`` pairs:
 Example: ``... tools/s1_smoother_variants.py weight=fair0.1 --reps 100 --designs
 unseen,paper6k --constraints dp --eps 1 --alphas 0.1 --calibration-shares 0.5``.
 """
+
 from __future__ import annotations
-import itertools, math
+
+import itertools
+import math
+
 import numpy as np
+
 from dpfair.fairclass import _model as M
 
 MODE: dict[str, object] = {"weight": "density", "peraxis": True}
+
+
+def _noise_left(mats, covs):
+    """sqrt(tr(S Σ Sᵀ)/tr(Σ)) for S = ⊗ mats, Σ = ⊗ covs."""
+    ratios = [np.trace(m @ cv @ m.T) / np.trace(cv) for m, cv in zip(mats, covs, strict=True)]
+    return math.sqrt(float(np.prod(ratios)))
 
 
 def eta_sure_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
@@ -39,10 +50,11 @@ def eta_sure_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
     # pilot: the main smoother's output
     pilot, _w, pleft = M._orig_sure_smooth(grid, noisy, noise_sd, ladder)
     lam = M.RIDGE * float(noise_sd)
-    Gp = pilot[..., 1]; Dp = pilot[..., 1] + pilot[..., 0]
-    eta_p = M.eta_from_sums(pilot, lam * pleft)            # grid + (2,)
+    pilot[..., 1]
+    Dp = pilot[..., 1] + pilot[..., 0]
+    eta_p = M.eta_from_sums(pilot, lam * pleft)  # grid + (2,)
     Dp = np.maximum(Dp, 0.0)
-    c = (1 - eta_p) ** 2 + eta_p ** 2
+    c = (1 - eta_p) ** 2 + eta_p**2
     if MODE["weight"] == "density":
         W = Dp
     elif MODE["weight"].startswith("fair"):
@@ -57,21 +69,28 @@ def eta_sure_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
         p1 = (acc1 * mass[None, :, 1]).sum(1) / mass[:, 1].sum()
         p0 = (acc0 * mass[None, :, 0]).sum(1) / mass[:, 0].sum()
         ok = np.abs(p1 - p0) <= aim
-        tau = taus[ok][np.argmin(np.abs(taus[ok]))] if ok.any() else taus[np.argmin(np.abs(p1 - p0))]
+        tau = (
+            taus[ok][np.argmin(np.abs(taus[ok]))] if ok.any() else taus[np.argmin(np.abs(p1 - p0))]
+        )
         t = np.array([0.5 - tau / (2 * pi[0]), 0.5 + tau / (2 * pi[1])])
         W = Dp * np.exp(-0.5 * ((eta_p - t) / w) ** 2)
     elif MODE["weight"].startswith("band"):
         k = float(MODE["weight"][4:])
         W = Dp * (4.0 * eta_p * (1.0 - eta_p)) ** k
     else:
-        W = Dp ** 2 / (Dp + lam)
+        W = Dp**2 / (Dp + lam)
     eta0 = M.eta_from_sums(noisy, lam)
-    diag_cov = [np.diag(cv) for cv in covs]
-    smooth_cache = {s: M._smoother(ax, s * h) for ax in grid.axes for s in ladder}
-    smooth_cache = {}
+    [np.diag(cv) for cv in covs]
+    {s: M._smoother(ax, s * h) for ax in grid.axes for s in ladder}
+
     def mats_for(ws):
-        return tuple(M._smoother(ax, s * h) for ax, s in zip(grid.axes, ws))
-    combos = itertools.product(ladder, repeat=d) if MODE["peraxis"] and d <= 2 else ((s,) * d for s in ladder)
+        return tuple(M._smoother(ax, s * h) for ax, s in zip(grid.axes, ws, strict=True))
+
+    combos = (
+        itertools.product(ladder, repeat=d)
+        if MODE["peraxis"] and d <= 2
+        else ((s,) * d for s in ladder)
+    )
     best = np.full(2, np.inf)
     out = np.array(noisy, copy=True)
     widths = np.zeros((2, d))
@@ -79,11 +98,10 @@ def eta_sure_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
     for ws in combos:
         mats = mats_for(ws)
         SY = M._apply_axes(mats, noisy)
-        left = math.sqrt(float(np.prod([np.trace(m @ cv @ m.T) / np.trace(cv)
-                                        for m, cv in zip(mats, covs)])))
+        left = _noise_left(mats, covs)
         eta_s = M.eta_from_sums(SY, lam * left)
         # diag(S Sigma) as an outer product of per-axis diagonals
-        dg = [np.einsum("ij,ji->i", m, cv) for m, cv in zip(mats, covs)]
+        dg = [np.einsum("ij,ji->i", m, cv) for m, cv in zip(mats, covs, strict=True)]
         SS = dg[0]
         for v in dg[1:]:
             SS = np.multiply.outer(SS, v)
@@ -108,9 +126,11 @@ def forced(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
     ws = [float(v) for v in str(MODE["force"]).split("/")]
     if len(ws) == 1:
         ws = ws * grid.ndim
-    mats = tuple(M._smoother(ax, s * grid.length_scale) for ax, s in zip(grid.axes, ws))
+    mats = tuple(
+        M._smoother(ax, s * grid.length_scale) for ax, s in zip(grid.axes, ws, strict=True)
+    )
     covs = [r @ r.T for r in grid.roots]
-    left = math.sqrt(float(np.prod([np.trace(m @ cv @ m.T) / np.trace(cv) for m, cv in zip(mats, covs)])))
+    left = _noise_left(mats, covs)
     return M._apply_axes(mats, noisy), np.array([ws, ws]), np.array([left, left])
 
 
@@ -140,30 +160,33 @@ def bias_model_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
     lam = M.RIDGE * float(noise_sd)
     Dp = np.maximum(pilot[..., 1] + pilot[..., 0], 0.0)
     eta_p = M.eta_from_sums(pilot, lam * pleft)
-    c = (1 - eta_p) ** 2 + eta_p ** 2
+    c = (1 - eta_p) ** 2 + eta_p**2
     W = Dp if MODE.get("w2", "d") == "d" else Dp * np.exp(-0.5 * ((eta_p - 0.5) / 0.15) ** 2)
-    scale = var * c / (Dp + lam) ** 2          # per node, per group
+    scale = var * c / (Dp + lam) ** 2  # per node, per group
     eta0 = M.eta_from_sums(noisy, lam)
     sr = float(MODE.get("sr", 1.0))
-    I = [np.eye(ax.size) for ax in grid.axes]
+    eye = [np.eye(ax.size) for ax in grid.axes]
     Sr = [M._smoother(ax, sr * h) for ax in grid.axes]
     b = []
     for i in range(d):
-        mats = tuple(Sr[k] if k == i else I[k] for k in range(d))
+        mats = tuple(Sr[k] if k == i else eye[k] for k in range(d))
         SY = M._apply_axes(mats, noisy)
-        b.append((M.eta_from_sums(SY, lam) - eta0) / sr ** 2)
+        b.append((M.eta_from_sums(SY, lam) - eta0) / sr**2)
+
     # E_i = (R_i - I)/sr^2 ; diag(E_i Sigma E_k^T) per node
     def dEE(i, k):
         # R_i Sigma R_k^T - R_i Sigma - Sigma R_k^T + Sigma, each Kronecker over axes
         def op(axis, use_i, use_k):
-            P = Sr[axis] if use_i else I[axis]
-            Q = Sr[axis] if use_k else I[axis]
+            P = Sr[axis] if use_i else eye[axis]
+            Q = Sr[axis] if use_k else eye[axis]
             return np.einsum("ij,jk,ik->i", P, covs[axis], Q)
+
         terms = []
         for si, sk, sign in ((1, 1, 1), (1, 0, -1), (0, 1, -1), (0, 0, 1)):
             parts = [op(ax, si and ax == i, sk and ax == k) for ax in range(d)]
             terms.append(sign * _diag_kron(parts))
-        return sum(terms) / sr ** 4
+        return sum(terms) / sr**4
+
     EE = {(i, k): dEE(i, k) for i in range(d) for k in range(d)}
     combos = itertools.product(ladder, repeat=d) if d <= 2 else ((s,) * d for s in ladder)
     best = np.full(2, np.inf)
@@ -172,16 +195,18 @@ def bias_model_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
     factor = np.ones(2)
     axes_sum = tuple(range(d))
     for ws in combos:
-        mats = tuple(M._smoother(ax, s * h) for ax, s in zip(grid.axes, ws))
-        coef = [1.0 + s ** 2 for s in ws]
+        mats = tuple(M._smoother(ax, s * h) for ax, s in zip(grid.axes, ws, strict=True))
+        coef = [1.0 + s**2 for s in ws]
         beta = sum(coef[i] * b[i] for i in range(d))
         nb = sum(coef[i] * coef[k] * EE[(i, k)] for i in range(d) for k in range(d))
-        sss = _diag_kron([np.einsum("ij,jk,ik->i", m, cv, m) for m, cv in zip(mats, covs)])
-        crit = np.sum(W * (beta ** 2 - scale * nb[..., None] + scale * sss[..., None]), axis=axes_sum)
+        sss = _diag_kron(
+            [np.einsum("ij,jk,ik->i", m, cv, m) for m, cv in zip(mats, covs, strict=True)]
+        )
+        crit = np.sum(W * (beta**2 - scale * nb[..., None] + scale * sss[..., None]), axis=axes_sum)
         better = crit < best
         if better.any():
             SY = M._apply_axes(mats, noisy)
-            left = math.sqrt(float(np.prod([np.trace(m @ cv @ m.T) / np.trace(cv) for m, cv in zip(mats, covs)])))
+            left = _noise_left(mats, covs)
             for a in np.flatnonzero(better):
                 best[a] = crit[a]
                 out[..., a, :] = SY[..., a, :]
@@ -213,7 +238,7 @@ def main() -> None:
         else:
             install()
     study = Path(__file__).resolve().parents[1] / "benchmarks" / "fairclass_plan_study.py"
-    sys.argv = [str(study)] + sys.argv[2:]
+    sys.argv = [str(study), *sys.argv[2:]]
     runpy.run_path(str(study), run_name="__main__")
 
 
