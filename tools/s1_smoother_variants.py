@@ -40,6 +40,22 @@ def _noise_left(mats, covs):
     return math.sqrt(float(np.prod(ratios)))
 
 
+def _diag_kron(parts):
+    out = parts[0]
+    for v in parts[1:]:
+        out = np.multiply.outer(out, v)
+    return out
+
+
+def _keep_better(crit, best, out, widths, factor, SY, ws, left):
+    """Per group, keep candidate ``ws`` (smoothed sums ``SY``) where it beats ``best``."""
+    for a in np.flatnonzero(crit < best):
+        best[a] = crit[a]
+        out[..., a, :] = SY[..., a, :]
+        widths[a] = ws
+        factor[a] = left
+
+
 def eta_sure_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
     h = grid.length_scale
     var = float(noise_sd) ** 2
@@ -102,24 +118,21 @@ def eta_sure_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
         eta_s = M.eta_from_sums(SY, lam * left)
         # diag(S Sigma) as an outer product of per-axis diagonals
         dg = [np.einsum("ij,ji->i", m, cv) for m, cv in zip(mats, covs, strict=True)]
-        SS = dg[0]
-        for v in dg[1:]:
-            SS = np.multiply.outer(SS, v)
+        SS = _diag_kron(dg)
         cov_term = 2.0 * var * c * SS[..., None] / (Dp + lam) ** 2
         crit = np.sum(W * ((eta_s - eta0) ** 2 + cov_term), axis=tuple(range(d)))
-        better = crit < best
-        for a in np.flatnonzero(better):
-            best[a] = crit[a]
-            out[..., a, :] = SY[..., a, :]
-            widths[a] = ws
-            factor[a] = left
+        _keep_better(crit, best, out, widths, factor, SY, ws, left)
     return out, widths, factor
 
 
-def install():
+def _install(fn):
     if not hasattr(M, "_orig_sure_smooth"):
         M._orig_sure_smooth = M.sure_smooth
-    M.sure_smooth = eta_sure_smooth
+    M.sure_smooth = fn
+
+
+def install():
+    _install(eta_sure_smooth)
 
 
 def forced(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
@@ -135,16 +148,7 @@ def forced(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
 
 
 def install_forced():
-    if not hasattr(M, "_orig_sure_smooth"):
-        M._orig_sure_smooth = M.sure_smooth
-    M.sure_smooth = forced
-
-
-def _diag_kron(parts):
-    out = parts[0]
-    for v in parts[1:]:
-        out = np.multiply.outer(out, v)
-    return out
+    _install(forced)
 
 
 def bias_model_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
@@ -203,22 +207,14 @@ def bias_model_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
             [np.einsum("ij,jk,ik->i", m, cv, m) for m, cv in zip(mats, covs, strict=True)]
         )
         crit = np.sum(W * (beta**2 - scale * nb[..., None] + scale * sss[..., None]), axis=axes_sum)
-        better = crit < best
-        if better.any():
+        if (crit < best).any():
             SY = M._apply_axes(mats, noisy)
-            left = _noise_left(mats, covs)
-            for a in np.flatnonzero(better):
-                best[a] = crit[a]
-                out[..., a, :] = SY[..., a, :]
-                widths[a] = ws
-                factor[a] = left
+            _keep_better(crit, best, out, widths, factor, SY, ws, _noise_left(mats, covs))
     return out, widths, factor
 
 
 def install_bias():
-    if not hasattr(M, "_orig_sure_smooth"):
-        M._orig_sure_smooth = M.sure_smooth
-    M.sure_smooth = bias_model_smooth
+    _install(bias_model_smooth)
 
 
 def main() -> None:
