@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfair._errors import InvalidParameterError
+from dpfair.fairclass import _oriented
 from dpfair.fairclass._rule import PlugInRule
 from dpfair.mechanisms import GaussianProcessMechanism, KroneckerGaussianGrid, LatticeNoise
 
@@ -44,6 +45,7 @@ __all__ = [
     "release_s1",
     "release_s1_from_weights",
     "row_uniforms",
+    "smooth_release",
     "sure_smooth",
 ]
 
@@ -229,6 +231,24 @@ def sure_smooth(
     return out, widths, factor
 
 
+def smooth_release(
+    grid: KroneckerGaussianGrid, noisy: NDArray[np.float64], noise_sd: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The S1 post-smoothing: (smoothed sums, noise factor per group).
+
+    Always :func:`sure_smooth` first. On two-feature grids with equal spacing its output is
+    the pilot of :func:`dpfair.fairclass._oriented.oriented_smooth`, which compares, per
+    group, smoothing along 8 public directions and the shipped equal widths by an estimate
+    of the error of η̃ itself. Post-processing of the S1 release either way.
+    """
+    smoothed, _widths, left = sure_smooth(grid, noisy, noise_sd)
+    if noise_sd > 0 and _oriented.supports(grid):
+        smoothed, _chosen, left = _oriented.oriented_smooth(
+            grid, noisy, noise_sd, pilot=smoothed, pilot_factor=left,
+            ridge=RIDGE * float(noise_sd), pilot_widths=SMOOTH_LADDER)
+    return smoothed, left
+
+
 def release_s1(
     grid: KroneckerGaussianGrid,
     U: NDArray[np.float64],
@@ -301,8 +321,7 @@ def release_s1_from_weights(
         n1_noisy = count1 + _lattice_noise(n, sigma_count, rng)
         pi1 = n1_noisy / n
         noisy = mechanism.release_binned(weights, grid, rng, total_mass=float(n))
-        noisy, _widths, left = sure_smooth(grid, noisy,
-                                           mechanism.noise_scale_for(grid, float(n)))
+        noisy, left = smooth_release(grid, noisy, mechanism.noise_scale_for(grid, float(n)))
         eta = eta_from_sums(noisy, RIDGE * mechanism.sigma * left)
     lo = 1.0 / n
     pi1 = float(min(max(pi1, lo), 1.0 - lo))
