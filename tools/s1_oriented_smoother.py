@@ -1,4 +1,10 @@
-"""Issue 20, ninth pass: oriented S1 post-smoothers (2-D grids), measured against the shipped one.
+"""Issue 20, ninth pass: the dense reference of the directional S1 post-smoother.
+
+This is the implementation the ninth pass measured first (dense n × n smoothers on the
+2-D grid); ``src/dpfair/fairclass/_oriented.py`` ships the same criterion and candidates
+with FFT convolutions (``tests/fairclass/test_oriented_smooth.py`` checks them against
+dense matrices). Running it replaces the shipped ``_model.smooth_release`` for one run of
+``benchmarks/fairclass_plan_study.py``, e.g. to try other ladders.
 
 The released cell sums of one group are smoothed by an anisotropic Gaussian of width
 ``along``·h along the direction θ and ``across``·h across it (a dense, row-normalised
@@ -106,13 +112,18 @@ def oriented_smooth(grid, noisy, noise_sd, ladder=M.SMOOTH_LADDER):
     return out, np.zeros(2), factor
 
 
+def _as_release(grid, noisy, noise_sd):
+    out, _w, factor = oriented_smooth(grid, noisy, noise_sd)
+    return out, factor
+
+
 def main() -> None:
     mode = sys.argv[1]
     if mode != "main":
         for kv in mode.split(","):
             key, val = kv.split("=")
             MODE[key] = val
-        M.sure_smooth = oriented_smooth
+        M.smooth_release = _as_release
     study = Path(__file__).resolve().parents[1] / "benchmarks" / "fairclass_plan_study.py"
     sys.argv = [str(study), *sys.argv[2:]]
     runpy.run_path(str(study), run_name="__main__")

@@ -3,7 +3,9 @@
 Each variant replaces ``dpfair.fairclass._model.sure_smooth`` for one run of
 ``benchmarks/fairclass_plan_study.py`` (monkeypatched here; nothing in ``src`` changes).
 Every variant reads only the released sums, the public grid and the public noise scale, so
-it would be post-processing like the shipped smoother. Usage (repo root)::
+it would be post-processing like the shipped smoother. Measured on commit 34edde1, before
+the ninth pass added the directional smoother after ``sure_smooth`` on 2-D grids.
+Usage (repo root)::
 
     PYTHONPATH=src .venv/bin/python tools/s1_smoother_variants.py MODE STUDY-ARGS...
 
