@@ -177,3 +177,56 @@ def test_prediction_is_post_processing() -> None:
     first = clf.predict(Xt, sensitive_features=At)
     X[:] = np.nan  # the training rows are gone
     np.testing.assert_array_equal(first, clf.predict(Xt, sensitive_features=At))
+
+
+def _dense_reference(grid, noisy, sd):
+    """The whole selection with dense n × n smoothers (the measured reference)."""
+    n = int(np.prod(grid.shape))
+    Y = noisy.reshape(n, 2, 2)
+    sigma = _sigma(grid)
+    L = np.kron(grid.roots[0], grid.roots[1])
+    pilot, _w, pf = M.sure_smooth(grid, noisy, sd)
+    lam = M.RIDGE * sd
+    P = pilot.reshape(n, 2, 2)
+    dens = np.maximum(P.sum(-1), 0.0)
+    eta_p = M.eta_from_sums(P, lam * pf)
+    c = (1 - eta_p) ** 2 + eta_p**2
+    eta0 = M.eta_from_sums(Y, lam)
+    mats = [np.eye(n)] + [_dense(grid, k) for _l, k in O._Candidates(grid, M.SMOOTH_LADDER)]
+    best, pick = np.full(2, np.inf), [0, 0]
+    for i, S in enumerate(mats):
+        eta_s = M.eta_from_sums(np.einsum("ij,jay->iay", S, Y), lam * pf)
+        diag = np.einsum("ij,ji->i", S, sigma)
+        crit = np.sum(dens * ((eta_s - eta0) ** 2
+                              + 2 * sd**2 * c * diag[:, None] / (dens + lam) ** 2), axis=0)
+        for a in np.flatnonzero(crit < best):
+            best[a], pick[a] = crit[a], i
+    out = np.stack([np.einsum("ij,jy->iy", mats[pick[a]], Y[:, a]) for a in (0, 1)], axis=1)
+    factor = [math.sqrt(np.sum((mats[k] @ L) ** 2) / np.sum(L * L)) for k in pick]
+    return out.reshape(noisy.shape), np.array(factor)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_selection_equals_the_dense_reference(seed: int) -> None:
+    """Sums of a smooth η plus noise of the release's law (σ′ large and small): the FFT
+    implementation picks the dense reference's smoother and returns its output, cold or
+    from the grid cache."""
+    grid = _grid(g=14, h=0.28)
+    x0, x1 = np.meshgrid(*grid.axes, indexing="ij")
+    rng = np.random.default_rng(seed)
+    eta = 1.0 / (1.0 + np.exp(-5.0 * (x0 + x1 - 1.0)))
+    dens = 40.0 * (0.5 + x0)
+    F = np.stack([np.stack([(1 - eta) * dens, eta * dens], -1)] * 2, axis=-2)
+    sd = [2.0, 8.0, 20.0][seed]
+    L = np.kron(grid.roots[0], grid.roots[1])
+    noise = (L @ rng.normal(size=(L.shape[1], 4))).reshape(F.shape) * sd
+    noisy = F + noise
+    ref_out, ref_factor = _dense_reference(grid, noisy, sd)
+    O._CACHE.clear()
+    for _ in range(2):  # cold, then cached
+        pilot, _w, pf = M.sure_smooth(grid, noisy, sd)
+        out, _chosen, factor = O.oriented_smooth(
+            grid, noisy, sd, pilot=pilot, pilot_factor=pf, ridge=M.RIDGE * sd,
+            pilot_widths=M.SMOOTH_LADDER)
+        np.testing.assert_allclose(out, ref_out, rtol=1e-8, atol=1e-8 * np.abs(F).max())
+        np.testing.assert_allclose(factor, ref_factor, rtol=1e-9)

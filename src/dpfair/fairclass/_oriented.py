@@ -33,8 +33,9 @@ from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.signal import fftconvolve
+from scipy import fft as sfft
 
+from dpfair.fairclass._ratio import eta_from_sums
 from dpfair.mechanisms import KroneckerGaussianGrid
 
 __all__ = ["ACROSS_WIDTH", "ALONG_LADDER", "N_DIRECTIONS", "oriented_smooth", "supports"]
@@ -70,8 +71,14 @@ def _offsets(radius: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
 
 
 def _conv(images: NDArray[np.float64], kernel: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Zero-padded 'same' convolution of each image (leading axis) with a symmetric kernel."""
-    return np.asarray(fftconvolve(images, kernel[None], mode="same", axes=(1, 2)))
+    """Zero-padded 'same' convolution of each image (leading axis) with a centred kernel."""
+    g0, g1 = images.shape[1:]
+    r0, r1 = kernel.shape[0] // 2, kernel.shape[1] // 2
+    shape = (sfft.next_fast_len(g0 + 2 * r0, real=True),
+             sfft.next_fast_len(g1 + 2 * r1, real=True))
+    full = sfft.irfft2(sfft.rfft2(images, s=shape, axes=(1, 2))
+                       * sfft.rfft2(kernel, s=shape)[None], s=shape, axes=(1, 2))
+    return np.asarray(full[:, r0:r0 + g0, r1:r1 + g1])
 
 
 class _Candidates:
@@ -150,6 +157,82 @@ def _noise_factor(grid: KroneckerGaussianGrid, kernel: NDArray[np.float64] | Non
     return math.sqrt(float(np.mean(quad)) / trace_mean)
 
 
+class _Prepared:
+    """The data-free part of every candidate on one public grid, computed once and cached.
+
+    Per candidate: the kernel's real FFT on a zero-padded shape (no wrap-around), the row
+    normaliser (convolution of ones), the noise term diag(SΣ)/σ′² and, on first use, the
+    noise factor. Grids of equal axes, h and jitter share one entry (they are the same
+    public object), so refits and folds pay the set-up once.
+    """
+
+    def __init__(self, grid: KroneckerGaussianGrid, pilot_widths: tuple[float, ...]) -> None:
+        self.grid = grid
+        cands = _Candidates(grid, pilot_widths)
+        items = list(cands)
+        self.radius = max(k.shape[0] // 2 for _l, k in items)
+        self.fft_shape = tuple(sfft.next_fast_len(g + 2 * self.radius, real=True)
+                               for g in grid.shape)
+        ones = np.ones((1, *grid.shape))
+        self.labels: list[tuple[float, float, float]] = []
+        self.kernels: list[NDArray[np.float64]] = []
+        self.kernel_hats: list[NDArray[np.complex128]] = []
+        self.norms: list[NDArray[np.float64]] = []
+        self.diags: list[NDArray[np.float64]] = []
+        for label, kernel in items:
+            theta = -1.0 if label[0] == "equal" else float(label[0])
+            self.labels.append((theta, float(label[1]), float(label[2])))
+            self.kernels.append(kernel)
+            self.kernel_hats.append(self._kernel_hat(kernel))
+            norm = _conv(ones, kernel)[0]
+            self.norms.append(norm)
+            self.diags.append(_conv(ones, cands.noise_kernel(kernel))[0] / norm)
+        self._factors: dict[int, float] = {}
+
+    def _kernel_hat(self, kernel: NDArray[np.float64]) -> NDArray[np.complex128]:
+        pad = np.zeros((2 * self.radius + 1,) * 2)
+        r = kernel.shape[0] // 2
+        pad[self.radius - r:self.radius + r + 1, self.radius - r:self.radius + r + 1] = kernel
+        return np.asarray(sfft.rfft2(pad, s=self.fft_shape))
+
+    def transform(self, images: NDArray[np.float64]) -> NDArray[np.complex128]:
+        """Real FFT of each image (leading axis) on the padded shape."""
+        return np.asarray(sfft.rfft2(images, s=self.fft_shape, axes=(1, 2)))
+
+    def smooth(self, images_hat: NDArray[np.complex128], k: int) -> NDArray[np.float64]:
+        """Candidate k applied to the transformed images: S·Y on the grid."""
+        full = sfft.irfft2(images_hat * self.kernel_hats[k][None], s=self.fft_shape,
+                           axes=(1, 2))
+        g0, g1 = self.grid.shape
+        r = self.radius
+        return np.asarray(full[:, r:r + g0, r:r + g1] / self.norms[k][None])
+
+    def factor(self, k: int) -> float:
+        if k not in self._factors:
+            self._factors[k] = _noise_factor(self.grid, self.kernels[k])
+        return self._factors[k]
+
+
+def _prepared(grid: KroneckerGaussianGrid, pilot_widths: tuple[float, ...]) -> _Prepared:
+    key = (grid.axes[0].tobytes(), grid.axes[1].tobytes(), float(grid.length_scale),
+           float(grid.jitter), tuple(float(w) for w in pilot_widths))
+    return _cached(key, grid)
+
+
+#: At most 8 public grids' candidates are kept (oldest dropped first).
+_CACHE: dict[tuple[bytes, bytes, float, float, tuple[float, ...]], _Prepared] = {}
+
+
+def _cached(key: tuple[bytes, bytes, float, float, tuple[float, ...]],
+            grid: KroneckerGaussianGrid) -> _Prepared:
+    hit = _CACHE.get(key)
+    if hit is None:
+        if len(_CACHE) >= 8:
+            _CACHE.pop(next(iter(_CACHE)))
+        hit = _CACHE[key] = _Prepared(grid, key[4])
+    return hit
+
+
 def oriented_smooth(
     grid: KroneckerGaussianGrid,
     noisy: NDArray[np.float64],
@@ -182,14 +265,12 @@ def oriented_smooth(
     Returns
     -------
     smoothed : ndarray, same shape as ``noisy``
-    chosen : list of (θ in degrees or -1 for the equal family / 0 for none, along, across)
+    chosen : list of (θ in degrees, or −1 for the equal-width family, or 0 with widths 0
+        for none; along; across), per group
     noise_factor : ndarray of shape (2,)
     """
-    from dpfair.fairclass._model import eta_from_sums  # one module, no import cycle
-
     var = float(noise_sd) ** 2
-    Y = np.moveaxis(np.asarray(noisy, dtype=np.float64).reshape(*grid.shape, 4), -1, 0)
-    ones = np.ones((1, *grid.shape))
+    noisy = np.asarray(noisy, dtype=np.float64)
     dens = np.maximum(pilot.sum(axis=-1), 0.0)  # grid + (2,)
     eta_pilot = eta_from_sums(pilot, ridge * pilot_factor)
     weight_c = (1.0 - eta_pilot) ** 2 + eta_pilot**2
@@ -202,22 +283,19 @@ def oriented_smooth(
         term = (eta_s - eta0) ** 2 + 2.0 * var * weight_c * diag[..., None] / (dens + ridge) ** 2
         return np.sum(dens * term, axis=(0, 1))
 
-    best = criterion(np.asarray(noisy, dtype=np.float64), np.full(grid.shape, noise_diag0))
-    out = np.array(noisy, dtype=np.float64, copy=True)
+    best = criterion(noisy, np.full(grid.shape, noise_diag0))
+    out = np.array(noisy, copy=True)
     chosen: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0), (0.0, 0.0, 0.0)]
-    kernels: list[NDArray[np.float64] | None] = [None, None]
-    cands = _Candidates(grid, pilot_widths)
-    for label, kernel in cands:
-        conv = _conv(np.concatenate([Y, ones]), kernel)
-        norm = conv[4]
-        smoothed = np.moveaxis(conv[:4] / norm, 0, -1).reshape(noisy.shape)
-        diag = _conv(ones, cands.noise_kernel(kernel))[0] / norm
-        crit = criterion(smoothed, diag)
+    picked: list[int | None] = [None, None]
+    prep = _prepared(grid, pilot_widths)
+    images_hat = prep.transform(np.moveaxis(noisy.reshape(*grid.shape, 4), -1, 0))
+    for k, label in enumerate(prep.labels):
+        smoothed = np.moveaxis(prep.smooth(images_hat, k), 0, -1).reshape(noisy.shape)
+        crit = criterion(smoothed, prep.diags[k])
         for a in np.flatnonzero(crit < best):
             best[a] = crit[a]
             out[..., a, :] = smoothed[..., a, :]
-            theta = -1.0 if label[0] == "equal" else float(label[0])
-            chosen[a] = (theta, float(label[1]), float(label[2]))
-            kernels[a] = kernel
-    factor = np.array([_noise_factor(grid, kernels[a]) for a in (0, 1)])
+            chosen[a] = label
+            picked[a] = k
+    factor = np.array([1.0 if k is None else prep.factor(k) for k in picked])
     return out, chosen, factor
