@@ -28,11 +28,10 @@ directions in [0, π)), ``axis=1`` (also the shipped family's equal widths as ca
 from __future__ import annotations
 
 import math
-import runpy
 import sys
-from pathlib import Path
 
 import numpy as np
+from _plan_study import read_mode, run_study
 
 from dpfair.fairclass import _model as M
 
@@ -118,15 +117,9 @@ def _as_release(grid, noisy, noise_sd):
 
 
 def main() -> None:
-    mode = sys.argv[1]
-    if mode != "main":
-        for kv in mode.split(","):
-            key, val = kv.split("=")
-            MODE[key] = val
+    if read_mode(sys.argv[1], MODE):
         M.smooth_release = _as_release
-    study = Path(__file__).resolve().parents[1] / "benchmarks" / "fairclass_plan_study.py"
-    sys.argv = [str(study), *sys.argv[2:]]
-    runpy.run_path(str(study), run_name="__main__")
+    run_study(sys.argv[2:])
 
 
 if __name__ == "__main__":

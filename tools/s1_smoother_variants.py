@@ -220,24 +220,18 @@ def install_bias():
 
 
 def main() -> None:
-    import runpy
     import sys
-    from pathlib import Path
 
-    mode = sys.argv[1]
-    if mode != "main":
-        for kv in mode.split(","):
-            k, v = kv.split("=")
-            MODE[k] = v
+    from _plan_study import read_mode, run_study
+
+    if read_mode(sys.argv[1], MODE):
         if "force" in MODE:
             install_forced()
         elif "bias" in MODE:
             install_bias()
         else:
             install()
-    study = Path(__file__).resolve().parents[1] / "benchmarks" / "fairclass_plan_study.py"
-    sys.argv = [str(study), *sys.argv[2:]]
-    runpy.run_path(str(study), run_name="__main__")
+    run_study(sys.argv[2:])
 
 
 if __name__ == "__main__":
